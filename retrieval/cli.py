@@ -1,0 +1,109 @@
+"""Command line: `python -m retrieval lookup "QUERY" --kb DIR ...` prints the result JSON.
+
+A thin layer over the library: it parses flags into a LookupConfig, opens the index and the trace
+store, and turns bad input into a one-line message with a non-zero exit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import warnings
+from collections.abc import Sequence
+from dataclasses import fields
+from typing import Any
+
+from .config import LookupConfig
+from .corpus import KnowledgeBaseError
+from .index import open_index
+from .lookup import lookup_knowledge
+from .paths import default_kb, default_traces
+from .tool import tool_definition
+from .trace_store import TraceStore, TraceStoreError
+
+
+def config_flag(name: str) -> str:
+    """The CLI flag of a config field: its declared flag (e.g. `--no-l1`) or `--field-name`."""
+    declared = {f.name: f.metadata.get("flag") for f in fields(LookupConfig)}
+    return declared.get(name) or "--" + name.replace("_", "-")
+
+
+def add_config_flags(parser: argparse.ArgumentParser) -> None:
+    """One flag per LookupConfig field; booleans that default on get a `--no-...` switch."""
+    group = parser.add_argument_group("configuration")
+    for f in fields(LookupConfig):
+        flag, help_text = config_flag(f.name), f"{f.metadata['help']} (default: {f.default})"
+        if f.type in (bool, "bool"):
+            action = "store_false" if f.default else "store_true"
+            group.add_argument(flag, dest=f.name, action=action, default=None, help=help_text)
+        else:
+            kind = int if f.type in (int, "int") else float
+            group.add_argument(flag, dest=f.name, type=kind, default=None, metavar=f.name.upper(), help=help_text)
+
+
+def config_from_args(args: argparse.Namespace) -> LookupConfig:
+    overrides = {f.name: getattr(args, f.name) for f in fields(LookupConfig) if getattr(args, f.name, None) is not None}
+    return LookupConfig().with_overrides(overrides)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m retrieval", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    lookup = commands.add_parser("lookup", help="look up a query and print the result JSON")
+    lookup.add_argument("query", help="the question or keywords")
+    lookup.add_argument("--category", help="caller's category filter (always kept)")
+    _add_kb_flags(lookup)
+    lookup.add_argument("--traces", default=None, help="DuckDB trace file (default: traces.duckdb)")
+    lookup.add_argument("--no-trace", action="store_true", help="do not record the invocation")
+    lookup.add_argument("--compact", action="store_true", help="one-line JSON")
+    add_config_flags(lookup)
+    index = commands.add_parser("index", help="build (or load from cache) the index and print a summary")
+    _add_kb_flags(index)
+    index.add_argument("--svd-dims", dest="svd_dims", type=int, default=LookupConfig.svd_dims)
+    definition = commands.add_parser("tool-definition", help="print the agent tool definition as JSON")
+    _add_kb_flags(definition)
+    return parser
+
+
+def _add_kb_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--kb", default=None, help="knowledge base: Markdown folder or corpus.jsonl "
+                                                   "(default: the sample in data/kb)")
+    parser.add_argument("--strict", action="store_true", help="fail on a file with broken front matter")
+    parser.add_argument("--no-cache", action="store_true", help="rebuild the index instead of using the cache")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        output = _run(args)
+    except (ValueError, KnowledgeBaseError, TraceStoreError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(output)
+    return 0
+
+
+def _run(args: argparse.Namespace) -> str:
+    kb = args.kb or default_kb()
+    if args.command == "lookup":
+        if not args.query.strip():
+            raise ValueError('the query is empty; pass the question in quotes, e.g. lookup "reset my API token"')
+        config = config_from_args(args)
+        store = None if args.no_trace else TraceStore(args.traces or default_traces())
+        index = open_index(kb, svd_dims=config.svd_dims, strict=args.strict, use_cache=not args.no_cache)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            result = lookup_knowledge(args.query, index=index, config=config, category=args.category,
+                                      top_k=args.top_k, recorder=store)
+        for warning in caught:
+            print(f"warning: {warning.message}", file=sys.stderr)
+        return json.dumps(result.to_dict(), indent=None if args.compact else 2, ensure_ascii=False)
+    index = open_index(kb, svd_dims=getattr(args, "svd_dims", LookupConfig.svd_dims), strict=args.strict,
+                       use_cache=not args.no_cache)
+    if args.command == "index":
+        summary: dict[str, Any] = index.kb.summary()
+        summary.update(l1_dimensions=index.l1.dimensions if index.l1 else 0, from_cache=index.from_cache,
+                       build_seconds=round(index.build_seconds, 3), l1_unavailable=index.l1_unavailable_reason)
+        return json.dumps(summary, indent=2)
+    return json.dumps(tool_definition(sorted({d for e in index.kb.entries for d in e.domains})), indent=2)

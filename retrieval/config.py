@@ -1,0 +1,92 @@
+"""The one configuration object of a lookup; every field is also a CLI flag and an `--set key=value`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields, replace
+from typing import Any
+
+
+def _opt(default: Any, help: str, flag: str | None = None, index: bool = False) -> Any:
+    return field(default=default, metadata={"help": help, "flag": flag, "index": index})
+
+
+@dataclass(frozen=True)
+class LookupConfig:
+    """Settings of one lookup. `index=True` fields change the L1 index and so its cache key."""
+
+    top_k: int = _opt(5, "number of evidence blocks returned")
+    l1_enabled: bool = _opt(True, "run L1 semantic retrieval (off: L0 evidence only)", "--no-l1")
+    l0_filter: bool = _opt(True, "send L0's single domain to L1 as a category filter", "--no-l0-filter")
+    l1_min_score: float = _opt(0.05, "drop L1 candidates scoring below this (0..1; 1.0 keeps perfect matches)")
+    svd_dims: int = _opt(256, "LSA dimensions (capped by the corpus size)", index=True)
+    snippet_chars: int = _opt(800, "evidence content is cut to this many characters")
+    simulate_l1_failure: bool = _opt(False, "failure drill: L1 raises, to preview an L1 outage")
+    l1_tfidf_weight: float = _opt(0.5, "L1 score = w * TF-IDF cosine + (1 - w) * LSA cosine")
+    l1_weight: float = _opt(1.0, "weight of the L1 score when ordering evidence")
+    l0_weight: float = _opt(0.3, "weight of the normalised L0 score when ordering evidence")
+    l0_max_matches: int = _opt(5, "most L0 entries that become hints and evidence")
+    l0_min_score_ratio: float = _opt(0.5, "L0 matches must score at least this share of the best match")
+    l1_pool: int = _opt(30, "L1 chunks fetched before merging by source (at least top-k)")
+
+    def __post_init__(self) -> None:
+        _check_range("top_k", self.top_k, 1, 1000)
+        _check_range("svd_dims", self.svd_dims, 1, 4096)
+        _check_range("snippet_chars", self.snippet_chars, 20, 1_000_000)
+        _check_range("l0_max_matches", self.l0_max_matches, 0, 1000)
+        _check_range("l1_pool", self.l1_pool, 1, 100_000)
+        for name in ("l1_min_score", "l1_tfidf_weight", "l0_min_score_ratio"):
+            _check_range(name, getattr(self, name), 0.0, 1.0)
+        for name in ("l1_weight", "l0_weight"):
+            _check_range(name, getattr(self, name), 0.0, 100.0)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def with_overrides(self, overrides: Mapping[str, Any]) -> LookupConfig:
+        """A copy with `overrides` applied; string values (from `--set k=v`) are parsed to the field's type."""
+        known = {f.name: f for f in fields(self)}
+        unknown = sorted(set(overrides) - set(known))
+        if unknown:
+            raise ValueError(f"unknown setting(s) {unknown}; known settings: {', '.join(known)}")
+        parsed = {k: _parse(k, known[k].type, v) for k, v in overrides.items()}
+        return replace(self, **parsed)
+
+    def index_settings(self) -> dict[str, Any]:
+        """The fields that shape the index (part of the cache key)."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.metadata.get("index")}
+
+
+def parse_assignments(items: list[str]) -> dict[str, str]:
+    """`["top_k=10", "l0_filter=false"]` -> dict; a malformed item names itself and the expected form."""
+    result: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--set expects key=value, got {item!r} (e.g. --set top_k=10)")
+        result[key.strip().replace("-", "_")] = value.strip()
+    return result
+
+
+def _parse(name: str, type_name: Any, value: Any) -> Any:
+    kind = type_name if isinstance(type_name, str) else getattr(type_name, "__name__", str(type_name))
+    if not isinstance(value, str):
+        return value
+    try:
+        if kind == "bool":
+            lowered = value.lower()
+            if lowered not in ("true", "false", "1", "0", "yes", "no", "on", "off"):
+                raise ValueError
+            return lowered in ("true", "1", "yes", "on")
+        if kind == "int":
+            return int(value)
+        if kind == "float":
+            return float(value)
+    except ValueError:
+        raise ValueError(f"setting {name} expects a {kind}, got {value!r}") from None
+    return value
+
+
+def _check_range(name: str, value: Any, low: float, high: float) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
+        raise ValueError(f"{name} must be a number from {low} to {high}, got {value!r}")

@@ -1,0 +1,260 @@
+"""The knowledge base: Markdown folders (front matter + headings) or BEIR JSONL -> entries and chunks.
+
+Source identity is the file path relative to the knowledge-base root (or the JSONL `_id`); it is
+what deduplication, evaluation labels and traces all key on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .markdown import FrontMatterError, first_heading, split_front_matter, split_sections
+from .text import normalize_label
+
+MARKDOWN_SUFFIXES = (".md", ".markdown")
+CATEGORY_FIELDS = ("categories", "category", "domain", "domains")
+KEYWORD_FIELDS = ("keywords", "tags")
+
+
+class KnowledgeBaseError(ValueError):
+    """The knowledge base cannot be loaded as asked (missing folder, no entries, strict-mode error)."""
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A heading-level section of one entry: what L1 indexes and what evidence content comes from."""
+
+    source: str
+    position: int
+    title: str
+    breadcrumb: str
+    text: str
+    domains: tuple[str, ...]
+
+    @property
+    def chunk_id(self) -> str:
+        return f"{self.source}#{self.position}"
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One knowledge entry (a Markdown file or a JSONL record) with its L0 fields and its chunks."""
+
+    source: str
+    title: str
+    categories: tuple[str, ...]
+    keywords: tuple[str, ...]
+    entities: tuple[str, ...]
+    description: str
+    chunks: tuple[Chunk, ...]
+
+    @property
+    def domains(self) -> tuple[str, ...]:
+        """Categories compared the way filters compare them: case-folded, spaces collapsed, deduplicated."""
+        return _dedupe(normalize_label(c) for c in self.categories)
+
+    @property
+    def opening(self) -> str:
+        """The entry's opening section: L0-only evidence shows this."""
+        return self.chunks[0].text if self.chunks else self.description
+
+
+@dataclass(frozen=True)
+class LoadProblem:
+    """A file skipped by a lenient load, with the line to look at."""
+
+    path: str
+    line: int
+    message: str
+
+
+@dataclass(frozen=True)
+class KnowledgeBase:
+    """Loaded entries plus what the load skipped and a fingerprint of the inputs (the index cache key)."""
+
+    root: str
+    entries: tuple[Entry, ...]
+    problems: tuple[LoadProblem, ...] = ()
+    fingerprint: str = ""
+    files_seen: int = 0
+    _by_source: dict[str, Entry] = field(default_factory=dict, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self._by_source.update({e.source: e for e in self.entries})
+
+    @property
+    def chunks(self) -> list[Chunk]:
+        return [c for e in self.entries for c in e.chunks]
+
+    def entry(self, source: str) -> Entry | None:
+        return self._by_source.get(source)
+
+    def summary(self) -> dict[str, Any]:
+        """Counts and skipped files, for the CLI, the app and logs."""
+        return {"root": self.root, "files_seen": self.files_seen, "entries": len(self.entries),
+                "chunks": sum(len(e.chunks) for e in self.entries),
+                "domains": sorted({d for e in self.entries for d in e.domains}),
+                "skipped": [p.__dict__ for p in self.problems]}
+
+
+def load_knowledge_base(path: str | Path, *, strict: bool = False, exclude_fields: Iterable[str] = (),
+                        max_chunk_words: int = 350) -> KnowledgeBase:
+    """Load a Markdown folder or a BEIR-style JSONL file/folder (`corpus.jsonl`)."""
+    root = Path(path)
+    if not root.exists():
+        raise KnowledgeBaseError(f"knowledge base not found: {root}; pass --kb with a folder of Markdown "
+                                 f"files or a corpus.jsonl")
+    excluded = frozenset(exclude_fields)
+    if root.is_file() and root.suffix == ".jsonl":
+        return _load_jsonl(root, excluded, max_chunk_words)
+    if root.is_dir() and (root / "corpus.jsonl").is_file():
+        return _load_jsonl(root / "corpus.jsonl", excluded, max_chunk_words)
+    if not root.is_dir():
+        raise KnowledgeBaseError(f"not a folder or .jsonl file: {root}")
+    return _load_markdown(root, strict, excluded, max_chunk_words)
+
+
+def fingerprint(path: str | Path, *, exclude_fields: Iterable[str] = (), max_chunk_words: int = 350) -> str:
+    """Hash of everything a load reads (paths, bytes, options): the key of the on-disk index cache."""
+    root = Path(path)
+    if root.is_dir() and (root / "corpus.jsonl").is_file():
+        root = root / "corpus.jsonl"
+    digest = hashlib.sha256(repr((sorted(exclude_fields), max_chunk_words)).encode())
+    if root.is_file():
+        digest.update(root.read_bytes())
+        return digest.hexdigest()
+    for file in _markdown_files(root):
+        digest.update(file.relative_to(root).as_posix().encode() + b"\0" + file.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def _markdown_files(root: Path) -> list[Path]:
+    return sorted(p for p in root.rglob("*") if p.suffix.lower() in MARKDOWN_SUFFIXES and p.is_file()
+                  and not any(part.startswith(".") for part in p.relative_to(root).parts))
+
+
+def _load_markdown(root: Path, strict: bool, excluded: frozenset[str], max_words: int) -> KnowledgeBase:
+    files = _markdown_files(root)
+    digest = hashlib.sha256(repr((sorted(excluded), max_words)).encode())
+    entries, problems = [], []
+    for file in files:
+        source = file.relative_to(root).as_posix()
+        raw = file.read_bytes()
+        digest.update(source.encode() + b"\0" + raw + b"\0")
+        try:
+            entries.append(parse_markdown_entry(source, raw.decode("utf-8", errors="replace"), excluded, max_words))
+        except FrontMatterError as exc:
+            if strict:
+                raise KnowledgeBaseError(f"{exc} (strict mode; fix the file or load without --strict to "
+                                         f"skip it)") from exc
+            problems.append(LoadProblem(exc.path, exc.line, exc.problem))
+    if not files:
+        raise KnowledgeBaseError(f"no Markdown files (*.md) under {root}")
+    return KnowledgeBase(str(root), tuple(entries), tuple(problems), digest.hexdigest(), len(files))
+
+
+def parse_markdown_entry(source: str, text: str, exclude_fields: frozenset[str] = frozenset(),
+                         max_chunk_words: int = 350) -> Entry:
+    """One Markdown file -> Entry; raises FrontMatterError naming the file and line on broken front matter."""
+    meta, body, _ = split_front_matter(text, source)
+    meta = {k: v for k, v in meta.items() if k not in exclude_fields}
+    title = _text(meta.get("title")) or first_heading(body) or _title_from_path(source)
+    categories = _labels(meta, CATEGORY_FIELDS)
+    description = _text(meta.get("description"))
+    sections = [(s.headings[1:] if s.levels[:1] == (1,) else s.headings, s.body) for s in split_sections(body)]
+    if description:
+        sections.insert(0, ((), description))
+    return _entry(source, title, categories, _labels(meta, KEYWORD_FIELDS), _labels(meta, ("entities",)),
+                  description, sections, max_chunk_words)
+
+
+def _load_jsonl(path: Path, excluded: frozenset[str], max_words: int) -> KnowledgeBase:
+    raw = path.read_bytes()
+    digest = hashlib.sha256(repr((sorted(excluded), max_words)).encode() + raw)
+    entries, problems = [], []
+    for number, line in enumerate(raw.decode("utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+            entries.append(jsonl_entry(record, excluded, max_words))
+        except (json.JSONDecodeError, KeyError, TypeError) as exc:
+            problems.append(LoadProblem(path.name, number, f"bad JSONL record: {exc}"))
+    return KnowledgeBase(str(path), tuple(entries), tuple(problems), digest.hexdigest(), len(entries) + len(problems))
+
+
+def jsonl_entry(record: Mapping[str, Any], excluded: frozenset[str] = frozenset(), max_words: int = 350) -> Entry:
+    """A BEIR record (`_id`, `title`, `text`, `metadata`) -> Entry; metadata may carry category/keywords/entities."""
+    meta = {k: v for k, v in dict(record.get("metadata") or {}).items() if k not in excluded}
+    source = str(record["_id"])
+    title = _text(record.get("title")) if "title" not in excluded else ""
+    return _entry(source, title, _labels(meta, CATEGORY_FIELDS), _labels(meta, KEYWORD_FIELDS),
+                  _labels(meta, ("entities",)), _text(meta.get("description")),
+                  [((), _text(record.get("text")))], max_words)
+
+
+def _entry(source: str, title: str, categories: tuple[str, ...], keywords: tuple[str, ...],
+           entities: tuple[str, ...], description: str, sections: list[tuple[tuple[str, ...], str]],
+           max_words: int) -> Entry:
+    domains = _dedupe(normalize_label(c) for c in categories)
+    chunks: list[Chunk] = []
+    for headings, body in sections:
+        parts = _split_long(body, max_words)
+        for number, part in enumerate(parts, start=1):
+            crumb = " > ".join((title or source, *headings))
+            if len(parts) > 1:
+                crumb += f" (part {number})"
+            chunks.append(Chunk(source, len(chunks), title, crumb, part, domains))
+    if not chunks:
+        chunks.append(Chunk(source, 0, title, title or source, "", domains))
+    return Entry(source, title, categories, keywords, entities, description, tuple(chunks))
+
+
+def _split_long(body: str, max_words: int) -> list[str]:
+    """Split a section over `max_words` at paragraph breaks so one chunk does not dilute the others."""
+    if not body.strip():
+        return []
+    if len(body.split()) <= max_words:
+        return [body]
+    parts, current, count = [], [], 0
+    for paragraph in body.split("\n\n"):
+        words = len(paragraph.split())
+        if current and count + words > max_words:
+            parts.append("\n\n".join(current))
+            current, count = [], 0
+        current.append(paragraph)
+        count += words
+    parts.append("\n\n".join(current))
+    return parts
+
+
+def _labels(meta: Mapping[str, Any], fields: Iterable[str]) -> tuple[str, ...]:
+    values: list[str] = []
+    for name in fields:
+        value = meta.get(name)
+        items = value if isinstance(value, (list, tuple)) else [value]
+        values.extend(" ".join(str(v).split()) for v in items if v is not None and str(v).strip())
+    return _dedupe(values, key=normalize_label)
+
+
+def _dedupe(values: Iterable[str], key=lambda v: v) -> tuple[str, ...]:
+    seen: dict[str, str] = {}
+    for value in values:
+        seen.setdefault(key(value), value)
+    return tuple(seen.values())
+
+
+def _text(value: Any) -> str:
+    return " ".join(str(value).split()) if value is not None else ""
+
+
+def _title_from_path(source: str) -> str:
+    path = Path(source)
+    stem = path.parent.name if path.stem in ("_index", "index") and path.parent.name else path.stem
+    words = stem.replace("-", " ").replace("_", " ").strip()
+    return words[:1].upper() + words[1:] if words else source

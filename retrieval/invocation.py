@@ -1,0 +1,50 @@
+"""The record of one tool call: what `lookup_knowledge` hands to a recorder and the trace store keeps."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ToolInvocation:
+    """One row of `tool_invocation`; the typed columns repeat keys of `retrieval_details` for fast SQL."""
+
+    tool_name: str
+    query: str
+    arguments: dict[str, Any]
+    status: str
+    latency_ms: float
+    config: dict[str, Any]
+    retrieval_details: dict[str, Any]
+    error: str | None = None
+    run_id: str | None = None
+    query_id: str | None = None
+    id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    created_at: datetime = field(default_factory=lambda: datetime.now(timezone.utc))
+
+    @property
+    def retrieval_layer(self) -> str | None:
+        return self.retrieval_details.get("retrieval_layer")
+
+    def typed_columns(self) -> dict[str, Any]:
+        """Columns analysts filter on, read from `retrieval_details` (null for failed calls)."""
+        details = self.retrieval_details
+        return {"retrieval_layer": details.get("retrieval_layer"),
+                "filter_decision": (details.get("filter") or {}).get("decision"),
+                "l1_status": (details.get("l1") or {}).get("status"),
+                "l0_match_count": (details.get("l0") or {}).get("match_count"),
+                "l1_candidate_count": (details.get("l1") or {}).get("candidate_count"),
+                "candidate_count": details.get("candidate_count"),
+                "evidence_count": details.get("evidence_count")}
+
+    def to_dict(self) -> dict[str, Any]:
+        row = asdict(self)
+        row.update(self.typed_columns())
+        return row
+
+
+Recorder = Callable[[ToolInvocation], None]

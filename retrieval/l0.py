@@ -1,0 +1,148 @@
+"""L0: BM25Okapi over entry titles, keywords, categories and entities; turns matches into hints.
+
+Scores equal rank-bm25's `BM25Okapi.get_scores` (same idf with the epsilon floor, same length
+normalisation) but come from a precomputed sparse term-weight matrix, so a query costs one sparse
+column slice and a dot product instead of a Python loop over every entry.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy import sparse
+
+from .corpus import Entry
+from .text import tokenize
+
+
+@dataclass(frozen=True)
+class L0Match:
+    """One entry L0 matched, with the score and which of its labels share terms with the query."""
+
+    source: str
+    title: str
+    score: float
+    domains: tuple[str, ...]
+    title_matched: bool
+    matched_keywords: tuple[str, ...]
+    matched_entities: tuple[str, ...]
+    matched_categories: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class L0Hints:
+    """What L0 tells the rest of the flow: matched titles, keywords, domains and entities."""
+
+    matches: tuple[L0Match, ...] = ()
+    matched_titles: tuple[str, ...] = ()
+    matched_keywords: tuple[str, ...] = ()
+    domains: tuple[str, ...] = ()
+    entities: tuple[str, ...] = ()
+
+    @property
+    def match_count(self) -> int:
+        return len(self.matches)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"matched_titles": list(self.matched_titles), "matched_keywords": list(self.matched_keywords),
+                "domains": list(self.domains), "entities": list(self.entities), "match_count": self.match_count,
+                "matches": [{"source": m.source, "title": m.title, "score": round(m.score, 6)}
+                            for m in self.matches]}
+
+
+def entry_terms(entry: Entry) -> list[str]:
+    """The L0 document of an entry: the terms of its title, keywords, categories and entities."""
+    fields_text = [entry.title, *entry.keywords, *entry.categories, *entry.entities]
+    return [t for text in fields_text for t in tokenize(text)]
+
+
+@dataclass
+class L0Index:
+    """Sparse BM25Okapi index over entries; `k1`, `b`, `epsilon` are rank-bm25's defaults."""
+
+    entries: Sequence[Entry]
+    k1: float = 1.5
+    b: float = 0.75
+    epsilon: float = 0.25
+    vocabulary: dict[str, int] = field(init=False, repr=False)
+    weights: sparse.csc_matrix = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        docs = [entry_terms(e) for e in self.entries]
+        self.vocabulary = {}
+        rows, cols, tfs = [], [], []
+        for row, doc in enumerate(docs):
+            for term, tf in Counter(doc).items():
+                rows.append(row)
+                cols.append(self.vocabulary.setdefault(term, len(self.vocabulary)))
+                tfs.append(tf)
+        n_docs, n_terms = len(docs), len(self.vocabulary)
+        tf = np.asarray(tfs, dtype=np.float64)
+        doc_len = np.asarray([len(d) for d in docs], dtype=np.float64)
+        avgdl = doc_len.mean() if n_docs and doc_len.sum() else 1.0
+        idf = self._idf(np.bincount(np.asarray(cols, dtype=np.int64), minlength=n_terms), n_docs)
+        norm = self.k1 * (1 - self.b + self.b * doc_len[np.asarray(rows, dtype=np.int64)] / avgdl)
+        values = idf[np.asarray(cols, dtype=np.int64)] * tf * (self.k1 + 1) / (tf + norm)
+        self.weights = sparse.csc_matrix((values, (rows, cols)), shape=(n_docs, n_terms))
+
+    def _idf(self, doc_freq: np.ndarray, n_docs: int) -> np.ndarray:
+        """rank-bm25's BM25Okapi idf: log((N - n + .5) / (n + .5)), negatives floored at eps * mean idf."""
+        idf = np.log(n_docs - doc_freq + 0.5) - np.log(doc_freq + 0.5)
+        floor = self.epsilon * (idf.sum() / len(idf)) if len(idf) else 0.0
+        return np.where(idf < 0, floor, idf)
+
+    def scores(self, query_terms: Sequence[str]) -> np.ndarray:
+        """BM25Okapi score of every entry for already-tokenized query terms (repeats count, as in rank-bm25)."""
+        counts = Counter(t for t in query_terms if t in self.vocabulary)
+        if not counts:
+            return np.zeros(len(self.entries))
+        columns = [self.vocabulary[t] for t in counts]
+        weights = np.asarray(list(counts.values()), dtype=np.float64)
+        return np.asarray(self.weights[:, columns] @ weights).ravel()
+
+    def match(self, query: str, *, max_matches: int = 5, min_score_ratio: float = 0.5) -> L0Hints:
+        """Entries with a positive score sharing a real term with the query, best first, as hints."""
+        terms = tokenize(query)
+        if max_matches <= 0 or not terms:
+            return L0Hints()
+        scores = self.scores(terms)
+        positive = np.flatnonzero(scores > 0)
+        if positive.size == 0:
+            return L0Hints()
+        floor = scores[positive].max() * min_score_ratio
+        ranked = sorted((i for i in positive if scores[i] >= floor), key=lambda i: (-scores[i], i))
+        query_terms = set(terms)
+        matches = [m for m in (self._describe(self.entries[i], float(scores[i]), query_terms)
+                               for i in ranked[:max_matches]) if m is not None]
+        return _hints(matches)
+
+    @staticmethod
+    def _describe(entry: Entry, score: float, query_terms: set[str]) -> L0Match | None:
+        def hit(label: str) -> bool:
+            return not query_terms.isdisjoint(tokenize(label))
+
+        keywords = tuple(k for k in entry.keywords if hit(k))
+        entities = tuple(e for e in entry.entities if hit(e))
+        categories = tuple(c for c in entry.domains if hit(c))
+        title = hit(entry.title)
+        if not (title or keywords or entities or categories):
+            return None
+        return L0Match(entry.source, entry.title, score, entry.domains, title, keywords, entities, categories)
+
+
+def _hints(matches: list[L0Match]) -> L0Hints:
+    def unique(values: list[str]) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(v for v in values if v))
+
+    return L0Hints(
+        matches=tuple(matches),
+        matched_titles=unique([m.title for m in matches]),
+        matched_keywords=unique([k for m in matches for k in m.matched_keywords]),
+        domains=unique([d for m in matches for d in m.domains]),
+        entities=unique([e for m in matches for e in m.matched_entities]),
+    )

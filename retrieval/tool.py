@@ -1,0 +1,62 @@
+"""The agent-facing tool: `LookupTool` binds an index, a configuration and a recorder to `lookup_knowledge`."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from .config import LookupConfig
+from .index import KnowledgeIndex
+from .invocation import Recorder
+from .lookup import TOOL_NAME, lookup_knowledge
+
+TOOL_DESCRIPTION = (
+    "Look up the product knowledge base. Returns evidence blocks (source, title, breadcrumb, content, "
+    "why each was found), the best one as `primary`, and a relevance grade that says whether semantic "
+    "retrieval supports it. Use it before answering questions about the product; cite `source`."
+)
+
+
+def tool_definition(domains: list[str] | None = None) -> dict[str, Any]:
+    """Name, description and JSON Schema of the tool's parameters (function-calling format)."""
+    category: dict[str, Any] = {"type": "string", "description": "Only search this domain/category "
+                                "(case-insensitive). Omit to let the tool decide."}
+    if domains:
+        category["examples"] = sorted(domains)
+    return {
+        "name": TOOL_NAME,
+        "description": TOOL_DESCRIPTION,
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "minLength": 1,
+                          "description": "The question or keywords to look up, in the user's words."},
+                "category": category,
+                "top_k": {"type": "integer", "minimum": 1, "maximum": 1000,
+                          "description": "How many evidence blocks to return (default 5)."},
+            },
+            "required": ["query"],
+            "additionalProperties": False,
+        },
+    }
+
+
+@dataclass
+class LookupTool:
+    """A callable tool for agent frameworks: `tool(query, category=None, top_k=None) -> dict`."""
+
+    index: KnowledgeIndex
+    config: LookupConfig = field(default_factory=LookupConfig)
+    recorder: Recorder | None = None
+
+    def __call__(self, query: str, category: str | None = None, top_k: int | None = None) -> dict[str, Any]:
+        result = lookup_knowledge(query, index=self.index, config=self.config, category=category, top_k=top_k,
+                                  recorder=self.recorder)
+        return result.to_dict()
+
+    def definition(self) -> dict[str, Any]:
+        return tool_definition(sorted({d for e in self.index.kb.entries for d in e.domains}))
+
+    def definition_json(self) -> str:
+        return json.dumps(self.definition(), indent=2)
