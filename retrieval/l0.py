@@ -7,7 +7,6 @@ column slice and a dot product instead of a Python loop over every entry.
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
