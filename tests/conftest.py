@@ -1,0 +1,55 @@
+"""Shared fixtures: the tiny knowledge base, its index, and a trace store under tmp_path."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from retrieval import TraceStore, build_index, load_knowledge_base
+from tests.kb_fixture import write_kb
+
+SHARED_DATA = Path(os.environ.get("LOOKUP_KNOWLEDGE_SHARED_DATA",
+                                  Path(__file__).resolve().parents[2] / "shared" / "data"))
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Index caches of tests go to a temporary folder, never to the user's ~/.cache."""
+    monkeypatch.setenv("LOOKUP_KNOWLEDGE_CACHE", str(tmp_path_factory.getbasetemp() / "index-cache"))
+
+
+@pytest.fixture(scope="session")
+def kb_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_kb(tmp_path_factory.mktemp("kb"))
+
+
+@pytest.fixture(scope="session")
+def index(kb_dir: Path):
+    return build_index(load_knowledge_base(kb_dir), svd_dims=64)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> TraceStore:
+    return TraceStore(tmp_path / "traces.duckdb")
+
+
+def stored_row(store: TraceStore, invocation_id: str) -> dict:
+    """The `tool_invocation` row of one call, read back from DuckDB, with JSON columns decoded."""
+    frame = store.query("SELECT * FROM tool_invocation WHERE id = ?", [invocation_id])
+    if len(frame) != 1:
+        raise AssertionError(f"expected one row for {invocation_id}, found {len(frame)}")
+    row = frame.iloc[0].to_dict()
+    for name in ("arguments", "config", "retrieval_details"):
+        row[name] = json.loads(row[name])
+    return row
+
+
+def shared_path(*parts: str) -> Path:
+    """A path in ../shared/data, or skip the test with the reason when it is absent."""
+    path = SHARED_DATA.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"shared data not found at {path} (set LOOKUP_KNOWLEDGE_SHARED_DATA to its folder)")
+    return path
