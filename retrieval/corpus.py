@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -167,7 +168,9 @@ def parse_markdown_entry(source: str, text: str, exclude_fields: frozenset[str] 
     categories = _labels(meta, CATEGORY_FIELDS)
     description = _text(meta.get("description"))
     sections = [(s.headings[1:] if s.levels[:1] == (1,) else s.headings, s.body) for s in split_sections(body)]
-    if description:
+    if description and sections and sections[0][0] == ():  # the summary opens the intro section
+        sections[0] = ((), f"{description}\n\n{sections[0][1]}".strip())
+    elif description:
         sections.insert(0, ((), description))
     return _entry(source, title, categories, _labels(meta, KEYWORD_FIELDS), _labels(meta, ("entities",)),
                   description, sections, max_chunk_words)
@@ -222,7 +225,7 @@ def _split_long(body: str, max_words: int) -> list[str]:
     if len(body.split()) <= max_words:
         return [body]
     parts, current, count = [], [], 0
-    for paragraph in body.split("\n\n"):
+    for paragraph in _pieces(body, max_words):
         words = len(paragraph.split())
         if current and count + words > max_words:
             parts.append("\n\n".join(current))
@@ -231,6 +234,19 @@ def _split_long(body: str, max_words: int) -> list[str]:
         count += words
     parts.append("\n\n".join(current))
     return parts
+
+
+def _pieces(body: str, max_words: int) -> list[str]:
+    """Paragraphs, with any paragraph over `max_words` broken at sentence ends (or, failing that, words)."""
+    pieces: list[str] = []
+    for paragraph in body.split("\n\n"):
+        if len(paragraph.split()) <= max_words:
+            pieces.append(paragraph)
+            continue
+        for sentence in re.split(r"(?<=[.!?])\s+", paragraph):
+            words = sentence.split()
+            pieces.extend(" ".join(words[i:i + max_words]) for i in range(0, len(words), max_words))
+    return pieces
 
 
 def _labels(meta: Mapping[str, Any], fields: Iterable[str]) -> tuple[str, ...]:

@@ -81,8 +81,16 @@ def default_cache_dir() -> Path:
     return Path(base) / "lookup-knowledge"
 
 
+def _code_fingerprint() -> str:
+    """Hash of the modules that shape an index, so a code change never reuses a stale cache."""
+    digest = hashlib.sha256()
+    for name in ("corpus", "markdown", "text", "l0", "l1", "index"):
+        digest.update((Path(__file__).parent / f"{name}.py").read_bytes())
+    return digest.hexdigest()
+
+
 def _cache_key(corpus_fingerprint: str, svd_dims: int, strict: bool) -> str:
-    parts = (corpus_fingerprint, svd_dims, strict, _FORMAT, __version__, sklearn.__version__)
+    parts = (corpus_fingerprint, svd_dims, strict, _FORMAT, __version__, sklearn.__version__, _code_fingerprint())
     return hashlib.sha256(repr(parts).encode()).hexdigest()[:32]
 
 

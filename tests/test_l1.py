@@ -1,0 +1,90 @@
+"""L1: LSA over chunks on tiny corpora, filter as a row mask before top-k, minimum score."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from retrieval import LookupConfig, build_index, load_knowledge_base, lookup_knowledge
+from retrieval.corpus import parse_markdown_entry
+from retrieval.l1 import L1Index
+
+
+def test_svd_dimensions_are_capped_by_a_tiny_corpus(index):
+    assert 2 <= index.l1.dimensions < len(index.l1.chunks)
+
+
+def test_two_chunk_corpus_works_without_svd():
+    entry = parse_markdown_entry("a.md", "---\ntitle: One\n---\nalpha beta gamma")
+    l1 = L1Index(entry.chunks)
+    assert l1.dimensions == 0
+    assert l1.search("alpha", top_k=3).candidates[0].chunk.source == "a.md"
+
+
+def test_filter_returns_the_best_of_the_filtered_set(index):
+    query = "alerts notification on-call"
+    filtered = index.l1.search(query, top_k=3, filters={"category": "alerting"})
+    unfiltered = index.l1.search(query, top_k=len(index.l1.chunks))
+    best_in_set = [c.chunk.chunk_id for c in unfiltered.candidates if "alerting" in c.chunk.domains][:3]
+    assert [c.chunk.chunk_id for c in filtered.candidates] == best_in_set
+    assert filtered.rows_searched == sum("alerting" in c.domains for c in index.l1.chunks)
+
+
+def test_category_filter_ignores_case_and_spaces(index):
+    a = index.l1.search("silence", top_k=5, filters={"category": "  Alerting "})
+    b = index.l1.search("silence", top_k=5, filters={"category": "alerting"})
+    assert [c.chunk.chunk_id for c in a.candidates] == [c.chunk.chunk_id for c in b.candidates] != []
+
+
+def test_candidates_below_min_score_are_dropped_and_counted(index):
+    everything = index.l1.search("token", top_k=100, min_score=0.0)
+    strict = index.l1.search("token", top_k=100, min_score=0.3)
+    assert all(c.score >= 0.3 for c in strict.candidates)
+    assert len(strict.candidates) + strict.dropped_below_min_score == len(everything.candidates)
+
+
+def test_min_score_one_keeps_only_perfect_matches(index):
+    result = index.l1.search("invoice", top_k=10, min_score=1.0)
+    assert all(np.isclose(c.score, 1.0) for c in result.candidates)
+
+
+def test_unknown_filter_key_names_the_supported_ones(index):
+    with pytest.raises(ValueError, match="supported: category, source"):
+        index.l1.search("x", top_k=1, filters={"colour": "red"})
+
+
+def test_caller_category_is_kept_and_decision_says_caller(index):
+    result = lookup_knowledge("PagerDuty", index=index, category="Integrations")
+    details = result.retrieval_details
+    assert details["filter"]["decision"] == "caller"
+    assert details["filter"]["applied"] == {"category": "integrations"}
+    assert {b.source for b in result.evidence_blocks} == {"integrations/pagerduty.md"}
+
+
+def test_l0_filter_off_records_disabled(index):
+    result = lookup_knowledge("silence", index=index, config=LookupConfig(l0_filter=False))
+    assert result.retrieval_details["filter"] == {"decision": "disabled", "l0_domains": ["alerting"], "applied": None}
+
+
+def test_l1_disabled_returns_l0_evidence_only(index):
+    result = lookup_knowledge("invoice", index=index, config=LookupConfig(l1_enabled=False))
+    assert result.retrieval_details["l1"]["status"] == "disabled"
+    assert result.retrieval_layer == "L0"
+    assert result.primary.source == "billing/invoices.md"
+
+
+def test_l1_unavailable_when_no_chunk_has_terms(tmp_path):
+    (tmp_path / "empty.md").write_text("---\ntitle: The\n---\n")
+    index = build_index(load_knowledge_base(tmp_path))
+    result = lookup_knowledge("anything", index=index)
+    assert index.l1 is None and result.retrieval_details["l1"]["status"] == "unavailable"
+
+
+def test_a_real_l1_exception_falls_back_to_l0(index, monkeypatch):
+    def broken(*args, **kwargs):
+        raise MemoryError("out of memory in LSA")
+
+    monkeypatch.setattr(index.l1, "search", broken)
+    result = lookup_knowledge("invoice", index=index)
+    assert result.retrieval_details["l1"]["error"] == {"type": "MemoryError", "message": "out of memory in LSA"}
+    assert result.primary.source == "billing/invoices.md" and not result.relevance.semantic_support

@@ -1,0 +1,118 @@
+"""The DuckDB trace store: schema, batches, several processes, the lock, unreadable files."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from retrieval import TraceStore, TraceStoreError, lookup_knowledge
+from retrieval.invocation import ToolInvocation
+from retrieval.trace_store import SCHEMA_VERSION, TraceStoreLockedWarning
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _invocation(query: str = "q", **kwargs) -> ToolInvocation:
+    details = {"retrieval_layer": "L0", "l0": {"match_count": 1}, "filter": {"decision": "applied"},
+               "l1": {"status": "ok", "candidate_count": 2}, "candidate_count": 3, "evidence_count": 1}
+    return ToolInvocation("lookup_knowledge", query, {"query": query}, "ok", 1.5, {"top_k": 5}, details, **kwargs)
+
+
+def test_schema_version_is_recorded(store):
+    assert store.query("SELECT max(version) AS v FROM schema_version")["v"][0] == SCHEMA_VERSION
+
+
+def test_reopening_does_not_migrate_twice(tmp_path):
+    TraceStore(tmp_path / "t.duckdb")
+    store = TraceStore(tmp_path / "t.duckdb")
+    assert store.query("SELECT count(*) AS n FROM schema_version")["n"][0] == 1
+
+
+def test_newer_schema_is_refused_with_advice(tmp_path):
+    path = tmp_path / "t.duckdb"
+    TraceStore(path)
+    con = duckdb.connect(str(path))
+    con.execute("INSERT INTO schema_version VALUES (99, now()::TIMESTAMP)")
+    con.close()
+    with pytest.raises(TraceStoreError, match="schema v99, newer.*upgrade"):
+        TraceStore(path)
+
+
+def test_typed_columns_mirror_retrieval_details(store):
+    store.record(_invocation(run_id="r1", query_id="q7"))
+    row = store.invocations().iloc[0]
+    assert (row.retrieval_layer, row.filter_decision, row.l1_status) == ("L0", "applied", "ok")
+    assert (row.l0_match_count, row.l1_candidate_count, row.candidate_count, row.evidence_count) == (1, 2, 3, 1)
+    assert (row.run_id, row.query_id) == ("r1", "q7")
+
+
+def test_batched_insert_keeps_every_row(store):
+    store.record_many([_invocation(f"q{i}", run_id="batch") for i in range(500)])
+    assert len(store.invocations(run_id="batch")) == 500
+
+
+def test_failed_call_is_recorded_with_its_error(index, store):
+    with pytest.raises(ValueError, match="query must be a non-empty string"):
+        lookup_knowledge("   ", index=index, recorder=store)
+    row = store.invocations().iloc[0]
+    assert row.status == "error" and "non-empty" in row.error
+
+
+def test_two_processes_writing_at_once_lose_no_row(tmp_path):
+    path = tmp_path / "shared.duckdb"
+    TraceStore(path)
+    writer = textwrap.dedent(f"""
+        import sys, time
+        sys.path.insert(0, {str(ROOT)!r})
+        from retrieval.trace_store import TraceStore
+        from tests.test_trace_store import _invocation
+        store = TraceStore({str(path)!r}, lock_timeout=60)
+        start = float(sys.argv[2])
+        while time.time() < start:
+            time.sleep(0.001)
+        for i in range(40):
+            store.record(_invocation(f"{{sys.argv[1]}}-{{i}}"))
+    """)
+    start = time.time() + 1.5
+    procs = [subprocess.Popen([sys.executable, "-c", writer, name, str(start)], stderr=subprocess.PIPE, text=True)
+             for name in ("a", "b")]
+    errors = [p.communicate(timeout=120)[1] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], errors
+    queries = set(TraceStore(path).query("SELECT query FROM tool_invocation")["query"])
+    assert queries == {f"{name}-{i}" for name in "ab" for i in range(40)}
+
+
+def test_locked_file_spools_rows_names_the_holder_and_adds_them_later(tmp_path):
+    path = tmp_path / "locked.duckdb"
+    store = TraceStore(path, lock_timeout=0.3)
+    holder = subprocess.Popen([sys.executable, "-c", f"import duckdb, sys, time; c = duckdb.connect({str(path)!r}); "
+                               "print('ready', flush=True); time.sleep(30)"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "ready"
+        with pytest.warns(TraceStoreLockedWarning, match=rf"locked by process {holder.pid} \(.*python"):
+            store.record(_invocation("while locked"))
+        assert "while locked" in store.spool_path.read_text()
+    finally:
+        holder.kill()
+        holder.wait()
+    store.record(_invocation("after"))
+    assert set(store.query("SELECT query FROM tool_invocation")["query"]) == {"while locked", "after"}
+    assert store.spool_path.read_text() == ""
+
+
+def test_a_file_that_is_not_duckdb_is_refused_with_advice(tmp_path):
+    path = tmp_path / "notes.duckdb"
+    path.write_text("not a database")
+    with pytest.raises(TraceStoreError, match="cannot open trace file.*--traces"):
+        TraceStore(path)
+
+
+def test_a_folder_is_refused_as_trace_file(tmp_path):
+    with pytest.raises(TraceStoreError, match="is a folder"):
+        TraceStore(tmp_path)
