@@ -30,6 +30,12 @@ class LookupConfig:
     l1_pool: int = _opt(30, "L1 chunks fetched before merging by source (at least top-k)")
 
     def __post_init__(self) -> None:
+        for f in fields(self):
+            value, kind = getattr(self, f.name), f.type if isinstance(f.type, str) else f.type.__name__
+            if kind == "int" and (isinstance(value, bool) or not isinstance(value, int)):
+                raise ValueError(f"{f.name} must be a whole number, got {value!r}")
+            if kind == "bool" and not isinstance(value, bool):
+                raise ValueError(f"{f.name} must be true or false, got {value!r}")
         _check_range("top_k", self.top_k, 1, 1000)
         _check_range("svd_dims", self.svd_dims, 1, 4096)
         _check_range("snippet_chars", self.snippet_chars, 20, 1_000_000)

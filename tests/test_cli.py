@@ -1,0 +1,97 @@
+"""The lookup CLI: JSON on stdout, one-line errors, every config field a flag, README examples run."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+from dataclasses import fields
+from pathlib import Path
+
+import pytest
+
+from retrieval import LookupConfig
+from retrieval.cli import build_parser, config_flag, main
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULT_KEYS = {"query", "primary", "supplement", "evidence_blocks", "relevance", "retrieval_layer",
+               "retrieval_details"}
+
+
+def _readme_commands() -> list[str]:
+    blocks = re.findall(r"```sh\n(.*?)```", (ROOT / "README.md").read_text(), flags=re.S)
+    return [line for block in blocks for line in block.splitlines() if line.startswith("python -m retrieval")]
+
+
+def test_lookup_prints_the_result_json(kb_dir, tmp_path, capsys):
+    code = main(["lookup", "invoice", "--kb", str(kb_dir), "--traces", str(tmp_path / "t.duckdb")])
+    payload = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert RESULT_KEYS <= set(payload)
+    assert payload["primary"]["source"] == "billing/invoices.md"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["lookup", "  "], "query is empty"),
+    (["lookup", "x", "--kb", "/no/such/folder"], "knowledge base not found"),
+    (["lookup", "x", "--top-k", "0"], "top_k must be"),
+])
+def test_bad_input_exits_non_zero_with_one_line(args, message, tmp_path, capsys):
+    code = main([*args, "--traces", str(tmp_path / "t.duckdb")])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert message in err and err.startswith("error: ") and err.count("\n") == 1
+
+
+def test_unreadable_trace_file_exits_non_zero(kb_dir, tmp_path, capsys):
+    bad = tmp_path / "bad.duckdb"
+    bad.write_text("garbage")
+    assert main(["lookup", "invoice", "--kb", str(kb_dir), "--traces", str(bad)]) == 2
+    assert "cannot open trace file" in capsys.readouterr().err
+
+
+def test_every_config_field_has_a_flag():
+    help_text = build_parser()._subparsers._group_actions[0].choices["lookup"].format_help()
+    for f in fields(LookupConfig):
+        assert config_flag(f.name) in help_text
+
+
+def test_every_config_field_is_documented_in_the_readme():
+    readme = (ROOT / "README.md").read_text()
+    for f in fields(LookupConfig):
+        assert f"`{f.name}`" in readme and f"`{config_flag(f.name)}`" in readme
+
+
+def test_flags_reach_the_config(kb_dir, tmp_path, capsys):
+    main(["lookup", "invoice", "--kb", str(kb_dir), "--no-trace", "--no-l1", "--l1-min-score", "0.4"])
+    config = json.loads(capsys.readouterr().out)
+    assert config["retrieval_details"]["l1"]["status"] == "disabled"
+
+
+def test_second_run_loads_the_index_from_cache(kb_dir, capsys):
+    main(["index", "--kb", str(kb_dir), "--no-cache"])
+    assert json.loads(capsys.readouterr().out)["from_cache"] is False
+    main(["index", "--kb", str(kb_dir)])
+    capsys.readouterr()
+    main(["index", "--kb", str(kb_dir)])
+    assert json.loads(capsys.readouterr().out)["from_cache"] is True
+
+
+@pytest.mark.parametrize("command", _readme_commands())
+def test_readme_examples_run_as_written(command, tmp_path):
+    argv = shlex.split(command)
+    (tmp_path / "data").symlink_to(ROOT / "data")  # run in a scratch folder: traces land there, not in the repo
+    env = {**os.environ, "LOOKUP_KNOWLEDGE_TRACES": str(tmp_path / "t.duckdb")}
+    completed = subprocess.run([sys.executable, *argv[1:]], cwd=tmp_path, capture_output=True, text=True,
+                               timeout=120, env=env)
+    assert completed.returncode == 0, completed.stderr
+    payload = json.loads(completed.stdout)
+    if argv[3] == "lookup":
+        assert RESULT_KEYS <= set(payload) and payload["evidence_blocks"]
+    elif argv[3] == "tool-definition":
+        assert payload["name"] == "lookup_knowledge" and payload["parameters"]["required"] == ["query"]
+    else:
+        assert payload["entries"] >= 30 and not payload["skipped"]

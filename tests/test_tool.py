@@ -1,0 +1,55 @@
+"""The agent-facing tool and its configuration."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from retrieval import LookupConfig
+from retrieval.config import parse_assignments
+from retrieval.tool import LookupTool, tool_definition
+
+
+def test_tool_definition_is_json_schema_with_query_category_top_k():
+    definition = json.loads(json.dumps(tool_definition(["billing"])))
+    params = definition["parameters"]
+    assert definition["name"] == "lookup_knowledge"
+    assert set(params["properties"]) == {"query", "category", "top_k"}
+    assert params["required"] == ["query"] and params["additionalProperties"] is False
+    assert params["properties"]["top_k"]["type"] == "integer"
+
+
+def test_lookup_tool_returns_the_result_dict_and_records(index, store):
+    tool = LookupTool(index, LookupConfig(), store)
+    payload = tool("PagerDuty", category="integrations", top_k=1)
+    assert payload["primary"]["source"] == "integrations/pagerduty.md"
+    assert store.invocations().iloc[0]["arguments"] == json.dumps(
+        {"query": "PagerDuty", "category": "integrations", "top_k": 1})
+    assert "integrations" in tool.definition()["parameters"]["properties"]["category"]["examples"]
+
+
+@pytest.mark.parametrize("bad", [{"category": "  "}, {"top_k": 0}, {"top_k": "5"}])
+def test_bad_tool_arguments_raise_clear_errors(index, bad):
+    with pytest.raises(ValueError, match="category must be|top_k must be"):
+        LookupTool(index)("invoice", **bad)
+
+
+def test_config_rejects_out_of_range_values_naming_them():
+    with pytest.raises(ValueError, match="l1_min_score must be a number from 0.0 to 1.0, got 1.5"):
+        LookupConfig(l1_min_score=1.5)
+
+
+def test_set_assignments_parse_to_field_types():
+    config = LookupConfig().with_overrides(parse_assignments(["top_k=9", "l0-filter=off", "l0_weight=0.7"]))
+    assert (config.top_k, config.l0_filter, config.l0_weight) == (9, False, 0.7)
+
+
+def test_unknown_setting_lists_the_known_ones():
+    with pytest.raises(ValueError, match="unknown setting.*known settings: top_k"):
+        LookupConfig().with_overrides({"topk": "3"})
+
+
+def test_malformed_assignment_shows_the_expected_form():
+    with pytest.raises(ValueError, match="key=value"):
+        parse_assignments(["top_k"])
