@@ -58,7 +58,7 @@ class L1Index:
         if not self.chunks:
             raise ValueError("L1 needs at least one chunk with text")
         self.vectorizer = TfidfVectorizer(analyzer=tokenize, sublinear_tf=True, dtype=np.float32)
-        self.tfidf = self.vectorizer.fit_transform([_chunk_text(c) for c in self.chunks]).tocsr()
+        self.tfidf = self.vectorizer.fit_transform([_chunk_text(c) for c in self.chunks]).tocsc()
         dims = min(self.svd_dims, self.tfidf.shape[1] - 1, self.tfidf.shape[0] - 1)
         self.lsa = None
         if dims >= 2:
@@ -79,7 +79,8 @@ class L1Index:
         q = self.vectorizer.transform([query])
         if q.nnz == 0 or searched == 0:
             return L1Result((), searched, 0)
-        tfidf = np.asarray((self.tfidf @ q.T).todense()).ravel()
+        # column slice of the CSC matrix: cost follows the query terms' postings, not the corpus size
+        tfidf = np.asarray(self.tfidf[:, q.indices] @ q.data, dtype=np.float32).ravel()
         lsa = None
         score = tfidf
         if self.lsa is not None and self.svd is not None:

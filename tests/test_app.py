@@ -1,0 +1,279 @@
+"""The Streamlit app, driven by widget key with AppTest: every page, on a tiny knowledge base in tmp_path."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from appui import data, state
+from retrieval import TraceStore
+from tests.kb_fixture import write_kb
+
+APP = str(Path(__file__).resolve().parents[1] / "app.py")
+PAGES = ("appui/lookup_page.py", "appui/compare_page.py", "appui/traces_page.py", "appui/export_page.py")
+QUERIES = [{"_id": "q1", "text": "rotate an API token", "relevant": ["security/tokens.md"]},
+           {"_id": "q2", "text": "download invoices", "relevant": ["billing/invoices.md"]},
+           {"_id": "q3", "text": "agent offline firewall port", "relevant": ["troubleshooting/agent-offline.md"]},
+           {"_id": "q4", "text": "escalation when nobody acknowledges", "relevant": ["alerting/routing.md"]}]
+
+
+@pytest.fixture
+def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
+    """A tiny knowledge base and an empty trace file under tmp_path, picked up through the app's env vars."""
+    kb = write_kb(tmp_path / "kb")
+    traces = tmp_path / "traces.duckdb"
+    monkeypatch.setenv("LOOKUP_KNOWLEDGE_KB", str(kb))
+    monkeypatch.setenv("LOOKUP_KNOWLEDGE_TRACES", str(traces))
+    return {"kb": kb, "traces": traces, "root": tmp_path}
+
+
+def _app() -> AppTest:
+    return AppTest.from_file(APP, default_timeout=60).run()
+
+
+def _ok(at: AppTest) -> AppTest:
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    return at
+
+
+def _text(at: AppTest) -> str:
+    return "\n".join([m.value for m in at.markdown] + [c.value for c in at.caption] + [c.value for c in at.code])
+
+
+def _json(element) -> dict:
+    value = json.loads(element.value) if isinstance(element.value, str) else element.value
+    return value if isinstance(value, dict) else {}
+
+
+def _lookup(at: AppTest, query: str) -> AppTest:
+    at.text_input(key="lookup_query").set_value(query)
+    return _ok(at.button(key="lookup_run").click().run())
+
+
+def _select(at: AppTest, key: str, row: int) -> AppTest:
+    at.session_state[key] = {"selection": {"rows": [row], "columns": [], "cells": []}}
+    return at.run()
+
+
+def test_every_page_renders_on_an_empty_trace_file(env):
+    at = _ok(_app())
+    for page in PAGES:
+        _ok(at.switch_page(page).run())
+
+
+def test_lookup_shows_hints_filter_decision_counts_and_evidence(env):
+    at = _lookup(_ok(_app()), "download invoices")
+    text = _text(at)
+    assert "Matched titles" in text and "Invoices and payment" in text  # L0 hints
+    assert "**Filter decision:** `applied`" in text and '{"category": "billing"}' in text  # exact L1 filter
+    assert "L1 status:** :green-badge[ok]" in text
+    counts = {m.label: int(m.value) for m in at.metric}
+    assert set(counts) == {"L0 matches", "L1 candidates", "Candidates", "Final blocks", "Duplicates merged"}
+    assert counts["L0 matches"] >= 1 and counts["Final blocks"] >= 1
+    assert "**1. Invoices and payment**" in text and "`billing/invoices.md`" in text  # first evidence card
+    assert any("retrieval_layer" in _json(j) for j in at.json)  # the raw retrieval_details
+    assert TraceStore(env["traces"]).count() == 1
+
+
+def test_l1_failure_drill_is_a_sidebar_toggle_and_falls_back_to_l0(env):
+    at = _app()
+    at.toggle(key="cfg_simulate_l1_failure").set_value(True)
+    at = _lookup(at, "download invoices")
+    text = _text(at)
+    assert ":red-badge[failed]" in text and "without semantic support" in text
+    assert TraceStore(env["traces"]).query("SELECT l1_status FROM tool_invocation")["l1_status"].tolist() == ["failed"]
+
+
+def test_comparison_shows_both_sides_and_what_changed(env):
+    at = _ok(_app().switch_page("appui/compare_page.py").run())
+    at.toggle(key="cmpb_l0_filter").set_value(False)
+    at.text_input(key="cmp_query").set_value("download invoices")
+    at = _ok(at.button(key="cmp_run").click().run())
+    assert {"Configuration A", "Configuration B"} <= {s.value for s in at.subheader}
+    changes = at.dataframe[0].value.set_index("")
+    assert changes.loc["filter_decision", "A"] == "applied" and changes.loc["filter_decision", "B"] == "disabled"
+    assert "`l0_filter` True → False" in _text(at)
+    assert TraceStore(env["traces"]).count() == 2
+
+
+def test_traces_page_filters_and_opens_a_row_in_full(env):
+    at = _lookup(_app(), "rotate an API token")
+    at.toggle(key="cfg_simulate_l1_failure").set_value(True)
+    at = _lookup(at, "download invoices")
+    at = _ok(at.switch_page("appui/traces_page.py").run())
+    assert len(at.dataframe(key="tr_table").value) == 2
+    at = _ok(at.multiselect(key="tr_l1").set_value(["failed"]).run())
+    table = at.dataframe(key="tr_table").value
+    assert table["query"].tolist() == ["download invoices"]
+    at = _ok(at.text_input(key="tr_search").set_value("token").run())
+    assert "No traces match" in "\n".join(i.value for i in at.info)
+    at.multiselect(key="tr_l1").set_value([])
+    at = _ok(_select(at, "tr_table", 0))
+    assert any(m.value.startswith("#### Trace") and "rotate an API token" in m.value for m in at.markdown)
+    assert any(_json(j).get("l1", {}).get("status") == "ok" for j in at.json)
+
+
+@pytest.mark.parametrize("sql", ["DELETE FROM tool_invocation", "EXPLAIN ANALYZE DELETE FROM tool_invocation"])
+def test_sql_box_refuses_a_delete_and_keeps_every_row(env, sql):
+    at = _lookup(_app(), "rotate an API token")
+    at = _ok(at.switch_page("appui/traces_page.py").run())
+    at.text_area(key="sql_text").set_value(sql)
+    at = at.button(key="sql_run").click().run()
+    assert not at.exception
+    assert [e.value for e in at.error] and "Refused" in at.error[0].value
+    assert TraceStore(env["traces"]).count() == 1
+    at.text_area(key="sql_text").set_value("SELECT query FROM tool_invocation")
+    at = _ok(at.button(key="sql_run").click().run())
+    assert at.dataframe[-1].value["query"].tolist() == ["rotate an API token"]
+
+
+@pytest.mark.parametrize("sql", ["UPDATE tool_invocation SET query = 'x'", "DROP TABLE tool_invocation",
+                                 "INSERT INTO tool_invocation (id) VALUES ('x')", "COPY tool_invocation TO 'x.csv'",
+                                 "ATTACH 'other.duckdb'", "CREATE TABLE t AS SELECT 1", "SELECT 1; DELETE FROM t",
+                                 "PRAGMA enable_profiling", "SET threads = 1", "CALL pragma_version()"])
+def test_read_only_check_refuses_statements_that_change_anything(sql):
+    with pytest.raises(data.ReadOnlyError):
+        data.check_read_only(sql)
+
+
+def test_read_only_query_runs_in_a_rolled_back_transaction(tmp_path):
+    store = TraceStore(tmp_path / "t.duckdb")
+    frame = data.read_only_query(store, "WITH x AS (SELECT 41 + 1 AS answer) SELECT * FROM x")
+    assert frame["answer"].tolist() == [42]
+    assert data.read_only_query(store, "EXPLAIN SELECT * FROM tool_invocation").shape[0] >= 1
+
+
+def test_export_page_offers_every_format_of_the_filtered_traces(env):
+    at = _lookup(_app(), "rotate an API token")
+    at = _ok(at.switch_page("appui/export_page.py").run())
+    for fmt, (extension, _) in data.FORMATS.items():
+        at = _ok(at.selectbox(key="ex_format").set_value(fmt).run())
+        assert at.get("download_button")[0].label == f"Download traces.{extension}"
+
+
+def test_trace_exports_hold_the_rows_in_every_format(env):
+    store = TraceStore(env["traces"])
+    at = _lookup(_app(), "rotate an API token")
+    _lookup(at, "download invoices")
+    frame = data.filter_traces(store, data.TraceFilters(text="invoice"))
+    assert pd.read_csv(io.BytesIO(data.export_traces(frame, "CSV")))["query"].tolist() == ["download invoices"]
+    assert pd.read_parquet(io.BytesIO(data.export_traces(frame, "Parquet"))).shape[0] == 1
+    rows = [json.loads(line) for line in data.export_traces(frame, "JSONL").decode().splitlines()]
+    assert rows[0]["retrieval_details"]["filter"]["decision"] == "applied"  # JSON columns decoded
+    assert "| download invoices |" in data.export_traces(frame, "Markdown").decode()
+    page = data.export_traces(frame, "HTML").decode()
+    assert page.startswith("<!DOCTYPE html>") and "<style>" in page and "download invoices" in page
+    assert "<script" not in page and "http" not in page  # self-contained
+    with pytest.raises(ValueError, match="CSV"):
+        data.export_traces(frame, "xlsx")
+
+
+def test_labelled_set_sweep_comparison_and_reports(env):
+    dataset = env["root"] / "dataset"
+    write_kb(dataset / "kb")
+    (dataset / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in QUERIES))
+    at = _ok(_app().switch_page("appui/compare_page.py").run())
+    at.text_input(key="eval_dataset").set_value(str(dataset))
+    at = _ok(at.radio(key="eval_mode").set_value("Sweep").run())
+    at.text_area(key="eval_grid").set_value("l0_filter=true,false")
+    at = _ok(at.button(key="eval_start").click().run())
+    assert "Stored 2 run(s)" in at.success[0].value
+    metrics = next(d.value for d in at.dataframe if "p_randomization" in d.value.columns)
+    assert {"delta", "wins", "losses", "significant"} <= set(metrics.columns)
+    pairs = at.dataframe(key="eval_pairs").value
+    delta = pairs.filter(like="_delta").iloc[:, 0]
+    assert delta.is_monotonic_increasing  # largest loss first
+    at = _ok(_select(at, "eval_pairs", 0))
+    assert {s.value.split(":")[0] for s in at.subheader} >= {"Run A", "Run B"}
+    at = _ok(at.switch_page("appui/export_page.py").run())
+    for what in ("Run report", "Comparison report"):
+        at = _ok(at.radio(key="ex_what").set_value(what).run())
+        for fmt in data.FORMATS:
+            at = _ok(at.selectbox(key="ex_format").set_value(fmt).run())
+            assert at.get("download_button")[0].label.startswith("Download run-")
+
+
+def test_a_missing_folder_is_an_error_message_not_a_traceback(env):
+    at = _app()
+    at = at.radio(key="kb_source").set_value("Folder path").run()
+    at = at.text_input(key="kb_path").set_value(str(env["root"] / "nowhere")).run()
+    assert not at.exception
+    assert "knowledge base not found" in at.error[0].value
+
+
+def test_broken_files_are_listed_as_skipped(env, tmp_path):
+    broken = write_kb(tmp_path / "broken-kb", with_broken=True)
+    at = _app()
+    at = at.radio(key="kb_source").set_value("Folder path").run()
+    at = _ok(at.text_input(key="kb_path").set_value(str(broken)).run())
+    assert any("broken/bad-yaml.md" in w.value for w in at.warning)
+
+
+def test_a_trace_file_that_is_not_duckdb_is_an_error_message(env, monkeypatch):
+    bad = env["root"] / "notes.duckdb"
+    bad.write_text("not a database")
+    monkeypatch.setenv("LOOKUP_KNOWLEDGE_TRACES", str(bad))
+    at = _app()
+    for page in PAGES:
+        at = at.switch_page(page).run()
+        assert not at.exception
+        assert "Cannot open the trace file" in at.error[0].value
+
+
+def test_a_locked_trace_file_is_an_error_message_naming_the_holder(env, monkeypatch):
+    locked = env["root"] / "locked.duckdb"
+    monkeypatch.setenv("LOOKUP_KNOWLEDGE_TRACES", str(locked))
+    monkeypatch.setattr(state, "LOCK_TIMEOUT", 0.3)
+    holder = subprocess.Popen([sys.executable, "-c", f"import duckdb, time; c = duckdb.connect({str(locked)!r}); "
+                               "print('ready', flush=True); time.sleep(30)"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "ready"
+        at = _app()
+    finally:
+        holder.kill()
+        holder.wait()
+    assert not at.exception
+    assert f"locked by process {holder.pid}" in at.error[0].value
+
+
+def test_switching_pages_does_not_rebuild_the_index(env, monkeypatch):
+    at = _lookup(_app(), "rotate an API token")
+
+    def no_rebuild(*args, **kwargs):
+        raise AssertionError("the index was rebuilt")
+
+    monkeypatch.setattr(state, "open_index", no_rebuild)
+    for page in (*PAGES, PAGES[0]):
+        at = _ok(at.switch_page(page).run())
+    _lookup(at, "download invoices")
+
+
+def test_concurrent_sessions_build_one_index(env, monkeypatch):
+    calls, real = [], state.open_index
+    monkeypatch.setattr(state, "open_index", lambda *a, **k: calls.append(1) or real(*a, **k))
+    slot = state._IndexSlot()
+    threads = [threading.Thread(target=slot.get, args=(str(env["kb"]), 32, lambda *_: None)) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert calls == [1] and slot.index is not None
+
+
+def test_sample_knowledge_base_opens_with_no_set_up(tmp_path, monkeypatch):
+    monkeypatch.delenv("LOOKUP_KNOWLEDGE_KB", raising=False)
+    monkeypatch.setenv("LOOKUP_KNOWLEDGE_TRACES", str(tmp_path / "traces.duckdb"))
+    at = _lookup(_ok(_app()), "rotate an API token")
+    assert "`api/api-tokens.md`" in _text(at)
+    assert duckdb.connect(str(tmp_path / "traces.duckdb")).execute(
+        "SELECT count(*) FROM tool_invocation").fetchone()[0] == 1

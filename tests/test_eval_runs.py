@@ -1,0 +1,319 @@
+"""Runs, sweeps, comparisons, reports and the eval CLI on a tiny dataset written under tmp_path."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from scipy import stats
+
+from eval import cli, runs
+from eval.compare import compare_runs, paired_statistics, paired_ttest, randomization_test
+from eval.datasets import DatasetError, load_dataset
+from eval.reports import export, render
+from retrieval import LookupConfig, TraceStore
+
+PAGES = {
+    "alerting/routing.md": ("Alert routing", "Alerting", "How alerts reach the right team.",
+                            "A route matches alerts by service label and sends them to a receiver. "
+                            "Escalation pages the next on-call engineer."),
+    "alerting/silences.md": ("Silencing alerts", "Alerting", "Mute notifications during planned work.",
+                             "Silence alerts during a maintenance window so nobody is woken up."),
+    "billing/invoices.md": ("Invoices and payment", "Billing", "Monthly invoices and card payments.",
+                            "Invoices are issued monthly. Pay by credit card through Stripe."),
+    "billing/plans.md": ("Plans and pricing", "Billing", "Free, team and enterprise plans compared.",
+                         "The enterprise plan adds single sign-on and a yearly invoice."),
+    "api/tokens.md": ("API tokens", "API", "Create, scope and rotate API tokens.",
+                      "Create a token with scopes. Rotate or revoke a token when it leaks."),
+    "api/rate-limits.md": ("Rate limits", "API", "Requests per minute and the 429 status.",
+                           "Too many requests return HTTP 429; retry after the Retry-After header."),
+    "security/sso.md": ("Single sign-on", "Security", "SAML and OIDC login.",
+                        "Connect an identity provider with SAML or OIDC for single sign-on login."),
+    "misc/faq.md": ("FAQ", "", "Questions <b>often</b> asked.", "Answers to common questions about the product."),
+}
+QUERIES = [
+    {"_id": "q1", "text": "how do I rotate an API token", "relevant": ["api/tokens.md"]},
+    {"_id": "q2", "text": "pay the invoice with a credit card", "relevant": ["billing/invoices.md"]},
+    {"_id": "q3", "text": "mute alerts <script>alert(1)</script> maintenance", "relevant": ["alerting/silences.md"]},
+    {"_id": "q4", "text": "too many requests 429", "relevant": ["api/rate-limits.md"]},
+    {"_id": "q5", "text": "SAML login identity provider", "relevant": ["security/sso.md"]},
+    {"_id": "q6", "text": "enterprise plan yearly invoice", "relevant": ["billing/plans.md", "billing/invoices.md"]},
+    {"_id": "q7", "text": "a question nobody labelled", "relevant": []},
+]
+CONFIG = LookupConfig(svd_dims=8)
+METRICS = ("ndcg@5", "recall@10", "mrr@5")
+
+
+def write_dataset(root: Path) -> Path:
+    for source, (title, category, description, body) in PAGES.items():
+        path = root / "kb" / source
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"---\ntitle: {title}\ncategory: {json.dumps(category)}\n"
+                        f"description: {json.dumps(description)}\n---\n{body}\n", encoding="utf-8")
+    (root / "queries.jsonl").write_text("\n".join(json.dumps(q) for q in QUERIES) + "\n", encoding="utf-8")
+    return root
+
+
+def write_beir(root: Path) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    corpus = [{"_id": s.split("/")[-1][:-3], "title": t, "text": b} for s, (t, _, _, b) in PAGES.items()]
+    (root / "corpus.jsonl").write_text("\n".join(json.dumps(d) for d in corpus), encoding="utf-8")
+    (root / "queries.jsonl").write_text("\n".join(json.dumps({"_id": q["_id"], "text": q["text"]})
+                                                  for q in QUERIES), encoding="utf-8")
+    (root / "qrels").mkdir(exist_ok=True)
+    (root / "qrels" / "train.tsv").write_text("query-id\tcorpus-id\tscore\nq1\ttokens\t1\nq4\trate-limits\t1\n"
+                                              "q9\ttokens\t1\n", encoding="utf-8")
+    (root / "qrels" / "dev.tsv").write_text("query-id\tcorpus-id\tscore\nq2\tinvoices\t1\n", encoding="utf-8")
+    return root
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("LOOKUP_KNOWLEDGE_CACHE", str(tmp_path / "index-cache"))
+
+
+@pytest.fixture
+def dataset(tmp_path):
+    return load_dataset(write_dataset(tmp_path / "set"))
+
+
+@pytest.fixture
+def store(tmp_path):
+    return TraceStore(tmp_path / "traces.duckdb")
+
+
+# datasets -----------------------------------------------------------------------------------------
+
+def test_markdown_dataset_reads_labelled_queries_and_skips_unlabelled(dataset):
+    assert dataset.kind == "markdown" and dataset.split == "all"
+    assert [q.id for q in dataset.queries] == ["q1", "q2", "q3", "q4", "q5", "q6"]
+    assert dataset.queries[5].qrels == {"billing/plans.md": 1.0, "billing/invoices.md": 1.0}
+    assert Path(dataset.kb_path).name == "kb"
+    assert dataset.notes["unlabelled_skipped"] == 1
+
+
+def test_beir_dataset_uses_the_only_split_or_the_named_one(tmp_path):
+    root = write_beir(tmp_path / "beir")
+    train = load_dataset(root, split="train")
+    assert [q.id for q in train.queries] == ["q1", "q4"]  # q9 has a judgement but no query text
+    assert train.queries[0].qrels == {"tokens": 1.0}
+    with pytest.raises(DatasetError, match="several splits; pass --split with one of dev, train"):
+        load_dataset(root)
+    with pytest.raises(DatasetError, match="available: dev, train"):
+        load_dataset(root, split="test")
+
+
+def test_known_item_set_asks_each_description_and_never_indexes_it(tmp_path):
+    known = load_dataset(write_dataset(tmp_path / "set"), known_item_field="description")
+    assert known.kind == "known_item" and known.exclude_fields == ("description",)
+    by_id = {q.id: q for q in known.queries}
+    assert by_id["api/tokens.md"].text == "Create, scope and rotate API tokens."
+    assert by_id["api/tokens.md"].qrels == {"api/tokens.md": 1.0}
+    assert by_id["api/tokens.md"].categories == ("api",)
+    index = runs.open_dataset_index(known, svd_dims=8)
+    assert all(e.description == "" for e in index.kb.entries)
+    assert not any("rotate API tokens." in c.text for c in index.kb.chunks)
+
+
+def test_missing_dataset_says_what_to_pass(tmp_path):
+    with pytest.raises(DatasetError, match="dataset not found"):
+        load_dataset(tmp_path / "nowhere")
+
+
+# runs ---------------------------------------------------------------------------------------------
+
+def test_run_records_one_invocation_per_query_with_run_and_query_ids(dataset, store):
+    result = runs.run_evaluation(dataset, CONFIG, store=store, metrics=METRICS)
+    rows = store.query("SELECT run_id, query_id, arguments FROM tool_invocation ORDER BY query_id")
+    assert rows["run_id"].unique().tolist() == [result.run_id]
+    assert rows["query_id"].tolist() == ["q1", "q2", "q3", "q4", "q5", "q6"]
+    assert {json.loads(a)["top_k"] for a in rows["arguments"]} == {10}  # deepest cutoff: recall@10
+
+
+def test_run_stores_per_query_metrics_and_facts_in_duckdb(dataset, store):
+    result = runs.run_evaluation(dataset, CONFIG, store=store, metrics=METRICS)
+    metric_rows = store.query("SELECT system, count(*) AS n FROM eval_query_metric WHERE run_id = ? "
+                              "GROUP BY system ORDER BY system", [result.run_id])
+    assert metric_rows.to_dict(orient="records") == [{"system": "bm25", "n": 18}, {"system": "lookup", "n": 18}]
+    facts = store.query("SELECT query_id, invocation_id, filter_decision FROM eval_query WHERE run_id = ?",
+                        [result.run_id])
+    traced = set(store.query("SELECT id FROM tool_invocation")["id"])
+    assert set(facts["invocation_id"]) <= traced and len(facts) == 6
+    assert result.per_query["ndcg@5"].mean() == pytest.approx(result.metrics["ndcg@5"], abs=1e-4)
+    assert set(result.baseline) == set(METRICS)
+    assert runs.list_runs(store)["run_id"].tolist() == [result.run_id]
+
+
+def test_explicit_top_k_limits_what_the_run_retrieves(dataset, store):
+    result = runs.run_evaluation(dataset, CONFIG, store=store, metrics=METRICS, top_k=1)
+    assert result.top_k == 1 and (result.per_query["evidence_count"] <= 1).all()
+    assert result.metrics["recall@10"] <= runs.run_evaluation(dataset, CONFIG, store=store,
+                                                               metrics=METRICS).metrics["recall@10"]
+
+
+def test_invocations_are_recorded_in_batches(dataset, store, monkeypatch):
+    sizes = []
+    original = store.record_many
+    monkeypatch.setattr(store, "record_many", lambda batch: (sizes.append(len(batch)), original(batch)))
+    runs.run_evaluation(dataset, CONFIG, store=store, metrics=METRICS, batch_size=4)
+    assert sizes == [4, 2]
+
+
+def test_progress_callback_sees_every_query(dataset, store):
+    seen = []
+    runs.run_evaluation(dataset, CONFIG, store=store, metrics=METRICS, progress=lambda d, t: seen.append((d, t)))
+    assert seen == [(i, 6) for i in range(1, 7)]
+
+
+def test_sweep_runs_the_grid_with_one_index_per_svd_dims(dataset, store, monkeypatch):
+    opened = []
+    original = runs.open_dataset_index
+    monkeypatch.setattr(runs, "open_dataset_index", lambda d, dims: (opened.append(dims), original(d, dims))[1])
+    grid = {"svd_dims": [8, 4], "l0_filter": ["true", "false"], "l1_enabled": [True]}
+    results = runs.run_sweep(dataset, grid, store=store, metrics=METRICS)
+    assert sorted(opened) == [4, 8]
+    assert [r.overrides for r in results] == [
+        {"svd_dims": 8, "l0_filter": True, "l1_enabled": True}, {"svd_dims": 8, "l0_filter": False, "l1_enabled": True},
+        {"svd_dims": 4, "l0_filter": True, "l1_enabled": True}, {"svd_dims": 4, "l0_filter": False, "l1_enabled": True}]
+    assert len({r.sweep_id for r in results}) == 1
+    assert results[1].diagnostics["filter_decisions"] == {"disabled": 6}
+
+
+def test_sweep_rejects_an_unknown_setting_before_running(dataset, store):
+    with pytest.raises(ValueError, match="unknown setting"):
+        runs.run_sweep(dataset, {"l0_filtr": [True]}, store=store)
+    assert store.count() == 0
+
+
+# comparisons --------------------------------------------------------------------------------------
+
+def test_compare_gives_means_deltas_significance_and_losses_first(dataset, store):
+    a = runs.run_evaluation(dataset, CONFIG, store=store, metrics=METRICS)
+    b = runs.run_evaluation(dataset, CONFIG.with_overrides({"l1_enabled": False}), store=store, metrics=METRICS)
+    comparison = compare_runs(store, a.run_id, b.run_id[:20] + b.run_id[20:])
+    stats_ = comparison.metrics["ndcg@5"]
+    assert stats_["mean_a"] == pytest.approx(a.metrics["ndcg@5"], abs=1e-4)
+    assert stats_["delta"] == pytest.approx(b.metrics["ndcg@5"] - a.metrics["ndcg@5"], abs=1e-3)
+    assert stats_["wins"] + stats_["ties"] + stats_["losses"] == 6
+    assert 0 < stats_["p_randomization"] <= 1 and 0 <= stats_["p_ttest"] <= 1
+    deltas = comparison.per_query["ndcg@5_delta"].tolist()
+    assert deltas == sorted(deltas)
+    assert {"filter_decision_a", "filter_decision_b"} <= set(comparison.per_query.columns)
+    assert comparison.config_diff == {"l1_enabled": [True, False]}
+    assert json.loads(json.dumps(comparison.to_dict()))["primary_metric"] == "ndcg@5"
+
+
+def test_identical_scores_are_not_significant():
+    result = paired_statistics([0.5, 1.0, 0.0], [0.5, 1.0, 0.0])
+    assert (result["p_randomization"], result["p_ttest"], result["ties"]) == (1.0, 1.0, 3)
+
+
+def test_randomization_test_matches_the_exact_sign_flip_distribution():
+    # three equal gains: 2 of the 8 sign patterns reach |mean| >= 1, so p = 1/4
+    assert randomization_test([1.0, 1.0, 1.0], permutations=20_000) == pytest.approx(0.25, abs=0.01)
+
+
+def test_paired_t_test_is_scipys():
+    a, b = [0.1, 0.4, 0.3, 0.9], [0.2, 0.4, 0.6, 1.0]
+    assert paired_ttest(a, b) == pytest.approx(stats.ttest_rel(b, a).pvalue)
+
+
+# reports ------------------------------------------------------------------------------------------
+
+def test_reports_in_every_format(dataset, store, tmp_path):
+    run = runs.run_evaluation(dataset, CONFIG, store=store, metrics=METRICS)
+    markdown = render(run, "markdown")
+    assert markdown.startswith(f"# Evaluation run {run.run_id}") and "| ndcg@5 |" in markdown
+    assert len(pd.read_csv(io.StringIO(render(run, "csv")))) == 6
+    assert len(pd.read_parquet(io.BytesIO(render(run, "parquet")))) == 6
+    traces = [json.loads(line) for line in render(run, "jsonl", store=store).splitlines()]
+    assert {t["run_id"] for t in traces} == {run.run_id} and len(traces) == 6
+    assert isinstance(traces[0]["retrieval_details"], dict)
+    assert json.loads(render(run, "json"))["run_id"] == run.run_id
+    assert export(run, "parquet", tmp_path / "out" / "run.parquet").stat().st_size > 0
+
+
+def test_html_report_is_self_contained_and_escaped(dataset, store):
+    run = runs.run_evaluation(dataset, CONFIG.with_overrides({"l1_enabled": False}), store=store, metrics=METRICS)
+    page = render(run, "html")
+    assert page.startswith("<!DOCTYPE html>") and "<style>" in page
+    assert "<script>" not in page and "src=" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page  # q3's text, in the lowest-scoring table
+
+
+def test_comparison_reports_and_unknown_format(dataset, store):
+    a = runs.run_evaluation(dataset, CONFIG, store=store, metrics=METRICS)
+    b = runs.run_evaluation(dataset, CONFIG.with_overrides({"l0_filter": False}), store=store, metrics=METRICS)
+    comparison = compare_runs(store, a.run_id, b.run_id)
+    assert "p (randomisation)" in render(comparison, "markdown")
+    assert "<script>" not in render(comparison, "html")
+    assert len(render(comparison, "jsonl", store=store).splitlines()) == 12
+    with pytest.raises(ValueError, match="known formats: markdown, html"):
+        render(comparison, "pdf")
+    with pytest.raises(ValueError, match="pass the trace store"):
+        render(a, "jsonl")
+
+
+# CLI ----------------------------------------------------------------------------------------------
+
+def _cli(args, capsys):
+    code = cli.main([str(a) for a in args])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_cli_run_prints_metrics_and_compare_prints_significance(tmp_path, capsys):
+    root, traces = write_dataset(tmp_path / "set"), tmp_path / "t.duckdb"
+    code, out, _ = _cli(["run", "--dataset", root, "--traces", traces, "--json", "--no-progress"], capsys)
+    first = json.loads(out)
+    assert code == 0 and {"ndcg@10", "recall@100", "mrr@10"} <= set(first["metrics"])
+    assert set(first["diagnostics"]) >= {"filter_applied_rate", "filter_precision", "filter_harm", "latency_ms"}
+    code, out, _ = _cli(["run", "--dataset", root, "--traces", traces, "--json", "--no-progress",
+                         "--set", "l1_enabled=false"], capsys)
+    second = json.loads(out)
+    assert code == 0 and second["overrides"] == {"l1_enabled": False}
+    code, out, _ = _cli(["compare", first["run_id"], second["run_id"], "--traces", traces], capsys)
+    assert code == 0 and "p (t-test)" in out and "Largest per-query losses" in out
+    code, out, _ = _cli(["report", second["run_id"], "--format", "html", "--output", tmp_path / "r.html",
+                         "--traces", traces], capsys)
+    assert code == 0 and (tmp_path / "r.html").read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["run", "--metrics", "ndcg@10,bleu@4"], "unknown metric 'bleu@4'"),
+    (["run", "--set", "l0_filtr=false"], "unknown setting(s) ['l0_filtr']"),
+    (["run", "--set", "top_k=many"], "top_k"),
+    (["sweep", "--grid", "svd_dims="], "a sweep needs at least one setting"),
+])
+def test_cli_bad_run_input_is_one_error_line_and_exit_2(tmp_path, capsys, args, message):
+    root = write_dataset(tmp_path / "set")
+    code, _, err = _cli([*args, "--dataset", root, "--traces", tmp_path / "t.duckdb", "--no-progress"], capsys)
+    assert code == 2 and err.startswith("error: ") and message in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("args", [
+    ["run", "--dataset", "{tmp}/missing"],
+    ["compare", "run-nope", "run-nada"],
+    ["report", "run-nope"],
+])
+def test_cli_missing_dataset_or_unknown_run_exits_2(tmp_path, capsys, args):
+    args = [a.replace("{tmp}", str(tmp_path)) for a in args]
+    code, _, err = _cli([*args, "--traces", tmp_path / "t.duckdb"], capsys)
+    assert code == 2 and err.startswith("error: ") and err.count("\n") == 1
+
+
+def test_every_cli_command_is_documented_in_the_module_docstring():
+    commands = cli.build_parser()._subparsers._group_actions[0].choices
+    assert set(commands) == {"run", "sweep", "compare", "report", "runs"}
+    assert all(name in cli.__doc__ for name in commands)
+
+
+def test_project_sample_set_evaluates_when_present(tmp_path):
+    data = Path(__file__).resolve().parents[1] / "data"
+    if not (data / "queries.jsonl").is_file() or not (data / "kb").is_dir():
+        pytest.skip(f"the project's labelled set is not in {data} yet (data/kb + data/queries.jsonl)")
+    result = runs.run_evaluation(load_dataset(data), store=TraceStore(tmp_path / "t.duckdb"))
+    assert result.metrics["mrr@10"] > 0.3 and result.diagnostics["queries"] == len(result.per_query)
