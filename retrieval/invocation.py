@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
 from typing import Any
 
@@ -42,7 +42,7 @@ class ToolInvocation:
                 "evidence_count": details.get("evidence_count")}
 
     def to_dict(self) -> dict[str, Any]:
-        row = asdict(self)
+        row = {f.name: getattr(self, f.name) for f in fields(self)}  # shallow: asdict deep-copies details
         row.update(self.typed_columns())
         return row
 

@@ -1,8 +1,13 @@
-"""L1: TF-IDF + TruncatedSVD (LSA) over chunks, cosine similarity, metadata filter as a row mask.
+"""L1: TF-IDF + TruncatedSVD (LSA) over chunks, metadata filter as a row mask.
 
-The score of a chunk is a blend of its TF-IDF cosine (exact term overlap) and its LSA cosine (shared
-latent topics), so paraphrases still score while exact terms keep their weight. The filter masks rows
-*before* top-k, so a filtered search returns the best rows of the filtered set.
+The score of a chunk blends two similarities, each in [0, 1]:
+- lexical: TF-IDF with BM25's saturating term frequency and length normalisation (k1=1.2, b=0.75),
+  divided by the query's upper bound (every term at saturation), so 1.0 means a perfect match;
+- LSA: cosine of the chunk and query in the SVD space of the sublinear, L2-normalised TF-IDF matrix,
+  which scores paraphrases that share no term.
+BM25-style weighting rather than plain cosine because cosine over-rewards short chunks: on SciFact train
+it gave nDCG@10 0.682 against 0.698 (measured in one run of a tuning script, whole abstracts).
+The filter masks rows *before* top-k, so a filtered search returns the best rows of the filtered set.
 """
 
 from __future__ import annotations
@@ -12,7 +17,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from sklearn.decomposition import TruncatedSVD
-from sklearn.feature_extraction.text import TfidfVectorizer
+from scipy import sparse
+from sklearn.feature_extraction.text import CountVectorizer, TfidfTransformer
 from sklearn.preprocessing import normalize
 
 from .corpus import Chunk
@@ -51,19 +57,25 @@ class L1Index:
     chunks: Sequence[Chunk]
     svd_dims: int = 256
     random_state: int = 0
-    vectorizer: TfidfVectorizer = field(init=False, repr=False)
+    k1: float = 1.2
+    b: float = 0.75
+    vectorizer: CountVectorizer = field(init=False, repr=False)
     svd: TruncatedSVD | None = field(init=False, repr=False, default=None)
 
     def __post_init__(self) -> None:
         if not self.chunks:
             raise ValueError("L1 needs at least one chunk with text")
-        self.vectorizer = TfidfVectorizer(analyzer=tokenize, sublinear_tf=True, dtype=np.float32)
-        self.tfidf = self.vectorizer.fit_transform([_chunk_text(c) for c in self.chunks]).tocsc()
-        dims = min(self.svd_dims, self.tfidf.shape[1] - 1, self.tfidf.shape[0] - 1)
+        self.vectorizer = CountVectorizer(analyzer=tokenize, dtype=np.float32)
+        counts = self.vectorizer.fit_transform([_chunk_text(c) for c in self.chunks]).tocsr()
+        self.lexical, self.idf = _bm25_weights(counts, self.k1, self.b)
+        self.tfidf = TfidfTransformer(sublinear_tf=True).fit(counts)
+        dims = min(self.svd_dims, counts.shape[1] - 1, counts.shape[0] - 1)
         self.lsa = None
         if dims >= 2:
             self.svd = TruncatedSVD(n_components=dims, random_state=self.random_state)
-            self.lsa = normalize(self.svd.fit_transform(self.tfidf)).astype(np.float32)
+            self.lsa = normalize(self.svd.fit_transform(self.tfidf.transform(counts))).astype(np.float32)
+            # contiguous copy: svd.transform re-lays components_.T out on every query (5 ms at 26k terms)
+            self._projection = np.ascontiguousarray(self.svd.components_.T, dtype=np.float32)
         self._rows_by_domain = _rows_by(c.domains for c in self.chunks)
         self._rows_by_source = _rows_by((c.source,) for c in self.chunks)
 
@@ -76,15 +88,16 @@ class L1Index:
         """Best `top_k` chunks for `query` among the rows the filters allow, at or above `min_score`."""
         rows = self._mask(filters or {})
         searched = int(rows.sum()) if rows is not None else len(self.chunks)
-        q = self.vectorizer.transform([query])
+        q = self.vectorizer.transform([query]).tocsr()
         if q.nnz == 0 or searched == 0:
             return L1Result((), searched, 0)
         # column slice of the CSC matrix: cost follows the query terms' postings, not the corpus size
-        tfidf = np.asarray(self.tfidf[:, q.indices] @ q.data, dtype=np.float32).ravel()
+        bound = float(q.data @ self.idf[q.indices]) * (self.k1 + 1)
+        tfidf = np.asarray(self.lexical[:, q.indices] @ q.data, dtype=np.float32).ravel() / bound
         lsa = None
         score = tfidf
         if self.lsa is not None and self.svd is not None:
-            qz = normalize(self.svd.transform(q)).astype(np.float32).ravel()
+            qz = normalize(np.asarray(self.tfidf.transform(q) @ self._projection)).astype(np.float32).ravel()
             lsa = self.lsa @ qz
             score = tfidf_weight * tfidf + (1 - tfidf_weight) * np.clip(lsa, 0.0, None)
         if rows is not None:
@@ -109,6 +122,22 @@ class L1Index:
             rows[index.get(wanted, np.empty(0, dtype=np.int64))] = True
             mask = rows if mask is None else mask & rows
         return mask
+
+
+def _bm25_weights(counts: sparse.csr_matrix, k1: float, b: float) -> tuple[sparse.csc_matrix, np.ndarray]:
+    """Per chunk and term: idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len / avg len)), Lucene's idf."""
+    counts = counts.tocsr(copy=True)
+    counts.sum_duplicates()  # CountVectorizer may leave a term's count split over several entries
+    n_rows = counts.shape[0]
+    lengths = np.asarray(counts.sum(axis=1), dtype=np.float64).ravel()
+    average = lengths.mean() if lengths.sum() else 1.0
+    doc_freq = np.bincount(counts.indices, minlength=counts.shape[1])
+    idf = np.log1p((n_rows - doc_freq + 0.5) / (doc_freq + 0.5))
+    rows = np.repeat(np.arange(n_rows), np.diff(counts.indptr))
+    tf = counts.data.astype(np.float64)
+    weights = counts.copy().astype(np.float64)
+    weights.data = idf[counts.indices] * tf * (k1 + 1) / (tf + k1 * (1 - b + b * lengths[rows] / average))
+    return weights.tocsc(), idf
 
 
 def _rows_by(labels_per_row) -> dict[str, np.ndarray]:

@@ -22,6 +22,7 @@ from .relevance import Relevance, assess
 from .text import normalize_label
 
 TOOL_NAME = "lookup_knowledge"
+MAX_SUMMARIES = 20  # deeper blocks (evaluation asks for 100) are listed by source only: traces stay compact
 
 
 class SimulatedL1Failure(RuntimeError):
@@ -159,7 +160,8 @@ def _details(layer: str, hints: L0Hints, decision: FilterDecision, outcome: L1Ou
     return {"retrieval_layer": layer, "l0": hints.to_dict(), "filter": decision.to_dict(),
             "l1": outcome.to_dict(), "candidate_count": candidate_count, "evidence_count": len(blocks),
             "duplicates_merged": merged,
-            "evidence": [b.summary() for b in blocks],
+            "evidence": [b.summary() for b in blocks[:MAX_SUMMARIES]],
+            "evidence_sources": [b.source for b in blocks],
             "timings_ms": {k: round(v, 3) for k, v in timings.items()}}
 
 

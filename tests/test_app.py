@@ -69,6 +69,7 @@ def test_every_page_renders_on_an_empty_trace_file(env):
     at = _ok(_app())
     for page in PAGES:
         _ok(at.switch_page(page).run())
+    _ok(at.button(key="kb_reload").click().run())
 
 
 def test_lookup_shows_hints_filter_decision_counts_and_evidence(env):
@@ -119,7 +120,7 @@ def test_traces_page_filters_and_opens_a_row_in_full(env):
     assert "No traces match" in "\n".join(i.value for i in at.info)
     at.multiselect(key="tr_l1").set_value([])
     at = _ok(_select(at, "tr_table", 0))
-    assert any(m.value.startswith("#### Trace") and "rotate an API token" in m.value for m in at.markdown)
+    assert any(m.value.startswith("#### Trace in full") and "rotate an API token" in m.value for m in at.markdown)
     assert any(_json(j).get("l1", {}).get("status") == "ok" for j in at.json)
 
 

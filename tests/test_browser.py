@@ -121,10 +121,25 @@ def open_page(page, title: str) -> None:
 
 
 def screenshot(page, shots: Path, name: str) -> None:
+    """The whole page: Streamlit scrolls inside stMain, so the viewport grows to the content first."""
     page.mouse.move(0, 0)  # no hover tooltips in the picture
+    size = page.viewport_size
+    height = page.evaluate("() => document.querySelector('[data-testid=stMain]').scrollHeight")
+    page.set_viewport_size({"width": size["width"], "height": max(size["height"], min(height, 3000))})
+    page.evaluate("() => document.querySelector('[data-testid=stMain]').scrollTo(0, 0)")
+    page.evaluate("() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))")
     path = shots / f"{name}.png"
-    page.screenshot(path=str(path), full_page=True)
+    page.screenshot(path=str(path))
+    page.set_viewport_size(size)
     assert path.stat().st_size > 10_000
+
+
+def click_first_row(page, grid) -> None:
+    """Select the first data row by its row marker (the grid is a canvas: click by position)."""
+    visible(page, grid)
+    grid.scroll_into_view_if_needed()
+    box = grid.bounding_box()
+    page.mouse.click(box["x"] + 18, box["y"] + 35 + 17)
 
 
 def test_lookup_compare_traces_and_export_in_a_real_browser(app_server, page, shots):
@@ -145,19 +160,27 @@ def test_lookup_compare_traces_and_export_in_a_real_browser(app_server, page, sh
     page.locator(".st-key-cmp_query input").fill("download last month's invoice")
     page.locator(".st-key-cmp_run button").click()
     visible(page, page.get_by_text("What changed (A → B)"))
+    screenshot(page, shots, "compare")
+
+    page.get_by_role("tab", name="Labelled set").click()
     page.locator(".st-key-eval_mode").get_by_text("Sweep").click()
     visible(page, page.locator(".st-key-eval_grid textarea"))
     page.locator(".st-key-eval_start button").click()
     visible(page, page.get_by_text("Stored 2 run(s)"))
-    visible(page, page.locator(".st-key-eval_pairs"))
-    screenshot(page, shots, "compare")
+    pairs = page.locator(".st-key-eval_pairs [data-testid='stDataFrameResizable']")
+    visible(page, pairs)
+    click_first_row(page, pairs)
+    visible(page, page.get_by_test_id("stHeading").filter(has_text="Run B:").first)
+    screenshot(page, shots, "compare-runs")
 
     open_page(page, "Traces")
-    table = page.locator(".st-key-tr_table [data-testid='stDataFrameResizable']")
-    visible(page, table)
-    box = table.bounding_box()
-    page.mouse.click(box["x"] + 18, box["y"] + 35 + 17)  # row marker of the first data row
-    visible(page, page.get_by_test_id("stHeading").filter(has_text="Trace ").first)
+    page.locator(".st-key-tr_run").click()
+    page.get_by_role("option", name="(interactive lookups)").click()
+    visible(page, page.get_by_text("3 trace(s)"))
+    click_first_row(page, page.locator(".st-key-tr_table [data-testid='stDataFrameResizable']"))
+    opened = page.get_by_text("Trace in full")
+    visible(page, opened)
+    sync_api.expect(opened).to_contain_text("download last month's invoice")  # the newest row, clicked
     screenshot(page, shots, "traces")
 
     open_page(page, "Export")
@@ -168,7 +191,8 @@ def test_lookup_compare_traces_and_export_in_a_real_browser(app_server, page, sh
     saved = app_server["root"] / "traces.csv"
     download.value.save_as(saved)
     rows = pd.read_csv(saved)
-    stored = TraceStore(app_server["traces"]).query("SELECT id, query FROM tool_invocation")
-    assert sorted(rows["id"]) == sorted(stored["id"])
-    assert {"rotate an API token", "download last month's invoice"} <= set(rows["query"])
+    stored = TraceStore(app_server["traces"]).query("SELECT id FROM tool_invocation WHERE run_id IS NULL")
+    assert sorted(rows["id"]) == sorted(stored["id"])  # exactly the Traces page's filtered rows
+    assert sorted(rows["query"]) == ["download last month's invoice"] * 2 + ["rotate an API token"]
+    assert set(rows["l1_status"]) == {"ok"}
     screenshot(page, shots, "export")

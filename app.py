@@ -1,0 +1,30 @@
+"""The analysts' app: `streamlit run app.py`. UI only; every page calls the retrieval core and eval/.
+
+Pages: Lookup, Compare settings, Traces, Export (appui/*_page.py). The sidebar's knowledge-base picker
+and the trace file ($LOOKUP_KNOWLEDGE_TRACES, else traces.duckdb here) are shared by every page.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import streamlit as st
+
+from appui import state
+
+PAGES = [
+    st.Page("appui/lookup_page.py", title="Lookup", icon=":material/search:", url_path="lookup", default=True),
+    st.Page("appui/compare_page.py", title="Compare settings", icon=":material/compare_arrows:",
+            url_path="compare"),
+    st.Page("appui/traces_page.py", title="Traces", icon=":material/table_rows:", url_path="traces"),
+    st.Page("appui/export_page.py", title="Export", icon=":material/download:", url_path="export"),
+]
+
+st.set_page_config(page_title="lookup-knowledge", page_icon=":material/search:", layout="wide")
+page = st.navigation(PAGES)
+state.remember(state.sidebar_context())
+try:
+    page.run()
+except Exception as exc:  # noqa: BLE001 - the last guard: a message in the page, never a traceback
+    logging.getLogger("lookup_knowledge.app").exception("page %s failed", page.title)
+    st.error(f"Something went wrong on this page: {type(exc).__name__}: {exc}")

@@ -1,0 +1,1 @@
+"""The Streamlit app's pages and helpers: UI only; every result comes from `retrieval` and `eval`."""

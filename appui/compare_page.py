@@ -1,0 +1,73 @@
+"""Compare settings page: one query under configurations A and B side by side, and labelled-set runs."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import streamlit as st
+
+from appui import data, eval_panel, state, views
+
+
+def _copy_a_to_b() -> None:
+    config = st.session_state.get("cmp_config_a")
+    state.reset_config("cmpb_", config)
+
+
+def _changes(result: dict) -> None:
+    changes = data.result_changes(result["a"], result["b"])
+    diff = {k: [result["config_a"][k], result["config_b"][k]] for k in result["config_a"]
+            if result["config_a"][k] != result["config_b"][k]}
+    st.markdown("**What changed (A → B)**")
+    st.caption("Settings: " + (", ".join(f"`{k}` {a} → {b}" for k, (a, b) in diff.items()) or "none"))
+    rows = [(name, *(json.dumps(v) if isinstance(v, dict) or v is None else str(v) for v in changes[name]))
+            for name in ("filter_decision", "filter_applied", "retrieval_layer", "l1_status", "relevance")]
+    table = pd.DataFrame(rows, columns=["", "A", "B"])
+    table["changed"] = table["A"] != table["B"]
+    st.dataframe(table, hide_index=True, key="cmp_changes")
+    gained, lost, moved = changes["gained"], changes["lost"], changes["reordered"]
+    st.markdown(f"Blocks gained by B: {views.chips(gained)}  \nBlocks lost by B: {views.chips(lost)}  \n"
+                "Reordered: " + (", ".join(f"`{s}` {ra}→{rb}" for s, ra, rb in moved) or "—"))
+
+
+def _single_query(ctx: state.AppContext, config_a) -> None:
+    st.caption("A is the sidebar configuration; B is set here. Both lookups are recorded as traces.")
+    st.session_state["cmp_config_a"] = config_a
+    with st.expander("Configuration B", expanded=False):
+        st.button("Copy A into B", key="cmp_copy", on_click=_copy_a_to_b)
+        config_b = state.config_widgets("cmpb_", initial=config_a)
+    query = st.text_input("Query", key="cmp_query", placeholder="e.g. my phone did not ring when the server went down")
+    if st.button("Compare", key="cmp_run", type="primary") and config_a and config_b:
+        a = state.run_lookup(ctx, query, config_a)
+        b = state.run_lookup(ctx, query, config_b) if a is not None else None
+        if a is not None and b is not None:
+            st.session_state["cmp_result"] = {"a": a.to_dict(), "b": b.to_dict(), "config_a": config_a.to_dict(),
+                                              "config_b": config_b.to_dict()}
+    result = st.session_state.get("cmp_result")
+    if not result:
+        return
+    st.markdown(f"### “{result['a']['query']}”")
+    _changes(result)
+    left, right = st.columns(2)
+    for column, side in ((left, "a"), (right, "b")):
+        with column:
+            res = result[side]
+            views.compact_details(res["retrieval_details"], title=f"Configuration {side.upper()}")
+            rel = res["relevance"]
+            st.caption(f"Relevance {rel['level']} · semantic support {rel['semantic_support']}")
+
+
+def render() -> None:
+    ctx = state.current()
+    config_a = state.sidebar_config(title="Configuration (A)")
+    st.title("Compare settings")
+    one, labelled = st.tabs(["One query", "Labelled set"])
+    with one:
+        _single_query(ctx, config_a)
+    with labelled:
+        eval_panel.render(ctx, config_a)
+
+
+if __name__ == "__main__":
+    render()

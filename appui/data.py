@@ -1,0 +1,186 @@
+"""Reading the trace store for the pages: filtered traces, the read-only SQL box, diffs, export bytes.
+
+Plain functions over `TraceStore` and `LookupResult.to_dict()`, with no Streamlit calls, so they are
+tested directly and reused by the Traces and Export pages.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import duckdb
+import pandas as pd
+
+from retrieval import TraceStore
+from retrieval.trace_store import TABLE, iter_rows
+
+TIME_RANGES = {"All time": None, "Last hour": timedelta(hours=1), "Last 24 hours": timedelta(days=1),
+               "Last 7 days": timedelta(days=7)}
+NO_RUN, ANY = "(interactive lookups)", "(all)"
+READ_ONLY = {"SELECT"}
+FORMATS = {"CSV": ("csv", "text/csv"), "Parquet": ("parquet", "application/vnd.apache.parquet"),
+           "JSONL": ("jsonl", "application/x-ndjson"), "Markdown": ("md", "text/markdown"),
+           "HTML": ("html", "text/html")}
+SUMMARY_COLUMNS = ["created_at", "query", "retrieval_layer", "filter_decision", "l1_status", "l0_match_count",
+                   "l1_candidate_count", "evidence_count", "latency_ms", "status", "run_id", "id"]
+
+
+class ReadOnlyError(ValueError):
+    """The SQL box was given a statement that could change data, or several statements."""
+
+
+@dataclass(frozen=True)
+class TraceFilters:
+    """What the Traces page filters on; `to_sql()` gives a parameterised WHERE clause."""
+
+    time_range: str = "All time"
+    run: str = ANY
+    layers: tuple[str, ...] = ()
+    l1_statuses: tuple[str, ...] = ()
+    decisions: tuple[str, ...] = ()
+    text: str = ""
+    limit: int = 1000
+    now: datetime | None = field(default=None, compare=False)
+
+    def to_sql(self) -> tuple[str, list[Any]]:
+        clauses, params = [], []
+        span = TIME_RANGES.get(self.time_range)
+        if span is not None:
+            clauses.append("created_at >= ?")
+            params.append((self.now or datetime.now(timezone.utc)).replace(tzinfo=None) - span)
+        if self.run == NO_RUN:
+            clauses.append("run_id IS NULL")
+        elif self.run != ANY:
+            clauses.append("run_id = ?")
+            params.append(self.run)
+        for column, values in (("retrieval_layer", self.layers), ("l1_status", self.l1_statuses),
+                               ("filter_decision", self.decisions)):
+            if values:
+                clauses.append(f"{column} IN ({', '.join('?' * len(values))})")
+                params.extend(values)
+        if self.text.strip():
+            clauses.append("query ILIKE ?")
+            params.append(f"%{self.text.strip()}%")
+        return (" WHERE " + " AND ".join(clauses) if clauses else ""), params
+
+
+def filter_traces(store: TraceStore, filters: TraceFilters) -> pd.DataFrame:
+    """`tool_invocation` rows matching `filters`, newest first, at most `filters.limit`."""
+    where, params = filters.to_sql()
+    return store.query(f"SELECT * FROM {TABLE}{where} ORDER BY created_at DESC LIMIT {int(filters.limit)}", params)
+
+
+def distinct_values(store: TraceStore) -> dict[str, list[str]]:
+    """The values the Traces filters offer: layers, L1 statuses, filter decisions, run ids."""
+    out = {}
+    for column in ("retrieval_layer", "l1_status", "filter_decision", "run_id"):
+        frame = store.query(f"SELECT DISTINCT {column} AS v FROM {TABLE} WHERE {column} IS NOT NULL ORDER BY 1")
+        out[column] = [str(v) for v in frame["v"]]
+    return out
+
+
+def stamp(store: TraceStore) -> tuple[int, str]:
+    """Row count and newest timestamp: the cache key that changes whenever a trace is added."""
+    frame = store.query(f"SELECT count(*) AS n, max(created_at) AS newest FROM {TABLE}")
+    return int(frame["n"][0]), str(frame["newest"][0])
+
+
+def check_read_only(sql: str) -> str:
+    """The one statement of `sql` if it only reads (SELECT, or EXPLAIN of a SELECT); else ReadOnlyError."""
+    try:
+        statements = duckdb.extract_statements(sql)
+    except duckdb.Error as exc:
+        raise ReadOnlyError(f"cannot parse the SQL: {exc}") from None
+    if len(statements) != 1:
+        raise ReadOnlyError(f"run one statement at a time (found {len(statements)})")
+    statement = statements[0]
+    kind = statement.type.name
+    if kind == "EXPLAIN":
+        inner = re.sub(r"^\s*explain\s+(analyze\s+)?", "", statement.query, flags=re.IGNORECASE)
+        check_read_only(inner)
+        return statement.query
+    if kind not in READ_ONLY:
+        raise ReadOnlyError(f"{kind} statements can change data; the SQL box only runs read-only "
+                            f"queries (SELECT, WITH … SELECT, SHOW, DESCRIBE, EXPLAIN)")
+    return statement.query
+
+
+def read_only_query(store: TraceStore, sql: str, *, max_rows: int = 10_000) -> pd.DataFrame:
+    """Run a checked read-only query inside a transaction that is always rolled back."""
+    statement = check_read_only(sql)
+    with store.connect() as con:
+        con.execute("BEGIN TRANSACTION")
+        try:
+            relation = con.execute(statement)
+            rows = relation.fetchmany(max_rows) if relation.description else []
+            columns = [d[0] for d in relation.description or []]
+        finally:
+            con.execute("ROLLBACK")
+    return pd.DataFrame(rows, columns=columns)
+
+
+def result_changes(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
+    """What changed from lookup A to lookup B: blocks gained, lost and reordered, filter, layer, L1."""
+    rank_a = {blk["source"]: i for i, blk in enumerate(a.get("evidence_blocks") or [], start=1)}
+    rank_b = {blk["source"]: i for i, blk in enumerate(b.get("evidence_blocks") or [], start=1)}
+    da, db = a.get("retrieval_details") or {}, b.get("retrieval_details") or {}
+
+    def pair(*path: str) -> list[Any]:
+        return [_dig(da, path), _dig(db, path)]
+
+    return {"gained": [s for s in rank_b if s not in rank_a], "lost": [s for s in rank_a if s not in rank_b],
+            "reordered": [(s, rank_a[s], rank_b[s]) for s in rank_b if s in rank_a and rank_a[s] != rank_b[s]],
+            "filter_decision": pair("filter", "decision"), "filter_applied": pair("filter", "applied"),
+            "retrieval_layer": pair("retrieval_layer"), "l1_status": pair("l1", "status"),
+            "relevance": [(a.get("relevance") or {}).get("level"), (b.get("relevance") or {}).get("level")]}
+
+
+def _dig(mapping: Mapping[str, Any], path: Sequence[str]) -> Any:
+    value: Any = mapping
+    for name in path:
+        value = (value or {}).get(name)
+    return value
+
+
+def export_traces(frame: pd.DataFrame, fmt: str, *, title: str = "Traces") -> bytes:
+    """The filtered `tool_invocation` rows as CSV, Parquet, JSONL, Markdown or self-contained HTML."""
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown export format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    if fmt == "CSV":
+        return frame.to_csv(index=False).encode()
+    if fmt == "Parquet":
+        buffer = io.BytesIO()
+        frame.to_parquet(buffer, index=False)
+        return buffer.getvalue()
+    if fmt == "JSONL":
+        return "".join(json.dumps(r, default=str, ensure_ascii=False) + "\n" for r in iter_rows(frame)).encode()
+    summary = frame.reindex(columns=[c for c in SUMMARY_COLUMNS if c in frame.columns])
+    if fmt == "Markdown":
+        return (f"# {title}\n\n{len(frame)} rows\n\n" + markdown_table(summary) + "\n").encode()
+    return html_page(title, f"<p>{len(frame)} rows</p>" + summary.to_html(index=False, escape=True)).encode()
+
+
+def markdown_table(frame: pd.DataFrame) -> str:
+    def cell(value: Any) -> str:
+        return "" if value is None or (isinstance(value, float) and pd.isna(value)) else \
+            str(value).replace("|", "\\|").replace("\n", " ")
+
+    lines = ["| " + " | ".join(map(str, frame.columns)) + " |", "|" + " --- |" * len(frame.columns)]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in frame.itertuples(index=False)]
+    return "\n".join(lines)
+
+
+def html_page(title: str, body: str) -> str:
+    """A self-contained HTML document: inline style, no scripts, no external resources."""
+    style = ("body{font-family:system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse;"
+             "font-size:13px}th,td{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}"
+             "th{background:#f2f2f2}")
+    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+            f"<style>{style}</style></head><body><h1>{html.escape(title)}</h1>{body}</body></html>")

@@ -1,0 +1,43 @@
+"""Lookup page: one query under the sidebar configuration, shown in full and recorded as a trace."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from appui import state, views
+
+
+def _submit() -> None:
+    st.session_state["lookup_submitted"] = True
+
+
+def render() -> None:
+    ctx = state.current()
+    config = state.sidebar_config()
+    st.title("Lookup")
+    index = ctx.index(config.svd_dims) if config else None
+    if index is not None:
+        state.index_caption(index)
+    query_col, category_col = st.columns([3, 1])
+    query_col.text_input("Query", key="lookup_query", on_change=_submit,
+                         placeholder="e.g. how do I rotate an API token?")
+    category_col.text_input("Caller category (optional)", key="lookup_category",
+                            help="A caller's category filter always wins over L0's domain")
+    clicked = st.button("Look up", key="lookup_run", type="primary")
+    submitted = st.session_state.pop("lookup_submitted", False)
+    if (clicked or submitted) and config is not None and index is not None:
+        result = state.run_lookup(ctx, st.session_state.get("lookup_query", ""), config,
+                                  st.session_state.get("lookup_category", "").strip() or None)
+        if result is not None:
+            st.session_state["lookup_result"] = result.to_dict()
+    shown = st.session_state.get("lookup_result")
+    if shown:
+        st.divider()
+        st.markdown(f"### “{shown['query']}”")
+        views.lookup_result(shown)
+    elif index is not None:
+        st.info("Type a question and press Enter or **Look up**. Every lookup is recorded as a trace.")
+
+
+if __name__ == "__main__":
+    render()

@@ -1,0 +1,229 @@
+"""What every page shares: the cached index and trace store, the knowledge-base picker and config widgets.
+
+The index is cached per (knowledge-base path, svd_dims) and the trace store per trace path with
+`st.cache_resource`, so switching pages or opening more tabs never rebuilds or reopens anything.
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any, TypeVar
+
+import streamlit as st
+
+from retrieval import (
+    KnowledgeBaseError,
+    KnowledgeIndex,
+    LookupConfig,
+    LookupResult,
+    TraceStore,
+    TraceStoreError,
+    lookup_knowledge,
+    open_index,
+)
+from retrieval.paths import default_kb, default_traces
+
+SAMPLE, FOLDER = "Sample knowledge base", "Folder path"
+LOCK_TIMEOUT = 3.0  # seconds a page waits for another process's lock on the trace file before saying so
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class AppContext:
+    """The knowledge base and trace store the pages work on; None where opening failed (already shown)."""
+
+    kb_path: str
+    traces_path: str
+    store: TraceStore | None
+
+    def index(self, svd_dims: int) -> KnowledgeIndex | None:
+        return load_index(self.kb_path, svd_dims)
+
+
+class _IndexSlot:
+    """One knowledge base's index, built once under a lock; the slot itself is what st.cache_resource keeps.
+
+    The build happens outside the cached function so its progress bar is a normal element: Streamlit
+    cannot replay elements drawn from inside a cached function into a container created outside it.
+    """
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.index: KnowledgeIndex | None = None
+
+    def get(self, kb_path: str, svd_dims: int, progress: Callable[[str, float], None]) -> KnowledgeIndex:
+        with self.lock:  # a second tab asking for the same index waits for the first build
+            if self.index is None:
+                self.index = open_index(kb_path, svd_dims=svd_dims, progress=progress)
+            return self.index
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _index_slot(kb_path: str, svd_dims: int) -> _IndexSlot:
+    return _IndexSlot()
+
+
+@st.cache_resource(show_spinner=False)
+def _cached_store(traces_path: str) -> TraceStore:
+    return TraceStore(traces_path, lock_timeout=LOCK_TIMEOUT)
+
+
+def load_index(kb_path: str, svd_dims: int) -> KnowledgeIndex | None:
+    """The cached index, building it behind a progress bar; a bad folder becomes an in-page error."""
+    bar = st.empty()
+
+    def progress(stage: str, fraction: float) -> None:
+        bar.progress(min(max(fraction, 0.0), 1.0), text=f"Indexing {kb_path}: {stage}")
+
+    try:
+        return _index_slot(kb_path, svd_dims).get(kb_path, svd_dims, progress)
+    except KnowledgeBaseError as exc:
+        st.error(f"Cannot open the knowledge base: {exc}")
+    except (OSError, ValueError) as exc:
+        st.error(f"Cannot index {kb_path}: {type(exc).__name__}: {exc}")
+    finally:
+        bar.empty()
+    return None
+
+
+def open_store(traces_path: str) -> TraceStore | None:
+    try:
+        return _cached_store(traces_path)
+    except TraceStoreError as exc:
+        st.error(f"Cannot open the trace file: {exc}")
+    return None
+
+
+def sidebar_context() -> AppContext:
+    """The knowledge-base picker and trace file, in the sidebar of every page."""
+    with st.sidebar:
+        st.subheader("Knowledge base")
+        source = st.radio("Knowledge base", [SAMPLE, FOLDER], key="kb_source", label_visibility="collapsed",
+                          help=f"The sample is {default_kb()} ($LOOKUP_KNOWLEDGE_KB overrides it)")
+        kb_path = default_kb()
+        if source == FOLDER:
+            typed = st.text_input("Folder (Markdown) or corpus.jsonl", key="kb_path",
+                                  placeholder="/path/to/kb").strip()
+            kb_path = Path(typed).expanduser() if typed else kb_path
+        st.button("Reload knowledge base", key="kb_reload", on_click=_index_slot.clear,
+                  help="Re-read the files (the on-disk index cache is reused when nothing changed)")
+        traces = str(Path(default_traces()).resolve())
+        st.caption(f"Traces: `{traces}`")
+    return AppContext(str(Path(kb_path).resolve()), traces, open_store(traces))
+
+
+def config_widgets(prefix: str, *, initial: LookupConfig | None = None) -> LookupConfig | None:
+    """One keyed widget per LookupConfig field (help from the field); None, with the error, if invalid.
+
+    Values are mirrored in `<prefix>values` so they survive pages that do not draw these widgets.
+    """
+    shadow = st.session_state.setdefault(f"{prefix}values", (initial or LookupConfig()).to_dict())
+    for f in fields(LookupConfig):
+        key = f"{prefix}{f.name}"
+        # seeded from the mirror on every run: a page switch gives the widget a new id, whose
+        # value would otherwise fall back to the widget default
+        st.session_state[key] = shadow[f.name]
+        common = {"key": key, "help": str(f.metadata.get("help", "")), "on_change": _mirror,
+                  "args": (shadow, f.name, key)}
+        kind = f.type if isinstance(f.type, str) else f.type.__name__
+        if kind == "bool":
+            st.toggle(f.name, **common)
+        elif kind == "int":
+            st.number_input(f.name, min_value=0, step=1, **common)
+        else:
+            st.number_input(f.name, min_value=0.0, step=0.05, format="%.3f", **common)
+    try:
+        return LookupConfig(**shadow)
+    except (TypeError, ValueError) as exc:
+        st.error(f"Invalid configuration: {exc}")
+        return None
+
+
+def _mirror(shadow: dict[str, Any], name: str, key: str) -> None:
+    shadow[name] = st.session_state[key]
+
+
+def reset_config(prefix: str, config: LookupConfig | None = None) -> None:
+    """Button callback: put every config widget of `prefix` back to `config` (default: the defaults)."""
+    config = config or LookupConfig()
+    st.session_state[f"{prefix}values"] = config.to_dict()
+    for f in fields(LookupConfig):
+        st.session_state[f"{prefix}{f.name}"] = getattr(config, f.name)
+
+
+def run_lookup(ctx: AppContext, query: str, config: LookupConfig,
+               category: str | None = None) -> LookupResult | None:
+    """One recorded lookup through the core; bad input and store problems become in-page messages."""
+    index = ctx.index(config.svd_dims)
+    if index is None:
+        return None
+    return guarded(lambda: _recorded_lookup(ctx, index, query, config, category))
+
+
+def _recorded_lookup(ctx: AppContext, index: KnowledgeIndex, query: str, config: LookupConfig,
+                     category: str | None) -> LookupResult:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = lookup_knowledge(query, index=index, config=config, category=category or None, recorder=ctx.store)
+    for warning in caught:
+        st.warning(str(warning.message))
+    if ctx.store is None:
+        st.warning("This lookup was not recorded: the trace file could not be opened.")
+    return result
+
+
+def guarded(work: Callable[[], T]) -> T | None:
+    """Run `work`; known failures become an st.error naming the cause instead of a traceback."""
+    try:
+        return work()
+    except (ValueError, KeyError, KnowledgeBaseError, TraceStoreError, OSError) as exc:
+        st.error(f"{_kind(exc)}: {exc}")
+    except Exception as exc:  # noqa: BLE001 - e.g. duckdb.Error: still a message, never a traceback
+        st.error(f"{type(exc).__name__}: {exc}")
+    return None
+
+
+def _kind(exc: Exception) -> str:
+    if isinstance(exc, TraceStoreError):
+        return "Trace store problem"
+    if isinstance(exc, KnowledgeBaseError):
+        return "Knowledge base problem"
+    return "Cannot do that" if isinstance(exc, ValueError) else type(exc).__name__
+
+
+def remember(ctx: AppContext) -> None:
+    st.session_state["app_context"] = ctx
+
+
+def current() -> AppContext:
+    """The context app.py opened for this run (pages are only run through app.py's navigation)."""
+    ctx = st.session_state.get("app_context")
+    if ctx is None:
+        st.error("Open the app with `streamlit run app.py`; pages cannot run on their own.")
+        st.stop()
+    return ctx
+
+
+def sidebar_config(prefix: str = "cfg_", title: str = "Configuration") -> LookupConfig | None:
+    """Every LookupConfig field in the sidebar (shared by Lookup and Compare), with a reset button."""
+    with st.sidebar:
+        st.subheader(title)
+        st.button("Reset to defaults", key=f"{prefix}reset", on_click=reset_config, args=(prefix,))
+        return config_widgets(prefix)
+
+
+def index_caption(index: KnowledgeIndex) -> None:
+    summary = index.kb.summary()
+    st.caption(f"Knowledge base `{summary['root']}`: {summary['entries']} entries · {summary['chunks']} chunks · "
+               f"{len(summary['domains'])} domains · "
+               + ("index from cache" if index.from_cache else f"indexed in {index.build_seconds:.1f}s"))
+    if index.l1 is None:
+        st.warning(f"L1 unavailable: {index.l1_unavailable_reason}")
+    skipped = summary["skipped"]
+    if skipped:
+        st.warning(f"{len(skipped)} file(s) skipped: " + "; ".join(
+            f"{s['path']} line {s['line']}: {s['message']}" for s in skipped))

@@ -1,0 +1,146 @@
+"""How a lookup is shown: hints, filter decision, L1 status, counts, relevance, evidence cards, timings, JSON.
+
+Everything here reads `LookupResult.to_dict()` or a stored `retrieval_details`; nothing is recomputed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+LAYER_COLOURS = {"L0": "orange", "L1": "blue", "L0+L1": "green", "none": "gray"}
+L1_COLOURS = {"ok": "green", "empty": "orange", "failed": "red", "unavailable": "red", "disabled": "gray"}
+
+
+def badge(text: str, colours: Mapping[str, str]) -> str:
+    """Markdown badge coloured by value (layer or L1 status)."""
+    return f":{colours.get(text, 'gray')}-badge[{text}]"
+
+
+def chips(values: Sequence[Any]) -> str:
+    return " ".join(f"`{v}`" for v in values) if values else "—"
+
+
+def hints(details: Mapping[str, Any]) -> None:
+    l0 = details.get("l0") or {}
+    st.markdown(f"**L0 hints** · {l0.get('match_count', 0)} match(es)")
+    columns = st.columns(4)
+    for column, (label, name) in zip(columns, (("Matched titles", "matched_titles"),
+                                               ("Keywords", "matched_keywords"), ("Domains", "domains"),
+                                               ("Entities", "entities")), strict=True):
+        column.markdown(f"{label}  \n{chips(l0.get(name) or [])}")
+
+
+def filter_and_l1(details: Mapping[str, Any]) -> None:
+    decision, l1 = details.get("filter") or {}, details.get("l1") or {}
+    left, right = st.columns(2)
+    left.markdown(f"**Filter decision:** `{decision.get('decision')}` · L0 domains "
+                  f"{chips(decision.get('l0_domains') or [])}")
+    applied = decision.get("applied")
+    left.markdown(f"Exact filter sent to L1: `{json.dumps(applied)}`" + ("" if applied else
+                  " (no filter: L1 searched every category)"))
+    status = str(l1.get("status"))
+    right.markdown(f"**L1 status:** {badge(status, L1_COLOURS)} · searched {l1.get('rows_searched', 0)} rows · "
+                   f"{l1.get('dropped_below_min_score', 0)} below min score")
+    if l1.get("error"):
+        right.warning(f"L1 fell back to L0 evidence: {l1['error'].get('type')}: {l1['error'].get('message')}")
+
+
+def counts(details: Mapping[str, Any]) -> None:
+    l0, l1 = details.get("l0") or {}, details.get("l1") or {}
+    values = (("L0 matches", l0.get("match_count", 0)), ("L1 candidates", l1.get("candidate_count", 0)),
+              ("Candidates", details.get("candidate_count", 0)), ("Final blocks", details.get("evidence_count", 0)),
+              ("Duplicates merged", details.get("duplicates_merged", 0)))
+    for column, (label, value) in zip(st.columns(len(values)), values, strict=True):
+        column.metric(label, value)
+
+
+def relevance(result: Mapping[str, Any]) -> None:
+    rel = result.get("relevance") or {}
+    support = "with semantic support" if rel.get("semantic_support") else "without semantic support"
+    text = f"**Relevance: {rel.get('level')}** ({support}) · layer {badge(str(result.get('retrieval_layer')), LAYER_COLOURS)}"
+    st.markdown(text)
+    st.caption(str(rel.get("basis", "")))
+
+
+def evidence_cards(blocks: Sequence[Mapping[str, Any]], *, full: bool = True) -> None:
+    """One bordered card per block: title, source, breadcrumb, layer badge, score, hit reasons, content."""
+    if not blocks:
+        st.info("No evidence blocks.")
+    for rank, block in enumerate(blocks, start=1):
+        with st.container(border=True):
+            st.markdown(f"**{rank}. {block.get('title') or block['source']}** "
+                        f"{badge(str(block.get('retrieval_layer')), LAYER_COLOURS)} · score `{block.get('score', 0):.3f}`")
+            crumb = block.get("breadcrumb")
+            st.caption(f"`{block['source']}`" + (f" › {crumb}" if crumb else ""))
+            reasons = block.get("hit_reasons") or []
+            st.markdown("\n".join(f"- {r.get('layer')} · {r.get('field')}: {r.get('reason')}" for r in reasons))
+            content = block.get("content", block.get("content_preview", ""))
+            if full:
+                with st.expander("Content", expanded=rank == 1):
+                    st.text(content)
+            else:
+                preview = " ".join(content.split())
+                st.text(preview[:160] + ("…" if len(preview) > 160 else ""))
+
+
+def timings(details: Mapping[str, Any]) -> None:
+    values = details.get("timings_ms") or {}
+    st.markdown("**Timings (ms)** · " + " · ".join(f"{k} `{v:.1f}`" for k, v in values.items()))
+
+
+def lookup_result(result: Mapping[str, Any]) -> None:
+    """The whole result of one lookup (Lookup page)."""
+    details = result.get("retrieval_details") or {}
+    relevance(result)
+    hints(details)
+    filter_and_l1(details)
+    counts(details)
+    st.markdown(f"**Evidence** ({len(result.get('evidence_blocks') or [])} blocks)")
+    evidence_cards(result.get("evidence_blocks") or [])
+    timings(details)
+    with st.expander("Raw retrieval_details JSON"):
+        st.json(details, expanded=True)
+
+
+def compact_details(details: Mapping[str, Any], *, title: str) -> None:
+    """A stored or live lookup in one column: hints, filter, L1, counts and evidence summaries."""
+    st.subheader(title)
+    l0, decision, l1 = details.get("l0") or {}, details.get("filter") or {}, details.get("l1") or {}
+    st.markdown(f"Layer {badge(str(details.get('retrieval_layer')), LAYER_COLOURS)} · L1 "
+                f"{badge(str(l1.get('status')), L1_COLOURS)} · filter `{decision.get('decision')}` "
+                f"→ `{json.dumps(decision.get('applied'))}`")
+    st.caption(f"L0 domains {chips(l0.get('domains') or [])} · titles {chips(l0.get('matched_titles') or [])}")
+    st.caption(f"L0 {l0.get('match_count', 0)} · L1 {l1.get('candidate_count', 0)} · candidates "
+               f"{details.get('candidate_count', 0)} · blocks {details.get('evidence_count', 0)} · merged "
+               f"{details.get('duplicates_merged', 0)}")
+    evidence_cards(details.get("evidence") or [], full=False)
+
+
+def trace_in_full(row: Mapping[str, Any]) -> None:
+    """One `tool_invocation` row: typed columns as a table, JSON columns expanded."""
+    plain = {k: v for k, v in row.items() if k not in ("arguments", "config", "retrieval_details")}
+    st.dataframe(pd.DataFrame({"column": list(plain), "value": [str(v) for v in plain.values()]}),
+                 hide_index=True, key=f"trace_full_{row.get('id')}")
+    left, right = st.columns(2)
+    with left:
+        st.markdown("**arguments**")
+        st.json(_loads(row.get("arguments")))
+        st.markdown("**config**")
+        st.json(_loads(row.get("config")), expanded=False)
+    with right:
+        st.markdown("**retrieval_details**")
+        st.json(_loads(row.get("retrieval_details")), expanded=2)
+
+
+def _loads(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError:
+            return value
+    return value

@@ -1,0 +1,178 @@
+"""Command line: `python -m eval run|sweep|compare|report|runs` — a thin layer over the eval library.
+
+Bad input (unknown metric, setting, dataset, run id or format) prints one `error: ...` line on stderr
+and exits with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from tqdm import tqdm
+
+from retrieval import LookupConfig, TraceStore, TraceStoreError
+from retrieval.config import parse_assignments
+from retrieval.paths import default_traces
+
+from .compare import compare_runs
+from .datasets import Dataset, load_dataset
+from .metrics import parse_metrics
+from .reports import FORMATS, export, render
+from .runs import DEFAULT_METRICS, RunResult, list_runs, load_run, run_evaluation, run_sweep
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m eval", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("run", help="evaluate one configuration on a dataset split")
+    _dataset_flags(run)
+    sweep = commands.add_parser("sweep", help="evaluate every combination of a grid of settings")
+    _dataset_flags(sweep)
+    sweep.add_argument("--grid", action="append", default=[], metavar="KEY=V1,V2",
+                       help="a setting and its values, e.g. --grid l0_filter=true,false (repeatable)")
+    compare = commands.add_parser("compare", help="paired comparison of two runs (B against A)")
+    compare.add_argument("run_a")
+    compare.add_argument("run_b")
+    compare.add_argument("--metrics", default=None, help="comma-separated metric names (default: shared ones)")
+    compare.add_argument("--permutations", type=int, default=10_000, help="randomisation-test resamples")
+    compare.add_argument("--limit", type=int, default=10, help="per-query losses in --json output")
+    report = commands.add_parser("report", help="export a run's report")
+    report.add_argument("run")
+    for sub in (compare, report):
+        sub.add_argument("--format", default="markdown" if sub is report else None, help=", ".join(FORMATS))
+        sub.add_argument("--output", default=None, help="file to write (default: stdout)")
+    runs = commands.add_parser("runs", help="list stored runs, newest first")
+    for sub in (run, sweep, compare, report, runs):
+        sub.add_argument("--traces", default=None, help="DuckDB trace file (default: traces.duckdb)")
+        sub.add_argument("--json", action="store_true", help="print JSON")
+    return parser
+
+
+def _dataset_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--dataset", required=True, help="BEIR folder, or folder with kb/ and queries.jsonl")
+    parser.add_argument("--split", default=None, help="qrels split (BEIR); default: test or the only one")
+    parser.add_argument("--known-item", default=None, metavar="FIELD",
+                        help="known-item set: each page's front-matter FIELD is its query (FIELD not indexed)")
+    parser.add_argument("--kb-root", default=None, help="Markdown root inside the dataset (default: kb/, content/en)")
+    parser.add_argument("--queries", default=None, help="JSONL query file (default: queries.jsonl)")
+    parser.add_argument("--set", dest="settings", action="append", default=[], metavar="KEY=VALUE",
+                        help="a LookupConfig setting, as in the lookup CLI (repeatable)")
+    parser.add_argument("--metrics", default=",".join(DEFAULT_METRICS), help="comma-separated metric names")
+    parser.add_argument("--sample", type=int, default=None, help="evaluate a fixed random sample of N queries")
+    parser.add_argument("--no-baseline", action="store_true", help="skip the BM25 baseline")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        output = _dispatch(args)
+    except (ValueError, TraceStoreError) as exc:  # DatasetError, UnknownRunError, KnowledgeBaseError are ValueErrors
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if isinstance(output, bytes):
+        sys.stdout.buffer.write(output)
+    elif output:
+        print(output)
+    return 0
+
+
+def _dispatch(args: argparse.Namespace) -> str | bytes:
+    store = TraceStore(args.traces or default_traces())
+    if args.command == "run":
+        return _run(args, store)
+    if args.command == "sweep":
+        return _sweep(args, store)
+    if args.command == "compare":
+        return _compare(args, store)
+    if args.command == "report":
+        run = load_run(store, args.run)
+        return _emit(run, args.format, args.output, store)
+    frame = list_runs(store)
+    return frame.to_json(orient="records", date_format="iso") if args.json else frame.to_string(index=False)
+
+
+def _run(args: argparse.Namespace, store: TraceStore) -> str:
+    dataset, overrides, config, metrics = _inputs(args)
+    top_k = config.top_k if "top_k" in overrides else None
+    with _progress(args, f"{dataset.name}/{dataset.split}") as progress:
+        result = run_evaluation(dataset, config, store=store, metrics=metrics, progress=progress, top_k=top_k,
+                                overrides=overrides, baseline=not args.no_baseline)
+    return json.dumps(result.to_dict(), indent=2, default=str) if args.json else _summary(result)
+
+
+def _sweep(args: argparse.Namespace, store: TraceStore) -> str:
+    dataset, overrides, config, metrics = _inputs(args)
+    grid = {k: [v for v in values.split(",") if v.strip()] for k, values in parse_assignments(args.grid).items()}
+    with _progress(args, f"sweep {dataset.name}") as progress:
+        results = run_sweep(dataset, grid, store=store, base_config=LookupConfig(), base_overrides=overrides,
+                            metrics=metrics, progress=progress, baseline=not args.no_baseline)
+    if args.json:
+        return json.dumps([r.to_dict() for r in results], indent=2, default=str)
+    lines = [f"sweep {results[0].sweep_id}: {len(results)} runs on {dataset.name}/{dataset.split}"]
+    lines.extend(f"{r.run_id}  {json.dumps(r.overrides)}  " + "  ".join(f"{k} {v:.4f}" for k, v in r.metrics.items())
+                 for r in results)
+    return "\n".join(lines)
+
+
+def _compare(args: argparse.Namespace, store: TraceStore) -> str | bytes:
+    metrics = [m.strip() for m in args.metrics.split(",")] if args.metrics else None
+    comparison = compare_runs(store, args.run_a, args.run_b, metrics=metrics, permutations=args.permutations)
+    if args.format:
+        return _emit(comparison, args.format, args.output, store)
+    if args.json:
+        return json.dumps(comparison.to_dict(args.limit), indent=2, default=str)
+    return render(comparison, "markdown")
+
+
+def _emit(obj: Any, fmt: str, output: str | None, store: TraceStore) -> str | bytes:
+    if output:
+        return f"wrote {export(obj, fmt, output, store=store)}"
+    return render(obj, fmt, store=store)
+
+
+def _inputs(args: argparse.Namespace) -> tuple[Dataset, dict[str, str], LookupConfig, list[str]]:
+    """The dataset, the `--set` overrides, the configuration and the metric names; all validated up front."""
+    overrides = parse_assignments(args.settings)
+    config = LookupConfig().with_overrides(overrides)
+    metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
+    parse_metrics(metrics)
+    dataset = load_dataset(args.dataset, split=args.split, known_item_field=args.known_item,
+                           kb_root=args.kb_root, queries_file=args.queries).sample(args.sample)
+    return dataset, overrides, config, metrics
+
+
+class _progress:
+    """A tqdm bar with ETA on stderr as a `progress(done, total)` callback (off with --no-progress)."""
+
+    def __init__(self, args: argparse.Namespace, label: str) -> None:
+        self.enabled, self.label, self.bar = not args.no_progress, label, None
+
+    def __enter__(self) -> Callable[[int, int], None] | None:
+        return self._update if self.enabled else None
+
+    def _update(self, done: int, total: int) -> None:
+        if self.bar is None:
+            self.bar = tqdm(total=total, desc=self.label, unit="q", file=sys.stderr, leave=False)
+        self.bar.update(done - self.bar.n)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def _summary(result: RunResult) -> str:
+    base = result.baseline or {}
+    lines = [f"run {result.run_id}: {result.dataset['name']}/{result.dataset['split']}, "
+             f"{result.dataset['queries']} queries, top_k {result.top_k}, {result.seconds:.1f} s"]
+    lines.extend(f"  {name:<12} {value:.4f}" + (f"   (bm25 {base[name]:.4f})" if name in base else "")
+                 for name, value in result.metrics.items())
+    diag = result.diagnostics
+    lines.append(f"  filter applied {diag.get('filter_applied_rate')}, precision {diag.get('filter_precision')}, "
+                 f"harm {diag.get('filter_harm', {}).get('count')}; L0-only {diag.get('l0_only_fallback_rate')}; "
+                 f"latency p50 {diag.get('latency_ms', {}).get('p50')} ms p95 {diag.get('latency_ms', {}).get('p95')} ms")
+    return "\n".join(lines)

@@ -1,0 +1,135 @@
+"""Paired comparison of two stored runs: means, deltas, wins/ties/losses, significance, per-query losses.
+
+Queries are paired by `query_id`; a delta is B - A, so a loss is a query where run B scores below run A.
+Significance: a two-sided paired randomisation test (random sign flips of the per-query differences) and
+scipy's paired t-test.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from retrieval import TraceStore
+
+from .storage import load_per_query, load_run_row
+
+PERMUTATIONS = 10_000
+FACTS = ("filter_decision", "filter_category", "first_relevant_rank", "retrieval_layer")
+
+
+@dataclass(frozen=True, eq=False)
+class Comparison:
+    """Run A against run B; `per_query` is sorted by the primary metric's delta, largest loss first."""
+
+    run_a: str
+    run_b: str
+    primary_metric: str
+    metrics: dict[str, dict[str, Any]]
+    per_query: pd.DataFrame
+    config_diff: dict[str, list[Any]]
+    datasets: tuple[str, str]
+    unpaired: dict[str, int]
+
+    def losses(self, limit: int = 10) -> pd.DataFrame:
+        """The queries where B lost most on the primary metric."""
+        delta = self.per_query[f"{self.primary_metric}_delta"]
+        return self.per_query[delta < 0].head(limit)
+
+    def to_dict(self, loss_limit: int = 10) -> dict[str, Any]:
+        keep = ["query_id", "query", f"{self.primary_metric}_a", f"{self.primary_metric}_b",
+                f"{self.primary_metric}_delta", *(f"{c}_{s}" for c in FACTS for s in "ab")]
+        losses = self.losses(loss_limit).reindex(columns=keep)
+        return {"run_a": self.run_a, "run_b": self.run_b, "datasets": list(self.datasets),
+                "paired_queries": len(self.per_query), "unpaired": self.unpaired,
+                "config_diff": self.config_diff, "primary_metric": self.primary_metric, "metrics": self.metrics,
+                "losses": _records(losses)}
+
+
+def compare_runs(store: TraceStore, run_a: str, run_b: str, *, metrics: list[str] | None = None,
+                 permutations: int = PERMUTATIONS, seed: int = 0) -> Comparison:
+    """Compare two runs stored in `store` (ids or unique prefixes) on the queries they share."""
+    row_a, row_b = load_run_row(store, run_a), load_run_row(store, run_b)
+    names = metrics or [m for m in row_a["metric_names"] if m in row_b["metric_names"]]
+    if not names:
+        raise ValueError(f"runs {row_a['run_id']} and {row_b['run_id']} share no metric")
+    frame_a, frame_b = load_per_query(store, row_a["run_id"]), load_per_query(store, row_b["run_id"])
+    missing = [m for m in names if m not in frame_a or m not in frame_b]
+    if missing:
+        raise ValueError(f"metric(s) {missing} not stored for both runs; stored: {', '.join(row_a['metric_names'])}")
+    paired = frame_a.merge(frame_b, on="query_id", suffixes=("_a", "_b"))
+    summary = {m: paired_statistics(paired[f"{m}_a"], paired[f"{m}_b"], permutations=permutations, seed=seed)
+               for m in names}
+    table = _per_query_table(paired, names)
+    unpaired = {"only_in_a": len(frame_a) - len(paired), "only_in_b": len(frame_b) - len(paired)}
+    return Comparison(row_a["run_id"], row_b["run_id"], names[0], summary, table,
+                      _config_diff(row_a["config"], row_b["config"]), (row_a["dataset"], row_b["dataset"]), unpaired)
+
+
+def paired_statistics(a: pd.Series | np.ndarray, b: pd.Series | np.ndarray, *, permutations: int = PERMUTATIONS,
+                      seed: int = 0) -> dict[str, Any]:
+    """Means, mean delta (B - A), wins/ties/losses of B, randomisation-test and paired t-test p-values."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    diff = b - a
+    return {"mean_a": _round(a.mean()), "mean_b": _round(b.mean()), "delta": _round(diff.mean()),
+            "wins": int((diff > 1e-12).sum()), "ties": int((np.abs(diff) <= 1e-12).sum()),
+            "losses": int((diff < -1e-12).sum()), "n": int(diff.size),
+            "p_randomization": _round(randomization_test(diff, permutations=permutations, seed=seed)),
+            "p_ttest": _round(paired_ttest(a, b))}
+
+
+def randomization_test(diff: np.ndarray, *, permutations: int = PERMUTATIONS, seed: int = 0) -> float:
+    """Two-sided p of the mean paired difference under random sign flips: (hits + 1) / (permutations + 1)."""
+    diff = np.asarray(diff, dtype=float)
+    if diff.size == 0 or not np.any(np.abs(diff) > 1e-12):
+        return 1.0
+    observed = abs(diff.mean())
+    rng = np.random.default_rng(seed)
+    hits, left = 0, permutations
+    while left > 0:  # in blocks, so memory stays small on large query sets
+        size = min(left, 1000)
+        signs = rng.choice(np.array([-1.0, 1.0]), size=(size, diff.size))
+        hits += int((np.abs(signs @ diff / diff.size) >= observed - 1e-12).sum())
+        left -= size
+    return (hits + 1) / (permutations + 1)
+
+
+def paired_ttest(a: np.ndarray, b: np.ndarray) -> float:
+    """scipy's two-sided paired t-test; identical runs give 1, a constant non-zero shift gives 0."""
+    diff = np.asarray(b, dtype=float) - np.asarray(a, dtype=float)
+    if diff.size < 2 or np.allclose(diff, diff[0]):
+        return 1.0 if diff.size == 0 or abs(diff[0]) <= 1e-12 else 0.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return float(stats.ttest_rel(b, a).pvalue)
+
+
+def _per_query_table(paired: pd.DataFrame, names: list[str]) -> pd.DataFrame:
+    columns: dict[str, Any] = {"query_id": paired["query_id"], "query": paired["query_a"]}
+    for name in names:
+        columns[f"{name}_a"], columns[f"{name}_b"] = paired[f"{name}_a"], paired[f"{name}_b"]
+        columns[f"{name}_delta"] = paired[f"{name}_b"] - paired[f"{name}_a"]
+    for fact in FACTS:
+        for side in "ab":
+            columns[f"{fact}_{side}"] = paired[f"{fact}_{side}"]
+    table = pd.DataFrame(columns)
+    order = [f"{n}_delta" for n in names]
+    return table.sort_values(order + ["query_id"], kind="stable").reset_index(drop=True)
+
+
+def _config_diff(a: dict[str, Any], b: dict[str, Any]) -> dict[str, list[Any]]:
+    return {k: [a.get(k), b.get(k)] for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)}
+
+
+def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    rows = frame.astype(object).where(frame.notna(), None).to_dict(orient="records")
+    return [{k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()} for row in rows]
+
+
+def _round(value: float) -> float:
+    return round(float(value), 6)

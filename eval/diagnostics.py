@@ -1,0 +1,80 @@
+"""Diagnostics read from `retrieval_details`: what the filter, L1 and dedupe did, per query and per run.
+
+Per query: the filter decision and applied category, whether that category is a relevant document's
+category (filter precision), whether a relevant document lies outside it (filter harm: L1 never saw
+it), the layer and L1 status, candidate and block counts, and latency. Per run: their rates and counts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from retrieval.text import normalize_label
+
+DomainsOf = Callable[[str], tuple[str, ...]]
+
+
+def query_diagnostics(details: Mapping[str, Any], qrels: Mapping[str, float], ranked: Sequence[str],
+                      domains_of: DomainsOf, latency_ms: float) -> dict[str, Any]:
+    """One query's diagnostic columns; `domains_of(source)` gives a document's normalised categories."""
+    decision = details.get("filter") or {}
+    applied = (decision.get("applied") or {}).get("category")
+    relevant = [s for s, g in qrels.items() if g > 0]
+    category = normalize_label(applied) if applied else None
+    outside = [s for s in relevant if category is not None and category not in domains_of(s)]
+    returned = set(ranked)
+    return {
+        "filter_decision": decision.get("decision"),
+        "filter_category": category,
+        "filter_correct": None if category is None else any(category in domains_of(s) for s in relevant),
+        "filter_harm": bool(outside),
+        "filter_harm_missed": any(s not in returned for s in outside),
+        "retrieval_layer": details.get("retrieval_layer"),
+        "l1_status": (details.get("l1") or {}).get("status"),
+        "candidate_count": int(details.get("candidate_count") or 0),
+        "duplicates_merged": int(details.get("duplicates_merged") or 0),
+        "evidence_count": int(details.get("evidence_count") or 0),
+        "latency_ms": float(latency_ms),
+    }
+
+
+def summarize(frame: pd.DataFrame) -> dict[str, Any]:
+    """Run-level diagnostics from the per-query frame (columns of `query_diagnostics` plus `query_id`)."""
+    n = len(frame)
+    if n == 0:
+        return {"queries": 0}
+    applied = frame[frame["filter_decision"] == "applied"]
+    harmed = frame[frame["filter_harm"].astype(bool)]
+    candidates, blocks = int(frame["candidate_count"].sum()), int(frame["evidence_count"].sum())
+    return {
+        "queries": n,
+        "filter_applied_rate": _rate(len(applied), n),
+        "filter_decisions": _counts(frame["filter_decision"]),
+        "filter_precision": _rate(int(applied["filter_correct"].astype(bool).sum()), len(applied)),
+        "filter_harm": {"count": len(harmed), "rate": _rate(len(harmed), n),
+                        "missed": int(harmed["filter_harm_missed"].astype(bool).sum()),
+                        "query_ids": [str(q) for q in harmed["query_id"]]},
+        "l0_only_fallback_rate": _rate(int((frame["retrieval_layer"] == "L0").sum()), n),
+        "retrieval_layers": _counts(frame["retrieval_layer"]),
+        "l1_status": _counts(frame["l1_status"]),
+        "dedup_ratio": round(candidates / blocks, 4) if blocks else None,
+        "duplicates_merged_rate": _rate(int(frame["duplicates_merged"].sum()), candidates),
+        "latency_ms": {"p50": _percentile(frame["latency_ms"], 50), "p95": _percentile(frame["latency_ms"], 95),
+                       "mean": round(float(frame["latency_ms"].mean()), 3)},
+    }
+
+
+def _rate(part: int, whole: int) -> float | None:
+    return round(part / whole, 4) if whole else None
+
+
+def _counts(column: pd.Series) -> dict[str, int]:
+    return {str(k): int(v) for k, v in column.fillna("none").value_counts().sort_index().items()}
+
+
+def _percentile(column: pd.Series, q: float) -> float:
+    return round(float(np.percentile(column.to_numpy(dtype=float), q)), 3)

@@ -1,0 +1,204 @@
+"""Reports of a run or a comparison: Markdown, self-contained HTML, CSV/Parquet (per query), JSONL traces, JSON.
+
+Markdown and HTML render the same sections (title, key-value lines, table), so they cannot drift apart;
+every value in HTML is escaped.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from retrieval import TraceStore
+from retrieval.trace_store import iter_rows
+
+from .compare import Comparison
+from .runs import RunResult
+
+FORMATS = ("markdown", "html", "csv", "parquet", "jsonl", "json")
+ALIASES = {"md": "markdown", "htm": "html", "pq": "parquet"}
+TABLE_ROWS = 20
+_CSS = ("body{font-family:system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse;margin:1em 0}"
+        "th,td{border:1px solid #ccc;padding:4px 8px;text-align:left;font-size:14px}th{background:#f3f3f3}"
+        "td.num{text-align:right;font-variant-numeric:tabular-nums}")
+
+
+@dataclass(frozen=True)
+class Section:
+    """A report section: a heading, lines of `key: value` text, and an optional table."""
+
+    title: str
+    lines: tuple[str, ...] = ()
+    table: pd.DataFrame | None = field(default=None, compare=False)
+
+
+def normalize_format(fmt: str) -> str:
+    name = ALIASES.get(str(fmt).lower(), str(fmt).lower())
+    if name not in FORMATS:
+        raise ValueError(f"unknown report format {fmt!r}; known formats: {', '.join(FORMATS)}")
+    return name
+
+
+def render(obj: RunResult | Comparison, fmt: str, *, store: TraceStore | None = None) -> str | bytes:
+    """The report of a run or comparison in `fmt`; `jsonl` (the traces) needs the trace `store`."""
+    fmt = normalize_format(fmt)
+    if not isinstance(obj, (RunResult, Comparison)):
+        raise ValueError(f"can only report a RunResult or a Comparison, got {type(obj).__name__}")
+    if fmt == "json":
+        return json.dumps(obj.to_dict(), indent=2, default=str, ensure_ascii=False)
+    if fmt == "jsonl":
+        return _traces(obj, store)
+    if fmt in ("csv", "parquet"):
+        frame = _flat(obj.per_query) if fmt == "csv" else obj.per_query
+        if fmt == "csv":
+            return frame.to_csv(index=False)
+        buffer = io.BytesIO()
+        frame.to_parquet(buffer, index=False)
+        return buffer.getvalue()
+    sections = _run_sections(obj) if isinstance(obj, RunResult) else _comparison_sections(obj)
+    return _markdown(sections) if fmt == "markdown" else _html(sections)
+
+
+def export(obj: RunResult | Comparison, fmt: str, path: str | Path, *, store: TraceStore | None = None) -> Path:
+    """Write `render(obj, fmt)` to `path` and return it."""
+    content = render(obj, fmt, store=store)
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(content, bytes):
+        target.write_bytes(content)
+    else:
+        target.write_text(content, encoding="utf-8")
+    return target
+
+
+def _traces(obj: RunResult | Comparison, store: TraceStore | None) -> str:
+    if store is None:
+        raise ValueError("the jsonl report holds the run's traces; pass the trace store (--traces)")
+    run_ids = [obj.run_id] if isinstance(obj, RunResult) else [obj.run_a, obj.run_b]
+    lines = []
+    for run_id in run_ids:
+        frame = store.query("SELECT * FROM tool_invocation WHERE run_id = ? ORDER BY created_at", [run_id])
+        lines.extend(json.dumps(row, default=str, ensure_ascii=False) for row in iter_rows(frame))
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
+def _flat(frame: pd.DataFrame) -> pd.DataFrame:
+    """List columns joined with `; ` so CSV cells stay readable."""
+    flat = frame.copy()
+    for name in flat.columns:
+        if flat[name].map(lambda v: isinstance(v, (list, tuple))).any():
+            flat[name] = flat[name].map(lambda v: "; ".join(map(str, v)) if isinstance(v, (list, tuple)) else v)
+    return flat
+
+
+def _run_sections(run: RunResult) -> list[Section]:
+    info = run.dataset
+    head = (f"dataset: {info.get('name')} ({info.get('kind')}, split {info.get('split')}, "
+            f"{info.get('queries')} queries)", f"top_k retrieved: {run.top_k}",
+            f"settings changed: {json.dumps(run.overrides) if run.overrides else 'none (defaults)'}",
+            f"created: {run.created_at:%Y-%m-%d %H:%M:%S} UTC; {run.seconds:.1f} s")
+    rows = [{"metric": m, "lookup": v, "bm25 baseline": (run.baseline or {}).get(m),
+             "delta": None if not run.baseline else round(v - run.baseline.get(m, 0.0), 4)}
+            for m, v in run.metrics.items()]
+    primary = next(iter(run.metrics), None)
+    worst = run.per_query.sort_values([primary, "query_id"]).head(TABLE_ROWS) if primary else None
+    keep = ["query_id", "query", primary, "first_relevant_rank", "filter_decision", "filter_category",
+            "filter_harm", "retrieval_layer"]
+    return [Section(f"Evaluation run {run.run_id}", head),
+            Section("Metrics", table=pd.DataFrame(rows)),
+            Section("Diagnostics", tuple(_diagnostic_lines(run.diagnostics))),
+            Section(f"Lowest {primary} queries", table=None if worst is None else worst.reindex(columns=keep))]
+
+
+def _diagnostic_lines(diagnostics: dict[str, Any]) -> list[str]:
+    lines = []
+    for key, value in diagnostics.items():
+        if isinstance(value, dict) and "query_ids" in value:
+            ids = value["query_ids"]
+            shown = ", ".join(ids[:TABLE_ROWS]) + (f" … (+{len(ids) - TABLE_ROWS})" if len(ids) > TABLE_ROWS else "")
+            value = {**{k: v for k, v in value.items() if k != "query_ids"}, "query_ids": shown or "none"}
+        lines.append(f"{key}: {json.dumps(value, ensure_ascii=False) if isinstance(value, dict) else value}")
+    return lines
+
+
+def _comparison_sections(comparison: Comparison) -> list[Section]:
+    head = (f"A: {comparison.run_a} ({comparison.datasets[0]})", f"B: {comparison.run_b} ({comparison.datasets[1]})",
+            f"paired queries: {len(comparison.per_query)}; unpaired: {json.dumps(comparison.unpaired)}",
+            f"settings A -> B: {json.dumps(comparison.config_diff) if comparison.config_diff else 'identical'}",
+            "delta = B - A; p: two-sided paired randomisation test and paired t-test")
+    rows = [{"metric": m, "A": s["mean_a"], "B": s["mean_b"], "delta": s["delta"],
+             "wins/ties/losses": f"{s['wins']}/{s['ties']}/{s['losses']}",
+             "p (randomisation)": s["p_randomization"], "p (t-test)": s["p_ttest"]}
+            for m, s in comparison.metrics.items()]
+    m = comparison.primary_metric
+    keep = ["query_id", "query", f"{m}_a", f"{m}_b", f"{m}_delta", "first_relevant_rank_a", "first_relevant_rank_b",
+            "filter_decision_a", "filter_category_a", "filter_decision_b", "filter_category_b"]
+    losses = comparison.losses(TABLE_ROWS).reindex(columns=keep)
+    losses["query"] = losses["query"].map(lambda q: q if len(str(q)) <= 80 else str(q)[:79] + "…")
+    return [Section(f"Comparison {comparison.run_a} vs {comparison.run_b}", head),
+            Section("Metrics", table=pd.DataFrame(rows)),
+            Section(f"Largest per-query losses of B on {comparison.primary_metric}", table=losses)]
+
+
+def _cell(value: Any) -> str:
+    if value is None or (isinstance(value, float) and pd.isna(value)):
+        return ""
+    if isinstance(value, float):
+        return f"{value:.4f}".rstrip("0").rstrip(".") if value != int(value) else str(int(value))
+    if isinstance(value, (list, tuple)):
+        return ", ".join(map(str, value))
+    return str(value)
+
+
+def _markdown(sections: list[Section]) -> str:
+    out = []
+    for number, section in enumerate(sections):
+        out.append(("# " if number == 0 else "## ") + section.title)
+        out.extend(f"- {line}" for line in section.lines)
+        if section.table is not None:
+            out.append(_markdown_table(section.table))
+        out.append("")
+    return "\n".join(out)
+
+
+def _markdown_table(table: pd.DataFrame) -> str:
+    if table.empty:
+        return "_none_"
+    def esc(text: str) -> str:
+        return text.replace("|", "\\|").replace("\n", " ")
+
+    lines = ["| " + " | ".join(esc(str(c)) for c in table.columns) + " |", "|" + " --- |" * len(table.columns)]
+    lines.extend("| " + " | ".join(esc(_cell(v)) for v in row) + " |" for row in table.itertuples(index=False))
+    return "\n".join(lines)
+
+
+def _html(sections: list[Section]) -> str:
+    title = html.escape(sections[0].title) if sections else "Report"
+    body = []
+    for number, section in enumerate(sections):
+        tag = "h1" if number == 0 else "h2"
+        body.append(f"<{tag}>{html.escape(section.title)}</{tag}>")
+        if section.lines:
+            body.append("<ul>" + "".join(f"<li>{html.escape(line)}</li>" for line in section.lines) + "</ul>")
+        if section.table is not None:
+            body.append(_html_table(section.table))
+    return (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title}</title>"
+            f"<style>{_CSS}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n")
+
+
+def _html_table(table: pd.DataFrame) -> str:
+    if table.empty:
+        return "<p><em>none</em></p>"
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in table.columns)
+    rows = []
+    for row in table.itertuples(index=False):
+        cells = "".join(f"<td class=\"num\">{html.escape(_cell(v))}</td>" if isinstance(v, (int, float))
+                        else f"<td>{html.escape(_cell(v))}</td>" for v in row)
+        rows.append(f"<tr>{cells}</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"

@@ -1,0 +1,209 @@
+"""Evaluation runs and sweeps over `lookup_knowledge`: a run = dataset + split + configuration.
+
+Every lookup goes through the one core with `run_id` and `query_id`, and is recorded as a
+`tool_invocation` (in batches). Per-query metrics and diagnostics are stored beside it (eval.storage).
+Lookups retrieve `top_k` = the deepest metric cutoff (100 for recall@100) unless a top_k is given.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime, timezone
+from typing import Any
+
+import pandas as pd
+
+from retrieval import KnowledgeIndex, LookupConfig, TraceStore, lookup_knowledge, open_index
+from retrieval.invocation import ToolInvocation
+
+from . import metrics as metric_lib
+from .baseline import NAME as BASELINE
+from .baseline import BM25Baseline
+from .datasets import Dataset, Query
+from .diagnostics import query_diagnostics, summarize
+from .storage import LOOKUP, list_runs, load_per_query, load_run_row, save_run
+
+__all__ = ["DEFAULT_METRICS", "RunResult", "list_runs", "load_run", "open_dataset_index", "run_evaluation",
+           "run_sweep"]
+
+DEFAULT_METRICS = ("ndcg@10", "recall@10", "recall@100", "mrr@10", "map@100", "hit@10", "p@10")
+BATCH_SIZE = 200
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True, eq=False)
+class RunResult:
+    """One stored run: mean metrics, diagnostics, the per-query frame and the baseline's mean metrics."""
+
+    run_id: str
+    metrics: dict[str, float]
+    diagnostics: dict[str, Any]
+    per_query: pd.DataFrame
+    baseline: dict[str, float] | None
+    dataset: dict[str, Any]
+    config: dict[str, Any]
+    overrides: dict[str, Any]
+    top_k: int
+    seconds: float
+    created_at: datetime
+    sweep_id: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The CLI's `--json` output (no per-query rows)."""
+        return {"run_id": self.run_id, "dataset": self.dataset, "top_k": self.top_k, "overrides": self.overrides,
+                "metrics": self.metrics, "baseline": self.baseline, "diagnostics": self.diagnostics,
+                "seconds": round(self.seconds, 3), "sweep_id": self.sweep_id,
+                "created_at": self.created_at.isoformat(), "config": self.config}
+
+
+def open_dataset_index(dataset: Dataset, svd_dims: int) -> KnowledgeIndex:
+    """The (disk-cached) index of the dataset's knowledge base, without the fields the dataset excludes."""
+    return open_index(dataset.kb_path, svd_dims=svd_dims, exclude_fields=dataset.exclude_fields)
+
+
+def run_evaluation(dataset: Dataset, config: LookupConfig | None = None, *, store: TraceStore,
+                   metrics: Sequence[str] = DEFAULT_METRICS, progress: Progress | None = None,
+                   top_k: int | None = None, overrides: Mapping[str, Any] | None = None,
+                   index: KnowledgeIndex | None = None, baseline: bool | BM25Baseline = True,
+                   sweep_id: str | None = None, batch_size: int = BATCH_SIZE) -> RunResult:
+    """Look up every query of `dataset`, score it, record traces and metrics in `store`, and return the run."""
+    parsed = metric_lib.parse_metrics(metrics)
+    depth = top_k or metric_lib.depth(parsed)
+    config = replace(config or LookupConfig(), top_k=depth)
+    overrides = {k: getattr(config, k) for k in (overrides or {})}  # typed, as the lookup saw them
+    if not dataset.queries:
+        raise ValueError(f"dataset {dataset.name} has no queries to evaluate")
+    started, created = time.perf_counter(), datetime.now(timezone.utc)
+    index = index or open_dataset_index(dataset, config.svd_dims)
+    run_id = f"run-{created:%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
+    rows, metric_rows = _lookups(dataset, config, index, store, run_id, parsed, progress, batch_size)
+    baseline_means = None
+    if baseline:
+        engine = baseline if isinstance(baseline, BM25Baseline) else BM25Baseline.build(index.kb)
+        baseline_means, extra = _baseline(engine, dataset.queries, parsed, depth, run_id)
+        metric_rows.extend(extra)
+    per_query = pd.DataFrame(rows)
+    metric_frame = pd.DataFrame(metric_rows, columns=["run_id", "query_id", "system", "metric", "value"])
+    means = _means(metric_frame, LOOKUP, parsed)
+    diagnostics = summarize(per_query)
+    run = {"run_id": run_id, "created_at": created.replace(tzinfo=None), "sweep_id": sweep_id,
+           "dataset": dataset.name, "dataset_kind": dataset.kind, "dataset_path": dataset.path,
+           "split": dataset.split, "n_queries": len(dataset.queries), "top_k": depth,
+           "seconds": time.perf_counter() - started, "config": config.to_dict(), "overrides": overrides,
+           "metrics": means, "baseline": baseline_means, "diagnostics": diagnostics,
+           "dataset_info": dataset.describe(), "metric_names": [m.name for m in parsed]}
+    save_run(store, run, per_query, metric_frame)
+    return load_run(store, run_id)
+
+
+def _lookups(dataset: Dataset, config: LookupConfig, index: KnowledgeIndex, store: TraceStore, run_id: str,
+             parsed: Sequence[metric_lib.Metric], progress: Progress | None,
+             batch_size: int) -> tuple[list[dict[str, Any]], list[tuple]]:
+    """Run every lookup through the core, flushing recorded invocations every `batch_size` queries."""
+    buffer: list[ToolInvocation] = []
+    rows, metric_rows = [], []
+    total = len(dataset.queries)
+    for position, query in enumerate(dataset.queries):
+        result = lookup_knowledge(query.text, index=index, config=config, top_k=config.top_k,
+                                  recorder=buffer.append, run_id=run_id, query_id=query.id)
+        ranked = [block.source for block in result.evidence_blocks]
+        rows.append(_query_row(query, position, result.invocation_id, ranked, result.retrieval_details,
+                               buffer[-1].latency_ms, index))
+        metric_rows.extend((run_id, query.id, LOOKUP, name, value)
+                           for name, value in metric_lib.score(ranked, query.qrels, parsed).items())
+        if len(buffer) >= batch_size:
+            store.record_many(buffer)
+            buffer.clear()
+        if progress is not None:
+            progress(position + 1, total)
+    store.record_many(buffer)
+    for row in rows:
+        row["run_id"] = run_id
+    return rows, metric_rows
+
+
+def _query_row(query: Query, position: int, invocation_id: str, ranked: list[str], details: Mapping[str, Any],
+               latency_ms: float, index: KnowledgeIndex) -> dict[str, Any]:
+    def domains_of(source: str) -> tuple[str, ...]:
+        entry = index.kb.entry(source)
+        return entry.domains if entry is not None else ()
+
+    relevant = sorted(s for s, g in query.qrels.items() if g > 0)
+    first = next((rank for rank, s in enumerate(ranked, start=1) if s in query.qrels and query.qrels[s] > 0), None)
+    categories = list(query.categories) or sorted({d for s in relevant for d in domains_of(s)})
+    return {"query_id": query.id, "position": position, "query": query.text, "n_relevant": len(relevant),
+            "relevant": relevant, "categories": categories, "invocation_id": invocation_id,
+            "first_relevant_rank": first, "top_sources": ranked[:10],
+            **query_diagnostics(details, query.qrels, ranked, domains_of, latency_ms)}
+
+
+def _baseline(engine: BM25Baseline, queries: Sequence[Query], parsed: Sequence[metric_lib.Metric], depth: int,
+              run_id: str) -> tuple[dict[str, float], list[tuple]]:
+    rows = [(run_id, q.id, BASELINE, name, value)
+            for q in queries
+            for name, value in metric_lib.score(engine.search(q.text, depth), q.qrels, parsed).items()]
+    frame = pd.DataFrame(rows, columns=["run_id", "query_id", "system", "metric", "value"])
+    return _means(frame, BASELINE, parsed), rows
+
+
+def _means(frame: pd.DataFrame, system: str, parsed: Sequence[metric_lib.Metric]) -> dict[str, float]:
+    selected = frame[frame["system"] == system].groupby("metric")["value"].mean()
+    return {m.name: round(float(selected.get(m.name, 0.0)), 4) for m in parsed}
+
+
+def load_run(store: TraceStore, run_id: str) -> RunResult:
+    """A stored run by id (or unique prefix), with its per-query frame."""
+    row = load_run_row(store, run_id)
+    created = pd.Timestamp(row["created_at"]).to_pydatetime().replace(tzinfo=timezone.utc)
+    return RunResult(row["run_id"], row["metrics"], row["diagnostics"], load_per_query(store, row["run_id"]),
+                     row["baseline"], row["dataset_info"], row["config"], row["overrides"] or {},
+                     int(row["top_k"]), float(row["seconds"]), created, row["sweep_id"])
+
+
+def expand_grid(grid: Mapping[str, Sequence[Any]], base: LookupConfig | None = None,
+                base_overrides: Mapping[str, Any] | None = None) -> list[tuple[dict[str, Any], LookupConfig]]:
+    """Every combination of the grid as (overrides, config); unknown settings or bad values raise ValueError."""
+    base = base or LookupConfig()
+    empty = sorted(k for k, values in grid.items() if not values)
+    if not grid or empty:
+        raise ValueError(f"a sweep needs at least one setting with values (empty: {empty}), e.g. l0_filter=true,false")
+    keys = list(grid)
+    combos = []
+    for values in itertools.product(*(grid[k] for k in keys)):
+        overrides = {**(base_overrides or {}), **dict(zip(keys, values, strict=True))}
+        combos.append((overrides, base.with_overrides(overrides)))
+    return combos
+
+
+def run_sweep(dataset: Dataset, grid: Mapping[str, Sequence[Any]], *, store: TraceStore,
+              base_config: LookupConfig | None = None, base_overrides: Mapping[str, Any] | None = None,
+              metrics: Sequence[str] = DEFAULT_METRICS, progress: Progress | None = None,
+              baseline: bool = True) -> list[RunResult]:
+    """One run per grid combination; one index per distinct svd_dims and one baseline for the sweep."""
+    combos = expand_grid(grid, base_config, base_overrides)
+    metric_lib.parse_metrics(metrics)
+    sweep_id = f"sweep-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
+    total, n = len(combos) * len(dataset.queries), len(dataset.queries)
+    ordered = sorted(enumerate(combos), key=lambda item: item[1][1].svd_dims)
+    results: dict[int, RunResult] = {}
+    index, engine, done = None, None, 0
+    for position, (overrides, config) in ordered:
+        if index is None or index.svd_dims != config.svd_dims:
+            index = open_dataset_index(dataset, config.svd_dims)
+        if baseline and engine is None:
+            engine = BM25Baseline.build(index.kb)  # the baseline does not depend on any setting
+
+        def step(current: int, _total: int, offset: int = done) -> None:
+            if progress is not None:
+                progress(offset + current, total)
+
+        explicit_k = config.top_k if "top_k" in overrides else None
+        results[position] = run_evaluation(dataset, config, store=store, metrics=metrics, progress=step,
+                                           top_k=explicit_k, overrides=overrides, index=index,
+                                           baseline=engine or False, sweep_id=sweep_id)
+        done += n
+    return [results[i] for i in range(len(combos))]
