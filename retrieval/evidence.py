@@ -109,10 +109,14 @@ def dedupe(blocks: Iterable[EvidenceBlock]) -> list[EvidenceBlock]:
 
 
 def rank(blocks: Sequence[EvidenceBlock], *, l0_weight: float, l1_weight: float,
-         l0_top_score: float) -> list[EvidenceBlock]:
-    """Order by l1_weight * L1 cosine + l0_weight * (L0 score / best L0 score); ties by source."""
+         l0_bound: float) -> list[EvidenceBlock]:
+    """Order by l1_weight * L1 score + l0_weight * (L0 score / the query's L0 bound); ties by source.
+
+    Both parts are in [0, 1] on absolute scales, so a title that covers the whole query counts fully
+    and one that shares a single common word barely moves the order.
+    """
     def fused(block: EvidenceBlock) -> float:
-        l0 = (block.l0_score or 0.0) / l0_top_score if l0_top_score > 0 else 0.0
+        l0 = min((block.l0_score or 0.0) / l0_bound, 1.0) if l0_bound > 0 else 0.0
         return l1_weight * (block.l1_score or 0.0) + l0_weight * l0
 
     scored = [replace(b, score=fused(b)) for b in blocks]
@@ -125,6 +129,15 @@ def truncate(block: EvidenceBlock, limit: int) -> EvidenceBlock:
         return block
     cut = block.content[:limit].rsplit(None, 1)[0] if " " in block.content[:limit] else block.content[:limit]
     return replace(block, content=cut.rstrip() + " …")
+
+
+def trim_reasons(block: EvidenceBlock, per_layer: int) -> EvidenceBlock:
+    """Keep each layer's `per_layer` best hit reasons (every layer stays represented); sections stay listed."""
+    kept: list[HitReason] = []
+    for layer in dict.fromkeys(r.layer for r in block.hit_reasons):
+        ranked = sorted((r for r in block.hit_reasons if r.layer == layer), key=lambda r: -(r.score or 0.0))
+        kept.extend(ranked if layer == "L0" else ranked[:per_layer])
+    return replace(block, hit_reasons=tuple(kept))
 
 
 def layer_label(layers: Iterable[str]) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -42,6 +42,7 @@ class L0Hints:
     matched_keywords: tuple[str, ...] = ()
     domains: tuple[str, ...] = ()
     entities: tuple[str, ...] = ()
+    score_bound: float = 0.0
 
     @property
     def match_count(self) -> int:
@@ -85,6 +86,7 @@ class L0Index:
         doc_len = np.asarray([len(d) for d in docs], dtype=np.float64)
         avgdl = doc_len.mean() if n_docs and doc_len.sum() else 1.0
         idf = self._idf(np.bincount(np.asarray(cols, dtype=np.int64), minlength=n_terms), n_docs)
+        self._idf_values = idf
         norm = self.k1 * (1 - self.b + self.b * doc_len[np.asarray(rows, dtype=np.int64)] / avgdl)
         values = idf[np.asarray(cols, dtype=np.int64)] * tf * (self.k1 + 1) / (tf + norm)
         self.weights = sparse.csc_matrix((values, (rows, cols)), shape=(n_docs, n_terms))
@@ -104,6 +106,11 @@ class L0Index:
         weights = np.asarray(list(counts.values()), dtype=np.float64)
         return np.asarray(self.weights[:, columns] @ weights).ravel()
 
+    def score_bound(self, query_terms: Sequence[str]) -> float:
+        """The most any entry could score: every known query term at full saturation (idf * (k1 + 1))."""
+        ids = [self.vocabulary[t] for t in query_terms if t in self.vocabulary]
+        return float(self._idf_values[ids].sum() * (self.k1 + 1)) if ids else 0.0
+
     def match(self, query: str, *, max_matches: int = 5, min_score_ratio: float = 0.5) -> L0Hints:
         """Entries with a positive score sharing a real term with the query, best first, as hints."""
         terms = tokenize(query)
@@ -118,7 +125,7 @@ class L0Index:
         query_terms = set(terms)
         matches = [m for m in (self._describe(self.entries[i], float(scores[i]), query_terms)
                                for i in ranked[:max_matches]) if m is not None]
-        return _hints(matches)
+        return replace(_hints(matches), score_bound=self.score_bound(terms))
 
     @staticmethod
     def _describe(entry: Entry, score: float, query_terms: set[str]) -> L0Match | None:

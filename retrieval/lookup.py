@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .config import LookupConfig
-from .evidence import EvidenceBlock, dedupe, l0_block, l1_block, rank, truncate
+from .evidence import EvidenceBlock, dedupe, l0_block, l1_block, rank, trim_reasons, truncate
 from .filters import FilterDecision, decide_filter
 from .index import KnowledgeIndex
 from .invocation import Recorder, ToolInvocation
@@ -22,6 +22,7 @@ from .relevance import Relevance, assess
 from .text import normalize_label
 
 TOOL_NAME = "lookup_knowledge"
+MAX_L1_REASONS = 3  # a block's other matched sections stay in `other_sections`
 MAX_SUMMARIES = 20  # deeper blocks (evaluation asks for 100) are listed by source only: traces stay compact
 
 
@@ -140,10 +141,9 @@ def _evidence(hints: L0Hints, outcome: L1Outcome, index: KnowledgeIndex, config:
     if category is not None:  # the caller's filter binds L0 evidence too
         l0_blocks = [b for b in l0_blocks if normalize_label(category) in b.domains]
     candidates = l1_blocks + l0_blocks
-    top_l0 = max((m.score for m in hints.matches), default=0.0)
     merged = dedupe(candidates)
-    ranked = rank(merged, l0_weight=config.l0_weight, l1_weight=config.l1_weight, l0_top_score=top_l0)
-    return ([truncate(b, config.snippet_chars) for b in ranked[:top_k]], len(candidates),
+    ranked = rank(merged, l0_weight=config.l0_weight, l1_weight=config.l1_weight, l0_bound=hints.score_bound)
+    return ([trim_reasons(truncate(b, config.snippet_chars), MAX_L1_REASONS) for b in ranked[:top_k]], len(candidates),
             len(candidates) - len(merged))
 
 

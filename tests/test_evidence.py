@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from retrieval.evidence import EvidenceBlock, HitReason, dedupe, merge, rank, truncate
+from retrieval.evidence import EvidenceBlock, HitReason, dedupe, merge, rank, trim_reasons, truncate
 
 reasons = st.builds(HitReason, layer=st.sampled_from(["L0", "L1"]), field=st.sampled_from(["title", "section"]),
                     reason=st.text(max_size=8), score=st.floats(0, 1))
@@ -43,11 +43,18 @@ def test_merge_keeps_the_best_l1_section_and_lists_the_others():
 def test_rank_blends_l1_and_normalised_l0():
     a = EvidenceBlock("a", "", "", "L1", "", (), l1_score=0.5)
     b = EvidenceBlock("b", "", "", "L0", "", (), l0_score=10.0)
-    assert [x.source for x in rank([a, b], l0_weight=0.3, l1_weight=1.0, l0_top_score=10.0)] == ["a", "b"]
-    assert [x.source for x in rank([a, b], l0_weight=0.6, l1_weight=1.0, l0_top_score=10.0)] == ["b", "a"]
+    assert [x.source for x in rank([a, b], l0_weight=0.3, l1_weight=1.0, l0_bound=10.0)] == ["a", "b"]
+    assert [x.source for x in rank([a, b], l0_weight=0.6, l1_weight=1.0, l0_bound=10.0)] == ["b", "a"]
 
 
 def test_truncate_cuts_at_a_word_boundary():
     block = EvidenceBlock("a", "", "", "L1", "alpha beta gamma delta", ())
     assert truncate(block, 12).content == "alpha beta …"
     assert truncate(block, 100) is block
+
+
+def test_trim_reasons_keeps_the_best_l1_sections_and_every_l0_reason():
+    l1 = tuple(HitReason("L1", "section", f"s{i}", i / 10) for i in range(6))
+    l0 = (HitReason("L0", "title", "t", 2.0), HitReason("L0", "keywords", "k", 2.0))
+    trimmed = trim_reasons(EvidenceBlock("a", "", "", "L0+L1", "", l1 + l0), 3)
+    assert [r.reason for r in trimmed.hit_reasons] == ["s5", "s4", "s3", "t", "k"]
