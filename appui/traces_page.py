@@ -43,10 +43,10 @@ def _charts(frame: pd.DataFrame) -> None:
         st.bar_chart(mix, x="layer", y="calls", height=220)
     with middle:
         st.markdown("**Fallback rate over time**")
-        st.caption("share of calls where L1 failed or was unavailable (L0 evidence only)")
+        st.caption("share of calls answered from L0 evidence only (L1 empty, failed, disabled or unavailable)")
         span = frame["created_at"].max() - frame["created_at"].min()
         freq = "min" if span <= pd.Timedelta(hours=3) else "h" if span <= pd.Timedelta(days=3) else "D"
-        fallback = frame["l1_status"].isin(["failed", "unavailable"]).astype(float)
+        fallback = (frame["retrieval_layer"] == "L0").astype(float)  # as eval's l0_only_fallback_rate
         rate = fallback.groupby(frame["created_at"].dt.floor(freq)).mean().rename("rate").reset_index()
         chart = alt.Chart(rate).mark_bar().encode(
             alt.X("created_at:T", title=f"time (UTC, per {dict(min='minute', h='hour', D='day')[freq]})"),
