@@ -98,6 +98,7 @@ def lookup_knowledge(query: str, *, index: KnowledgeIndex, config: LookupConfig 
     relevance = assess(blocks, hints, outcome.status)
     timings["total"] = _ms(started)
     details = _details(layer, hints, decision, outcome, (candidate_count, merged), blocks, timings)
+    details["relevance"] = relevance.to_dict()
     invocation = ToolInvocation(TOOL_NAME, query, arguments, "ok", timings["total"], config.to_dict(), details,
                                 run_id=run_id, query_id=query_id)
     if recorder is not None:

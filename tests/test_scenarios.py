@@ -86,6 +86,7 @@ def test_l1_empty_returns_l0_primary_without_semantic_support(index, store):
     assert payload["retrieval_layer"] == "L0"
     assert row["l1_status"] == "empty"
     assert row["retrieval_layer"] == "L0"
+    assert row["retrieval_details"]["relevance"]["semantic_support"] is False
     assert row["retrieval_details"]["evidence"][0]["source"] == "billing/invoices.md"
 
 
@@ -95,6 +96,7 @@ def test_l1_failure_returns_l0_primary_and_keeps_hints(index, store):
     assert payload["primary"]["source"] == "alerting/routing.md"
     assert payload["primary"]["retrieval_layer"] == "L0"
     assert payload["relevance"]["semantic_support"] is False
+    assert row["retrieval_details"]["relevance"] == payload["relevance"]
     l1 = row["retrieval_details"]["l1"]
     assert row["l1_status"] == "failed" and l1["status"] == "failed"
     assert l1["error"]["type"] == "SimulatedL1Failure"
