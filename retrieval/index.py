@@ -20,6 +20,7 @@ from .l1 import L1Index
 
 Progress = Callable[[str, float], None]
 _FORMAT = 1
+KEEP_CACHED = 16  # index files kept in the cache folder; older ones are removed on write
 
 
 @dataclass
@@ -111,8 +112,16 @@ def _write_cache(cache_file: Path, index: KnowledgeIndex) -> None:
         with tempfile.NamedTemporaryFile("wb", dir=cache_file.parent, delete=False, suffix=".tmp") as handle:
             pickle.dump(index, handle, protocol=pickle.HIGHEST_PROTOCOL)
         os.replace(handle.name, cache_file)
+        _prune(cache_file.parent, KEEP_CACHED)
     except OSError:
         pass
+
+
+def _prune(folder: Path, keep: int) -> None:
+    """Remove all but the `keep` most recently written index files (a changed corpus leaves old ones)."""
+    files = sorted(folder.glob("*.pkl"), key=lambda p: p.stat().st_mtime, reverse=True)
+    for old in files[keep:]:
+        old.unlink(missing_ok=True)
 
 
 def _report(progress: Progress | None, stage: str, fraction: float) -> None:

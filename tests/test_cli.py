@@ -95,3 +95,12 @@ def test_readme_examples_run_as_written(command, tmp_path):
         assert payload["name"] == "lookup_knowledge" and payload["parameters"]["required"] == ["query"]
     else:
         assert payload["entries"] >= 30 and not payload["skipped"]
+
+
+def test_index_cache_keeps_only_the_newest_files(kb_dir, tmp_path, monkeypatch):
+    from retrieval import index as index_module
+
+    monkeypatch.setattr(index_module, "KEEP_CACHED", 2)
+    for dims in (8, 16, 32):
+        index_module.open_index(kb_dir, svd_dims=dims, cache_dir=tmp_path)
+    assert len(list(tmp_path.glob("*.pkl"))) == 2
