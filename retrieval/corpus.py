@@ -219,33 +219,36 @@ def _entry(source: str, title: str, categories: tuple[str, ...], keywords: tuple
 
 
 def _split_long(body: str, max_words: int) -> list[str]:
-    """Split a section over `max_words` at paragraph breaks so one chunk does not dilute the others."""
+    """Split a section over `max_words` at paragraph breaks (or sentence ends inside an over-long
+    paragraph) so one chunk does not dilute the others."""
     if not body.strip():
         return []
     if len(body.split()) <= max_words:
         return [body]
-    parts, current, count = [], [], 0
-    for paragraph in _pieces(body, max_words):
-        words = len(paragraph.split())
+    parts: list[str] = []
+    current, count, last_paragraph = "", 0, -1
+    for paragraph, piece in _pieces(body, max_words):
+        words = len(piece.split())
         if current and count + words > max_words:
-            parts.append("\n\n".join(current))
-            current, count = [], 0
-        current.append(paragraph)
-        count += words
-    parts.append("\n\n".join(current))
+            parts.append(current)
+            current, count = "", 0
+        joiner = " " if paragraph == last_paragraph else "\n\n"
+        current = f"{current}{joiner}{piece}" if current else piece
+        count, last_paragraph = count + words, paragraph
+    parts.append(current)
     return parts
 
 
-def _pieces(body: str, max_words: int) -> list[str]:
-    """Paragraphs, with any paragraph over `max_words` broken at sentence ends (or, failing that, words)."""
-    pieces: list[str] = []
-    for paragraph in body.split("\n\n"):
+def _pieces(body: str, max_words: int) -> list[tuple[int, str]]:
+    """(paragraph number, text): paragraphs, with one over `max_words` broken at sentence ends or words."""
+    pieces: list[tuple[int, str]] = []
+    for number, paragraph in enumerate(body.split("\n\n")):
         if len(paragraph.split()) <= max_words:
-            pieces.append(paragraph)
+            pieces.append((number, paragraph))
             continue
         for sentence in re.split(r"(?<=[.!?])\s+", paragraph):
             words = sentence.split()
-            pieces.extend(" ".join(words[i:i + max_words]) for i in range(0, len(words), max_words))
+            pieces.extend((number, " ".join(words[i:i + max_words])) for i in range(0, len(words), max_words))
     return pieces
 
 

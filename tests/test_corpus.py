@@ -125,3 +125,11 @@ def test_fingerprint_changes_with_content(tmp_path):
     before = load_knowledge_base(tmp_path).fingerprint
     (tmp_path / "alerting" / "routing.md").write_text("---\ntitle: Changed\n---\nNew body.")
     assert load_knowledge_base(tmp_path).fingerprint != before
+
+
+def test_a_long_paragraph_is_split_at_sentences_without_new_paragraph_breaks():
+    sentences = " ".join(f"Sentence {i} has a few words." for i in range(200))
+    entry = parse_markdown_entry("p.md", f"---\ntitle: P\n---\n{sentences}")
+    assert len(entry.chunks) > 1
+    assert all("\n\n" not in c.text and len(c.text.split()) <= 350 for c in entry.chunks)
+    assert " ".join(c.text for c in entry.chunks) == sentences
