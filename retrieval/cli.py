@@ -15,7 +15,6 @@ from dataclasses import fields
 from typing import Any
 
 from .config import LookupConfig
-from .corpus import KnowledgeBaseError
 from .index import open_index
 from .lookup import lookup_knowledge
 from .paths import default_kb, default_traces
@@ -77,7 +76,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         output = _run(args)
-    except (ValueError, KnowledgeBaseError, TraceStoreError) as exc:
+    except (ValueError, TraceStoreError) as exc:  # KnowledgeBaseError is a ValueError
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(output)

@@ -79,7 +79,7 @@ def l0_block(match: L0Match, entry: Entry) -> EvidenceBlock:
 def l1_block(candidate: L1Candidate) -> EvidenceBlock:
     """L1 evidence: the matched chunk, with its cosine scores in the hit reason."""
     chunk = candidate.chunk
-    detail = f"semantic match in '{chunk.breadcrumb}' (lexical {candidate.tfidf_score:.3f}"
+    detail = f"semantic match in '{chunk.breadcrumb}' (lexical {candidate.lexical_score:.3f}"
     detail += f", lsa {candidate.lsa_score:.3f})" if candidate.lsa_score is not None else ")"
     return EvidenceBlock(chunk.source, chunk.title, chunk.breadcrumb, "L1", chunk.text,
                          (HitReason("L1", "section", detail, candidate.score),),

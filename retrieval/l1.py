@@ -29,11 +29,11 @@ FILTER_KEYS = ("category", "source")
 
 @dataclass(frozen=True)
 class L1Candidate:
-    """One chunk L1 found, with its blended score and the two cosines it came from."""
+    """One chunk L1 found: its blended score, the lexical (BM25-weighted TF-IDF) score and the LSA cosine."""
 
     chunk: Chunk
     score: float
-    tfidf_score: float
+    lexical_score: float
     lsa_score: float | None
 
 
