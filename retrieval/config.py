@@ -24,6 +24,8 @@ class LookupConfig:
     simulate_l1_failure: bool = _opt(False, "failure drill: L1 raises, to preview an L1 outage")
     l1_tfidf_weight: float = _opt(0.9, "L1 score = w * lexical TF-IDF (BM25-weighted) + (1 - w) * LSA cosine")
     l1_weight: float = _opt(1.0, "weight of the L1 score when ordering evidence")
+    page_weight: float = _opt(0.5, "weight of the page-level score (BM25 over the whole page, relative to the "
+                                   "query's best page) when ordering L1 candidates and evidence")
     l0_weight: float = _opt(0.2, "weight of the L0 score (share of the query it covers) when ordering evidence")
     l0_max_matches: int = _opt(5, "most L0 entries that become hints and evidence")
     l0_min_score_ratio: float = _opt(0.5, "L0 matches must score at least this share of the best match")
@@ -43,7 +45,7 @@ class LookupConfig:
         _check_range("l1_pool", self.l1_pool, 1, 100_000)
         for name in ("l1_min_score", "l1_tfidf_weight", "l0_min_score_ratio"):
             _check_range(name, getattr(self, name), 0.0, 1.0)
-        for name in ("l1_weight", "l0_weight"):
+        for name in ("l1_weight", "l0_weight", "page_weight"):
             _check_range(name, getattr(self, name), 0.0, 100.0)
 
     def to_dict(self) -> dict[str, Any]:

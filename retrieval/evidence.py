@@ -40,6 +40,7 @@ class EvidenceBlock:
     score: float = 0.0
     l0_score: float | None = None
     l1_score: float | None = None
+    page_score: float | None = None
     other_sections: tuple[str, ...] = ()
     domains: tuple[str, ...] = ()
 
@@ -52,7 +53,7 @@ class EvidenceBlock:
                 "retrieval_layer": self.retrieval_layer, "content": self.content,
                 "hit_reasons": [r.to_dict() for r in self.hit_reasons], "score": round(self.score, 6),
                 "l0_score": _round(self.l0_score), "l1_score": _round(self.l1_score),
-                "other_sections": list(self.other_sections), "domains": list(self.domains)}
+                "page_score": _round(self.page_score), "other_sections": list(self.other_sections), "domains": list(self.domains)}
 
     def summary(self) -> dict[str, Any]:
         """The compact form kept in `retrieval_details`: no full content."""
@@ -83,7 +84,7 @@ def l1_block(candidate: L1Candidate) -> EvidenceBlock:
     detail += f", lsa {candidate.lsa_score:.3f})" if candidate.lsa_score is not None else ")"
     return EvidenceBlock(chunk.source, chunk.title, chunk.breadcrumb, "L1", chunk.text,
                          (HitReason("L1", "section", detail, candidate.score),),
-                         l1_score=candidate.score, domains=chunk.domains)
+                         l1_score=candidate.score, page_score=candidate.page_score, domains=chunk.domains)
 
 
 def merge(first: EvidenceBlock, second: EvidenceBlock) -> EvidenceBlock:
@@ -97,7 +98,8 @@ def merge(first: EvidenceBlock, second: EvidenceBlock) -> EvidenceBlock:
     layers = {r.layer for r in reasons}
     return replace(best, title=best.title or other.title, retrieval_layer=layer_label(layers),
                    hit_reasons=reasons, other_sections=sections,
-                   l0_score=_max(first.l0_score, second.l0_score), l1_score=_max(first.l1_score, second.l1_score))
+                   l0_score=_max(first.l0_score, second.l0_score), l1_score=_max(first.l1_score, second.l1_score),
+                   page_score=_max(first.page_score, second.page_score))
 
 
 def dedupe(blocks: Iterable[EvidenceBlock]) -> list[EvidenceBlock]:
@@ -109,15 +111,17 @@ def dedupe(blocks: Iterable[EvidenceBlock]) -> list[EvidenceBlock]:
 
 
 def rank(blocks: Sequence[EvidenceBlock], *, l0_weight: float, l1_weight: float,
-         l0_bound: float) -> list[EvidenceBlock]:
-    """Order by l1_weight * L1 score + l0_weight * (L0 score / the query's L0 bound); ties by source.
+         l0_bound: float, page_weight: float = 0.0) -> list[EvidenceBlock]:
+    """Order by l1_weight * L1 score + page_weight * page score + l0_weight * (L0 score / the query's
+    L0 bound); ties by source.
 
-    Both parts are in [0, 1] on absolute scales, so a title that covers the whole query counts fully
-    and one that shares a single common word barely moves the order.
+    The L1 and L0 parts are in [0, 1] on absolute scales, so a title that covers the whole query counts
+    fully and one that shares a single common word barely moves the order; the page score is relative
+    to the query's best page.
     """
     def fused(block: EvidenceBlock) -> float:
         l0 = min((block.l0_score or 0.0) / l0_bound, 1.0) if l0_bound > 0 else 0.0
-        return l1_weight * (block.l1_score or 0.0) + l0_weight * l0
+        return l1_weight * (block.l1_score or 0.0) + page_weight * (block.page_score or 0.0) + l0_weight * l0
 
     scored = [replace(b, score=fused(b)) for b in blocks]
     return sorted(scored, key=lambda b: (-b.score, b.source))

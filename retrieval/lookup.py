@@ -129,7 +129,8 @@ def _run_l1(query: str, index: KnowledgeIndex, config: LookupConfig, decision: F
         if config.simulate_l1_failure:
             raise SimulatedL1Failure("simulated L1 failure (simulate_l1_failure drill)")
         result = index.l1.search(query, top_k=max(config.l1_pool, top_k), filters=decision.applied,
-                                 min_score=config.l1_min_score, tfidf_weight=config.l1_tfidf_weight)
+                                 min_score=config.l1_min_score, tfidf_weight=config.l1_tfidf_weight,
+                                 page_weight=config.page_weight)
     except Exception as exc:  # noqa: BLE001
         return L1Outcome("failed", error={"type": type(exc).__name__, "message": str(exc)})
     return L1Outcome("ok" if result.candidates else "empty", result)
@@ -143,7 +144,8 @@ def _evidence(hints: L0Hints, outcome: L1Outcome, index: KnowledgeIndex, config:
         l0_blocks = [b for b in l0_blocks if normalize_label(category) in b.domains]
     candidates = l1_blocks + l0_blocks
     merged = dedupe(candidates)
-    ranked = rank(merged, l0_weight=config.l0_weight, l1_weight=config.l1_weight, l0_bound=hints.score_bound)
+    ranked = rank(merged, l0_weight=config.l0_weight, l1_weight=config.l1_weight, l0_bound=hints.score_bound,
+                  page_weight=config.page_weight)
     return ([trim_reasons(truncate(b, config.snippet_chars), MAX_L1_REASONS) for b in ranked[:top_k]], len(candidates),
             len(candidates) - len(merged))
 
