@@ -3,6 +3,9 @@ excluded path prefixes. Widgets here, loading in eval.datasets (the same calls a
 
 from __future__ import annotations
 
+from types import ModuleType
+from typing import Any
+
 import streamlit as st
 
 from retrieval.paths import PROJECT_ROOT
@@ -29,8 +32,9 @@ def render() -> None:
                   key="eval_exclude", placeholder="e.g. news,showcase,myshowcase,readfiles,maintenance")
 
 
-def load(datasets_module):
-    """The dataset the inputs name; ValueError (DatasetError) with what to fill in when they do not."""
+def load(datasets_module: ModuleType) -> Any:
+    """The eval.datasets.Dataset the inputs name (`datasets_module` is eval.datasets, optional for the app);
+    ValueError (DatasetError) saying what to fill in when they do not name one."""
     exclude = st.session_state.get("eval_exclude", "") or ""
     split = (st.session_state.get("eval_split", "") or "").strip() or None
     if st.session_state.get("eval_source") == DOCS:

@@ -69,6 +69,7 @@ def test_scifact_run_reports_lookup_and_same_run_bm25_baseline(scifact_runs):
     assert set(default.baseline) == set(default.metrics)
     assert 0.3 < default.baseline["ndcg@10"] <= 1 and 0.2 < default.metrics["ndcg@10"] <= 1
     assert default.diagnostics["filter_applied_rate"] == 0.0  # SciFact has no per-document domain
+    assert "no query has a category" in default.diagnostics["oracle"]["skipped"]  # so no oracle filter either
 
 
 def test_scifact_another_setting_gives_other_figures_and_a_comparison(scifact_runs, env):
