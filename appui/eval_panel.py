@@ -1,7 +1,8 @@
-"""Labelled-set panel of the Compare page: start a run or sweep, compare two runs, open a query's lookups.
+"""Labelled-set panel of the Compare page: start a run or sweep, see a run's headroom, compare two runs,
+open a query's lookups.
 
-Runs, comparisons and significance come from eval/ (runs.run_evaluation, runs.run_sweep,
-compare.compare_runs); this module only lays them out.
+Runs, comparisons, significance and the oracle headroom come from eval/ (runs.run_evaluation,
+runs.run_sweep, compare.compare_runs, oracle.headroom_table); this module only lays them out.
 """
 
 from __future__ import annotations
@@ -12,16 +13,16 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from appui import state, views
+from appui import eval_inputs, state, views
 from retrieval import LookupConfig
-from retrieval.paths import PROJECT_ROOT
 
 try:
     from eval import compare as eval_compare
     from eval import datasets as eval_datasets
+    from eval import oracle as eval_oracle
     from eval import runs as eval_runs
 except ImportError as exc:  # eval/ is optional for the Lookup and Traces pages
-    eval_compare = eval_datasets = eval_runs = None
+    eval_compare = eval_datasets = eval_oracle = eval_runs = None
     EVAL_MISSING = f"{exc}"
 else:
     EVAL_MISSING = ""
@@ -43,8 +44,7 @@ def parse_grid(text: str) -> dict[str, list[str]]:
 
 
 def _start(ctx: state.AppContext, config: LookupConfig) -> None:
-    dataset = eval_datasets.load_dataset(st.session_state["eval_dataset"].strip(),
-                                         split=st.session_state.get("eval_split", "").strip() or None)
+    dataset = eval_inputs.load(eval_datasets)
     bar = st.progress(0.0, text=f"{dataset.name}: {len(dataset.queries)} queries")
 
     def progress(done: int, total: int) -> None:
@@ -58,6 +58,40 @@ def _start(ctx: state.AppContext, config: LookupConfig) -> None:
     bar.empty()
     st.session_state["eval_last"] = [r.run_id for r in results]
     st.success(f"Stored {len(results)} run(s): " + ", ".join(f"`{r.run_id}`" for r in results))
+
+
+@st.cache_data(show_spinner="Loading the run…", max_entries=16)
+def _run(traces_path: str, run_id: str):
+    return eval_runs.load_run(state.open_store(traces_path), run_id)
+
+
+def _headroom(ctx: state.AppContext, runs: pd.DataFrame) -> None:
+    """One run's metrics beside the BM25 baseline and the oracle filter, and its filter by category."""
+    ids = runs["run_id"].tolist()
+    run_id = st.selectbox("Run", ids, index=0, key="eval_run_view")
+    run = state.guarded(lambda: _run(ctx.traces_path, run_id))
+    if run is None:
+        return
+    oracle = run.diagnostics.get("oracle") or {}
+    st.markdown("**Headroom**: the lookup, the BM25 baseline, and the *oracle filter* (each query again with its "
+                "true category as the caller's filter); headroom = oracle filter − lookup")
+    st.dataframe(eval_oracle.headroom_table(run.metrics, run.baseline, run.diagnostics), hide_index=True,
+                 key="eval_headroom")
+    if "skipped" in oracle:
+        st.caption(f"Oracle filter skipped: {oracle['skipped']}")
+    elif oracle:
+        st.caption(f"{oracle['queries_with_category']} queries filtered by the {oracle['category_rule']}, "
+                   f"{oracle['queries_unfiltered']} unfiltered")
+    by_domain = run.diagnostics.get("filter_by_domain") or {}
+    if by_domain:
+        st.markdown("**L0 filter by applied category** (precision = correct / applied; harm = a relevant page "
+                    "outside it)")
+        st.dataframe(pd.DataFrame([{"category": d, **v} for d, v in by_domain.items()]), hide_index=True,
+                     key="eval_filter_domains")
+    missing = run.dataset.get("relevant_not_in_kb")
+    if missing:
+        st.warning(f"{missing} relevant path(s) are not in the knowledge base (e.g. "
+                   f"{', '.join(run.dataset.get('relevant_not_in_kb_examples', []))}); they count as misses.")
 
 
 @st.cache_data(show_spinner="Comparing runs…", max_entries=16)
@@ -120,8 +154,7 @@ def render(ctx: state.AppContext, config: LookupConfig | None) -> None:
     if ctx.store is None:
         st.error("Runs are stored in the trace file, which could not be opened.")
         return
-    st.text_input("Dataset (folder with kb/ and queries.jsonl, or a BEIR folder)", key="eval_dataset",
-                  value=str(PROJECT_ROOT / "data"))
+    eval_inputs.render()
     mode_col, split_col = st.columns(2)
     mode_col.radio("Mode", ["Single run", "Sweep"], key="eval_mode", horizontal=True)
     split_col.text_input("Split (blank: all)", key="eval_split")
@@ -136,4 +169,5 @@ def render(ctx: state.AppContext, config: LookupConfig | None) -> None:
         return
     with st.expander(f"{len(runs)} stored run(s)"):
         st.dataframe(runs, hide_index=True, key="eval_runs")
+    _headroom(ctx, runs)
     _compare(ctx, runs)

@@ -1,5 +1,9 @@
 """Command line: `python -m eval run|sweep|compare|report|runs` — a thin layer over the eval library.
 
+`run` and `sweep` take a labelled set as `--dataset DIR`, or as `--kb DIR --queries FILE` (a query
+file run against a docs folder in place; `--kb DIR --known-item FIELD` works too); `--exclude
+PREFIX,...` leaves path prefixes of the knowledge base out of the index with either.
+
 Bad input (unknown metric, setting, dataset, run id or format) prints one `error: ...` line on stderr
 and exits with status 2.
 """
@@ -19,7 +23,7 @@ from retrieval.config import parse_assignments
 from retrieval.paths import default_traces
 
 from .compare import compare_runs
-from .datasets import Dataset, load_dataset
+from .datasets import Dataset, load_dataset, load_query_set
 from .metrics import parse_metrics
 from .reports import FORMATS, export, render
 from .runs import DEFAULT_METRICS, RunResult, list_runs, load_run, run_evaluation, run_sweep
@@ -53,17 +57,26 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _dataset_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--dataset", required=True, help="BEIR folder, or folder with kb/ and queries.jsonl")
+    parser.add_argument("--dataset", default=None, help="BEIR folder, or folder with kb/ and queries.jsonl")
+    parser.add_argument("--kb", default=None, metavar="DIR",
+                        help="a Markdown docs folder to run --queries against in place (instead of --dataset)")
+    parser.add_argument("--exclude", default="", metavar="PREFIX,...",
+                        help="path prefixes relative to the knowledge-base root left out of the index, "
+                             "e.g. news,showcase")
     parser.add_argument("--split", default=None, help="qrels split (BEIR); default: test or the only one")
     parser.add_argument("--known-item", default=None, metavar="FIELD",
                         help="known-item set: each page's front-matter FIELD is its query (FIELD not indexed)")
     parser.add_argument("--kb-root", default=None, help="Markdown root inside the dataset (default: kb/, content/en)")
-    parser.add_argument("--queries", default=None, help="JSONL query file (default: queries.jsonl)")
+    parser.add_argument("--queries", default=None,
+                        help="JSONL query file (with --dataset: default queries.jsonl; with --kb: required, "
+                             "relevant paths relative to --kb)")
     parser.add_argument("--set", dest="settings", action="append", default=[], metavar="KEY=VALUE",
                         help="a LookupConfig setting, as in the lookup CLI (repeatable)")
     parser.add_argument("--metrics", default=",".join(DEFAULT_METRICS), help="comma-separated metric names")
     parser.add_argument("--sample", type=int, default=None, help="evaluate a fixed random sample of N queries")
     parser.add_argument("--no-baseline", action="store_true", help="skip the BM25 baseline")
+    parser.add_argument("--no-oracle", action="store_true",
+                        help="skip the oracle filter diagnostic (each query again with its true category)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -101,7 +114,7 @@ def _run(args: argparse.Namespace, store: TraceStore) -> str:
     top_k = config.top_k if "top_k" in overrides else None
     with _progress(args, f"{dataset.name}/{dataset.split}") as progress:
         result = run_evaluation(dataset, config, store=store, metrics=metrics, progress=progress, top_k=top_k,
-                                overrides=overrides, baseline=not args.no_baseline)
+                                overrides=overrides, baseline=not args.no_baseline, oracle=not args.no_oracle)
     return json.dumps(result.to_dict(), indent=2, default=str) if args.json else _summary(result)
 
 
@@ -110,12 +123,13 @@ def _sweep(args: argparse.Namespace, store: TraceStore) -> str:
     grid = {k: [v for v in values.split(",") if v.strip()] for k, values in parse_assignments(args.grid).items()}
     with _progress(args, f"sweep {dataset.name}") as progress:
         results = run_sweep(dataset, grid, store=store, base_config=LookupConfig(), base_overrides=overrides,
-                            metrics=metrics, progress=progress, baseline=not args.no_baseline)
+                            metrics=metrics, progress=progress, baseline=not args.no_baseline,
+                            oracle=not args.no_oracle)
     if args.json:
         return json.dumps([r.to_dict() for r in results], indent=2, default=str)
     lines = [f"sweep {results[0].sweep_id}: {len(results)} runs on {dataset.name}/{dataset.split}"]
     lines.extend(f"{r.run_id}  {json.dumps(r.overrides)}  " + "  ".join(f"{k} {v:.4f}" for k, v in r.metrics.items())
-                 for r in results)
+                 + f"  [oracle: {_headroom_note(r)}]" for r in results)
     return "\n".join(lines)
 
 
@@ -141,9 +155,24 @@ def _inputs(args: argparse.Namespace) -> tuple[Dataset, dict[str, str], LookupCo
     config = LookupConfig().with_overrides(overrides)
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
     parse_metrics(metrics)
-    dataset = load_dataset(args.dataset, split=args.split, known_item_field=args.known_item,
-                           kb_root=args.kb_root, queries_file=args.queries).sample(args.sample)
-    return dataset, overrides, config, metrics
+    return _dataset(args).sample(args.sample), overrides, config, metrics
+
+
+def _dataset(args: argparse.Namespace) -> Dataset:
+    """`--dataset DIR`, or `--kb DIR` with `--queries FILE` (or `--known-item FIELD`); exactly one of the two."""
+    if bool(args.dataset) == bool(args.kb):
+        given = "both" if args.dataset else "neither"
+        raise ValueError(f"give exactly one of --dataset DIR or --kb DIR (with --queries FILE); got {given}")
+    if args.dataset:
+        return load_dataset(args.dataset, split=args.split, known_item_field=args.known_item, kb_root=args.kb_root,
+                            queries_file=args.queries, exclude_paths=args.exclude)
+    if args.kb_root:
+        raise ValueError("--kb-root only applies to --dataset; with --kb, pass the Markdown root itself as --kb")
+    if args.known_item:
+        return load_dataset(args.kb, split=args.split, known_item_field=args.known_item, exclude_paths=args.exclude)
+    if not args.queries:
+        raise ValueError("--kb needs --queries FILE (a JSONL file of labelled queries), or --known-item FIELD")
+    return load_query_set(args.kb, args.queries, split=args.split, exclude_paths=args.exclude)
 
 
 class _progress:
@@ -166,13 +195,32 @@ class _progress:
 
 
 def _summary(result: RunResult) -> str:
-    base = result.baseline or {}
+    base, diag = result.baseline or {}, result.diagnostics
+    oracle = (diag.get("oracle") or {}).get("metrics") or {}
     lines = [f"run {result.run_id}: {result.dataset['name']}/{result.dataset['split']}, "
              f"{result.dataset['queries']} queries, top_k {result.top_k}, {result.seconds:.1f} s"]
-    lines.extend(f"  {name:<12} {value:.4f}" + (f"   (bm25 {base[name]:.4f})" if name in base else "")
-                 for name, value in result.metrics.items())
-    diag = result.diagnostics
+    for name, value in result.metrics.items():
+        others = [f"bm25 {base[name]:.4f}"] if name in base else []
+        others += [f"oracle filter {oracle[name]:.4f}"] if name in oracle else []
+        lines.append(f"  {name:<12} {value:.4f}" + (f"   ({', '.join(others)})" if others else ""))
     lines.append(f"  filter applied {diag.get('filter_applied_rate')}, precision {diag.get('filter_precision')}, "
-                 f"harm {diag.get('filter_harm', {}).get('count')}; L0-only {diag.get('l0_only_fallback_rate')}; "
-                 f"latency p50 {diag.get('latency_ms', {}).get('p50')} ms p95 {diag.get('latency_ms', {}).get('p95')} ms")
+                 f"harm {diag.get('filter_harm', {}).get('count')} (effective "
+                 f"{diag.get('filter_harm_effective', {}).get('count')}, widened {diag.get('filter_widened_rate')}); "
+                 f"L0-only {diag.get('l0_only_fallback_rate')}; latency p50 {diag.get('latency_ms', {}).get('p50')} ms "
+                 f"p95 {diag.get('latency_ms', {}).get('p95')} ms")
+    lines.append(f"  oracle filter: {_headroom_note(result)}")
+    missing = result.dataset.get("relevant_not_in_kb")
+    if missing:
+        lines.append(f"  {missing} relevant path(s) not in the knowledge base, e.g. "
+                     f"{', '.join(result.dataset.get('relevant_not_in_kb_examples', []))}")
     return "\n".join(lines)
+
+
+def _headroom_note(result: RunResult) -> str:
+    oracle = result.diagnostics.get("oracle") or {}
+    if "skipped" in oracle or not oracle:
+        return f"skipped, {oracle.get('skipped', 'not measured')}"
+    first = next(iter(oracle.get("headroom", {})), None)
+    headroom = f"headroom {first} {oracle['headroom'][first]:+.4f}; " if first else ""
+    return (f"{headroom}{oracle.get('queries_with_category')} queries filtered by the "
+            f"{oracle.get('category_rule')}, {oracle.get('queries_unfiltered')} unfiltered")

@@ -1,24 +1,33 @@
 """Labelled query sets: BEIR folders, Markdown knowledge bases with a JSONL query file, and known-item sets.
 
-A dataset names the knowledge base to index (`kb_path`, plus front-matter fields to leave out of every
-index) and its queries with graded relevant sources. Sources are what the core calls source identity:
-the BEIR `_id`, or a Markdown file's path relative to the knowledge-base root.
+A dataset names the knowledge base to index (`kb_path`, plus front-matter fields and path prefixes to
+leave out of every index) and its queries with graded relevant sources. Sources are what the core calls
+source identity: the BEIR `_id`, or a Markdown file's path relative to the knowledge-base root.
+
+A query file row may state the answer's category (`category_of_first`, `category` or `categories`; a
+string may list several, comma-separated; empty means "no category"); otherwise a run takes the
+relevant documents' categories from the index. Relevant paths missing from a Markdown knowledge base
+(e.g. under an excluded prefix) stay in the labels, so they count as misses, and are counted in the notes.
 """
 
 from __future__ import annotations
 
 import json
 import random
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from retrieval import KnowledgeBaseError, load_knowledge_base
+from retrieval.corpus import exclude_prefixes, markdown_sources
 from retrieval.markdown import FrontMatterError, split_front_matter
+from retrieval.text import normalize_label
 
 ALL = "all"
 KINDS = ("beir", "markdown", "known_item")
+CATEGORY_KEYS = ("category_of_first", "category", "categories")
+MISSING_EXAMPLES = 5
 
 
 class DatasetError(ValueError):
@@ -27,17 +36,23 @@ class DatasetError(ValueError):
 
 @dataclass(frozen=True)
 class Query:
-    """One labelled query: id, text, relevant sources with grades, and the categories of the answer if known."""
+    """One labelled query: id, text, relevant sources with grades, and the categories of the answer if known.
+
+    `categories_labelled` is True when the labels state the categories (possibly none); when False a
+    run derives them from the relevant documents' categories.
+    """
 
     id: str
     text: str
     qrels: Mapping[str, float]
     categories: tuple[str, ...] = ()
+    categories_labelled: bool = False
 
 
 @dataclass(frozen=True)
 class Dataset:
-    """A query set over one knowledge base; `exclude_fields` are dropped from every index built for it."""
+    """A query set over one knowledge base; `exclude_fields` and the files under `exclude_paths` are left
+    out of every index built for it."""
 
     name: str
     kind: str
@@ -47,11 +62,12 @@ class Dataset:
     queries: tuple[Query, ...]
     exclude_fields: tuple[str, ...] = ()
     notes: dict[str, Any] = field(default_factory=dict, compare=False)
+    exclude_paths: tuple[str, ...] = ()
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "kind": self.kind, "path": self.path, "kb_path": self.kb_path,
                 "split": self.split, "queries": len(self.queries), "exclude_fields": list(self.exclude_fields),
-                **self.notes}
+                "exclude_paths": list(self.exclude_paths), **self.notes}
 
     def sample(self, n: int | None, *, seed: int = 0) -> Dataset:
         """A deterministic sample of `n` queries in their original order (all of them when n is None)."""
@@ -65,23 +81,54 @@ class Dataset:
 
 
 def load_dataset(path: str | Path, *, split: str | None = None, known_item_field: str | None = None,
-                 kb_root: str | Path | None = None, queries_file: str | Path | None = None) -> Dataset:
-    """Load a BEIR folder, a Markdown KB with `queries.jsonl`, or (with `known_item_field`) a known-item set."""
+                 kb_root: str | Path | None = None, queries_file: str | Path | None = None,
+                 exclude_paths: Iterable[str] | str = ()) -> Dataset:
+    """Load a BEIR folder, a Markdown KB with `queries.jsonl`, or (with `known_item_field`) a known-item set.
+
+    `exclude_paths` are path prefixes relative to the knowledge-base root (BEIR: `_id` prefixes) left out
+    of the index; a bad one raises DatasetError.
+    """
     root = Path(path)
+    prefixes = _prefixes(exclude_paths)
     if not root.exists():
         raise DatasetError(f"dataset not found: {root}; pass --dataset with a BEIR folder (corpus.jsonl, "
                            f"queries.jsonl, qrels/) or a folder with kb/ and queries.jsonl")
     if known_item_field:
-        return _load_known_item(root, known_item_field, _kb_root(root, kb_root), split)
+        return _load_known_item(root, known_item_field, _kb_root(root, kb_root), split, prefixes)
     if root.is_dir() and (root / "corpus.jsonl").is_file() and (root / "qrels").is_dir() and not queries_file:
-        return _load_beir(root, split)
+        return replace(_load_beir(root, split), exclude_paths=prefixes)
     queries = Path(queries_file) if queries_file else root / "queries.jsonl"
     if queries_file and not queries.is_absolute() and not queries.exists():
         queries = root / queries
     if not queries.is_file():
         raise DatasetError(f"no query file {queries}; a Markdown dataset needs queries.jsonl with "
                            f'{{"_id", "text", "relevant": [sources]}} rows (or pass --known-item FIELD)')
-    return _load_markdown(root, queries, _kb_root(root, kb_root), split)
+    return _load_markdown(root, queries, _kb_root(root, kb_root), split, prefixes)
+
+
+def load_query_set(kb: str | Path, queries_file: str | Path, *, split: str | None = None,
+                   exclude_paths: Iterable[str] | str = ()) -> Dataset:
+    """A labelled query file run against a Markdown folder in place (`--kb DIR --queries FILE`).
+
+    Relevant paths in the file are relative to `kb`; nothing is copied. Raises DatasetError when the
+    folder or the file is missing.
+    """
+    root, queries = Path(kb), Path(queries_file)
+    prefixes = _prefixes(exclude_paths)
+    if not root.is_dir():
+        raise DatasetError(f"knowledge base not found: {root}; pass --kb with a folder of Markdown files")
+    if not queries.is_file():
+        raise DatasetError(f"no query file {queries}; pass --queries with a JSONL file of "
+                           f'{{"_id", "text", "relevant": [paths relative to --kb]}} rows')
+    dataset = _load_markdown(root, queries, root, split, prefixes)
+    return replace(dataset, name=f"{root.name}:{queries.stem}")
+
+
+def _prefixes(exclude_paths: Iterable[str] | str) -> tuple[str, ...]:
+    try:
+        return exclude_prefixes(exclude_paths)
+    except KnowledgeBaseError as exc:
+        raise DatasetError(str(exc)) from None
 
 
 def _kb_root(root: Path, kb_root: str | Path | None) -> Path:
@@ -118,7 +165,8 @@ def _load_beir(root: Path, split: str | None) -> Dataset:
                    notes={"unlabelled_or_missing_queries": len(qrels) - len(queries)})
 
 
-def _load_markdown(root: Path, queries_path: Path, kb: Path, split: str | None) -> Dataset:
+def _load_markdown(root: Path, queries_path: Path, kb: Path, split: str | None,
+                   prefixes: tuple[str, ...]) -> Dataset:
     rows = _read_jsonl(queries_path)
     if split not in (None, ALL):
         if not any("split" in r for r in rows):
@@ -131,20 +179,46 @@ def _load_markdown(root: Path, queries_path: Path, kb: Path, split: str | None) 
         if not str(row.get("text") or "").strip() or not relevant:
             continue
         grades = relevant if isinstance(relevant, Mapping) else {s: 1.0 for s in relevant}
+        labelled = any(row.get(key) is not None for key in CATEGORY_KEYS)
         queries.append(Query(str(row["_id"]), str(row["text"]),
-                             {_strip(str(s), prefix): float(g) for s, g in grades.items()}))
+                             {_strip(str(s), prefix): float(g) for s, g in grades.items()},
+                             row_categories(row), labelled))
     if not queries:
         raise DatasetError(f"no labelled queries in {queries_path} (split {split or ALL})")
-    return Dataset(root.name, "markdown", str(root), str(kb), split or ALL, tuple(queries),
-                   notes={"queries_file": str(queries_path), "unlabelled_skipped": len(rows) - len(queries)})
+    try:
+        sources = markdown_sources(kb, exclude_paths=prefixes)
+    except KnowledgeBaseError as exc:
+        raise DatasetError(str(exc)) from None
+    notes = {"queries_file": str(queries_path), "unlabelled_skipped": len(rows) - len(queries),
+             **missing_relevant(queries, sources)}
+    return Dataset(root.name, "markdown", str(root), str(kb), split or ALL, tuple(queries), notes=notes,
+                   exclude_paths=prefixes)
 
 
-def _load_known_item(root: Path, field_name: str, kb: Path, split: str | None) -> Dataset:
+def row_categories(row: Mapping[str, Any]) -> tuple[str, ...]:
+    """The categories a query-file row states (first of CATEGORY_KEYS present), normalised like domains."""
+    value = next((row[key] for key in CATEGORY_KEYS if row.get(key) is not None), None)
+    items = value.split(",") if isinstance(value, str) else value if isinstance(value, (list, tuple)) else []
+    labels = (normalize_label(str(item)) for item in items if item is not None)
+    return tuple(dict.fromkeys(label for label in labels if label))
+
+
+def missing_relevant(queries: Sequence[Query], sources: Iterable[str]) -> dict[str, Any]:
+    """Relevant sources the knowledge base does not hold: how many, a few examples, and queries left with none."""
+    held = set(sources)
+    missing = [s for q in queries for s, g in q.qrels.items() if g > 0 and s not in held]
+    orphans = sum(1 for q in queries if not any(g > 0 and s in held for s, g in q.qrels.items()))
+    return {"relevant_not_in_kb": len(missing), "relevant_not_in_kb_examples": sorted(set(missing))[:MISSING_EXAMPLES],
+            "queries_without_relevant_in_kb": orphans}
+
+
+def _load_known_item(root: Path, field_name: str, kb: Path, split: str | None,
+                     prefixes: tuple[str, ...] = ()) -> Dataset:
     """Each page's `field_name` value is a query whose answer is that page; the field is never indexed."""
     if split not in (None, ALL):
         raise DatasetError(f"a known-item set has one split; pass --split all or leave it out (got {split!r})")
     try:
-        base = load_knowledge_base(kb)
+        base = load_knowledge_base(kb, exclude_paths=prefixes)
     except KnowledgeBaseError as exc:
         raise DatasetError(str(exc)) from None
     by_text: dict[str, list[Any]] = {}
@@ -154,12 +228,12 @@ def _load_known_item(root: Path, field_name: str, kb: Path, split: str | None) -
             by_text.setdefault(value, []).append(entry)
     # pages sharing one value become one query with every such page relevant
     queries = tuple(Query(entries[0].source, text, {e.source: 1.0 for e in entries},
-                          tuple(dict.fromkeys(d for e in entries for d in e.domains)))
+                          tuple(dict.fromkeys(d for e in entries for d in e.domains)), True)
                     for text, entries in by_text.items())
     if not queries:
         raise DatasetError(f"no page under {kb} has a front-matter field {field_name!r}")
     return Dataset(f"{root.name}:{field_name}", "known_item", str(root), str(kb), ALL, queries, (field_name,),
-                   notes={"known_item_field": field_name, "pages": len(base.entries)})
+                   notes={"known_item_field": field_name, "pages": len(base.entries)}, exclude_paths=prefixes)
 
 
 def _front_matter_value(path: Path, field_name: str) -> str:

@@ -19,11 +19,13 @@ from retrieval import TraceStore
 from retrieval.trace_store import iter_rows
 
 from .compare import Comparison
+from .oracle import headroom_table
 from .runs import RunResult
 
 FORMATS = ("markdown", "html", "csv", "parquet", "jsonl", "json")
 ALIASES = {"md": "markdown", "htm": "html", "pq": "parquet"}
 TABLE_ROWS = 20
+TABLE_DIAGNOSTICS = ("oracle", "filter_by_domain", "filter_confusion")  # shown as tables, not as lines
 _CSS = ("body{font-family:system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse;margin:1em 0}"
         "th,td{border:1px solid #ccc;padding:4px 8px;text-align:left;font-size:14px}th{background:#f3f3f3}"
         "td.num{text-align:right;font-variant-numeric:tabular-nums}")
@@ -103,22 +105,46 @@ def _run_sections(run: RunResult) -> list[Section]:
             f"{info.get('queries')} queries)", f"top_k retrieved: {run.top_k}",
             f"settings changed: {json.dumps(run.overrides) if run.overrides else 'none (defaults)'}",
             f"created: {run.created_at:%Y-%m-%d %H:%M:%S} UTC; {run.seconds:.1f} s")
-    rows = [{"metric": m, "lookup": v, "bm25 baseline": (run.baseline or {}).get(m),
-             "delta": None if not run.baseline else round(v - run.baseline.get(m, 0.0), 4)}
-            for m, v in run.metrics.items()]
+    metrics = headroom_table(run.metrics, run.baseline, run.diagnostics).rename(columns={"bm25": "bm25 baseline"})
+    metrics.insert(3, "delta", [None if b is None or pd.isna(b) else round(v - b, 4)
+                                for v, b in zip(metrics["lookup"], metrics["bm25 baseline"], strict=True)])
     primary = next(iter(run.metrics), None)
     worst = run.per_query.sort_values([primary, "query_id"]).head(TABLE_ROWS) if primary else None
     keep = ["query_id", "query", primary, "first_relevant_rank", "filter_decision", "filter_category",
             "filter_harm", "retrieval_layer"]
     return [Section(f"Evaluation run {run.run_id}", head),
-            Section("Metrics", table=pd.DataFrame(rows)),
+            Section("Metrics", (_oracle_line(run.diagnostics),), table=metrics),
             Section("Diagnostics", tuple(_diagnostic_lines(run.diagnostics))),
+            *_filter_sections(run.diagnostics),
             Section(f"Lowest {primary} queries", table=None if worst is None else worst.reindex(columns=keep))]
+
+
+def _oracle_line(diagnostics: dict[str, Any]) -> str:
+    oracle = diagnostics.get("oracle") or {}
+    if "metrics" not in oracle:
+        return f"oracle filter: skipped ({oracle.get('skipped', 'not measured in this run')})"
+    return (f"oracle filter: each query again with its true category ({oracle.get('category_rule')}) as the "
+            f"caller's filter; {oracle.get('queries_with_category')} queries filtered, "
+            f"{oracle.get('queries_unfiltered')} unfiltered; headroom = oracle filter - lookup")
+
+
+def _filter_sections(diagnostics: dict[str, Any]) -> list[Section]:
+    """Per-domain filter precision and harm, and the chosen-versus-true confusion, when a filter was applied."""
+    by_domain = diagnostics.get("filter_by_domain") or {}
+    if not by_domain:
+        return []
+    domains = pd.DataFrame([{"domain": d, **v} for d, v in by_domain.items()])
+    confusion = pd.DataFrame(diagnostics.get("filter_confusion") or [], columns=["chosen", "true", "count"])
+    return [Section("Filter by applied category", ("precision = correct / applied; harm = a relevant page "
+                                                   "outside the category",), table=domains),
+            Section("Filter confusion (chosen vs true category)", table=confusion.head(TABLE_ROWS * 2))]
 
 
 def _diagnostic_lines(diagnostics: dict[str, Any]) -> list[str]:
     lines = []
     for key, value in diagnostics.items():
+        if key in TABLE_DIAGNOSTICS:
+            continue
         if isinstance(value, dict) and "query_ids" in value:
             ids = value["query_ids"]
             shown = ", ".join(ids[:TABLE_ROWS]) + (f" … (+{len(ids) - TABLE_ROWS})" if len(ids) > TABLE_ROWS else "")

@@ -3,6 +3,8 @@
 Every lookup goes through the one core with `run_id` and `query_id`, and is recorded as a
 `tool_invocation` (in batches). Per-query metrics and diagnostics are stored beside it (eval.storage).
 Lookups retrieve `top_k` = the deepest metric cutoff (100 for recall@100) unless a top_k is given.
+The oracle filter diagnostic (eval.oracle) looks every query up again with its true category; its
+metrics are stored as a third system beside the lookup and the BM25 baseline.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from retrieval import KnowledgeIndex, LookupConfig, TraceStore, lookup_knowledge
 from retrieval.invocation import ToolInvocation
 
 from . import metrics as metric_lib
+from . import oracle as oracle_lib
 from .baseline import NAME as BASELINE
 from .baseline import BM25Baseline
 from .datasets import Dataset, Query
@@ -61,16 +64,21 @@ class RunResult:
 
 
 def open_dataset_index(dataset: Dataset, svd_dims: int) -> KnowledgeIndex:
-    """The (disk-cached) index of the dataset's knowledge base, without the fields the dataset excludes."""
-    return open_index(dataset.kb_path, svd_dims=svd_dims, exclude_fields=dataset.exclude_fields)
+    """The (disk-cached) index of the dataset's knowledge base, without the fields and paths it excludes."""
+    return open_index(dataset.kb_path, svd_dims=svd_dims, exclude_fields=dataset.exclude_fields,
+                      exclude_paths=dataset.exclude_paths)
 
 
 def run_evaluation(dataset: Dataset, config: LookupConfig | None = None, *, store: TraceStore,
                    metrics: Sequence[str] = DEFAULT_METRICS, progress: Progress | None = None,
                    top_k: int | None = None, overrides: Mapping[str, Any] | None = None,
                    index: KnowledgeIndex | None = None, baseline: bool | BM25Baseline = True,
-                   sweep_id: str | None = None, batch_size: int = BATCH_SIZE) -> RunResult:
-    """Look up every query of `dataset`, score it, record traces and metrics in `store`, and return the run."""
+                   sweep_id: str | None = None, batch_size: int = BATCH_SIZE, oracle: bool = True) -> RunResult:
+    """Look up every query of `dataset`, score it, record traces and metrics in `store`, and return the run.
+
+    With `oracle` (the default) every query is also looked up with its true category as the caller's
+    filter (eval.oracle); `diagnostics["oracle"]` holds its metrics and headroom, or why it was skipped.
+    """
     parsed = metric_lib.parse_metrics(metrics)
     depth = top_k or metric_lib.depth(parsed)
     config = replace(config or LookupConfig(), top_k=depth)
@@ -87,9 +95,14 @@ def run_evaluation(dataset: Dataset, config: LookupConfig | None = None, *, stor
         baseline_means, extra = _baseline(engine, dataset.queries, parsed, depth, run_id)
         metric_rows.extend(extra)
     per_query = pd.DataFrame(rows)
+    categories = {row["query_id"]: oracle_lib.true_category(row["categories"]) for row in rows}
+    if oracle and any(categories.values()):
+        metric_rows.extend(oracle_lib.oracle_lookups(dataset.queries, categories, index=index, config=config,
+                                                     parsed=parsed, run_id=run_id))
     metric_frame = pd.DataFrame(metric_rows, columns=["run_id", "query_id", "system", "metric", "value"])
     means = _means(metric_frame, LOOKUP, parsed)
     diagnostics = summarize(per_query)
+    diagnostics["oracle"] = _oracle_diagnostics(oracle, metric_frame, means, categories, parsed)
     run = {"run_id": run_id, "created_at": created.replace(tzinfo=None), "sweep_id": sweep_id,
            "dataset": dataset.name, "dataset_kind": dataset.kind, "dataset_path": dataset.path,
            "split": dataset.split, "n_queries": len(dataset.queries), "top_k": depth,
@@ -98,6 +111,15 @@ def run_evaluation(dataset: Dataset, config: LookupConfig | None = None, *, stor
            "dataset_info": dataset.describe(), "metric_names": [m.name for m in parsed]}
     save_run(store, run, per_query, metric_frame)
     return load_run(store, run_id)
+
+
+def _oracle_diagnostics(enabled: bool, metric_frame: pd.DataFrame, means: dict[str, float],
+                        categories: Mapping[str, str | None], parsed: Sequence[metric_lib.Metric]) -> dict[str, Any]:
+    if not enabled:
+        return oracle_lib.skipped("switched off (--no-oracle)")
+    if not any(categories.values()):
+        return oracle_lib.skipped("no query has a category (neither in its labels nor on a relevant page)")
+    return oracle_lib.oracle_summary(_means(metric_frame, oracle_lib.NAME, parsed), means, categories)
 
 
 def _lookups(dataset: Dataset, config: LookupConfig, index: KnowledgeIndex, store: TraceStore, run_id: str,
@@ -134,7 +156,9 @@ def _query_row(query: Query, position: int, invocation_id: str, ranked: list[str
 
     relevant = sorted(s for s, g in query.qrels.items() if g > 0)
     first = next((rank for rank, s in enumerate(ranked, start=1) if s in query.qrels and query.qrels[s] > 0), None)
-    categories = list(query.categories) or sorted({d for s in relevant for d in domains_of(s)})
+    by_grade = sorted((s for s, g in query.qrels.items() if g > 0), key=lambda s: -query.qrels[s])  # stable
+    derived = dict.fromkeys(d for s in by_grade for d in domains_of(s))  # the first relevant page's first
+    categories = list(query.categories) if query.categories_labelled or query.categories else list(derived)
     return {"query_id": query.id, "position": position, "query": query.text, "n_relevant": len(relevant),
             "relevant": relevant, "categories": categories, "invocation_id": invocation_id,
             "first_relevant_rank": first, "top_sources": ranked[:10],
@@ -182,7 +206,7 @@ def expand_grid(grid: Mapping[str, Sequence[Any]], base: LookupConfig | None = N
 def run_sweep(dataset: Dataset, grid: Mapping[str, Sequence[Any]], *, store: TraceStore,
               base_config: LookupConfig | None = None, base_overrides: Mapping[str, Any] | None = None,
               metrics: Sequence[str] = DEFAULT_METRICS, progress: Progress | None = None,
-              baseline: bool = True) -> list[RunResult]:
+              baseline: bool = True, oracle: bool = True) -> list[RunResult]:
     """One run per grid combination; one index per distinct svd_dims and one baseline for the sweep."""
     combos = expand_grid(grid, base_config, base_overrides)
     metric_lib.parse_metrics(metrics)
@@ -204,6 +228,6 @@ def run_sweep(dataset: Dataset, grid: Mapping[str, Sequence[Any]], *, store: Tra
         explicit_k = config.top_k if "top_k" in overrides else None
         results[position] = run_evaluation(dataset, config, store=store, metrics=metrics, progress=step,
                                            top_k=explicit_k, overrides=overrides, index=index,
-                                           baseline=engine or False, sweep_id=sweep_id)
+                                           baseline=engine or False, sweep_id=sweep_id, oracle=oracle)
         done += n
     return [results[i] for i in range(len(combos))]

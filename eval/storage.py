@@ -3,7 +3,11 @@
 - `eval_run`: one row per run (dataset, split, configuration, mean metrics, baseline, diagnostics).
 - `eval_query`: one row per (run, query): the query, its labels, the filter decision and other diagnostics,
   and `invocation_id`, the `tool_invocation` row of its lookup.
-- `eval_query_metric`: long form (run, query, system, metric, value); `system` is `lookup` or the baseline.
+- `eval_query_metric`: long form (run, query, system, metric, value); `system` is `lookup`, the BM25
+  baseline (`bm25`) or the oracle filter (`oracle`).
+
+Columns added after a table was first created are listed in MIGRATIONS and added to existing trace files
+(ALTER TABLE ... ADD COLUMN IF NOT EXISTS) whenever the tables are ensured; old rows read them as null.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from retrieval import TraceStore
 LOOKUP = "lookup"
 QUERY_COLUMNS = ("run_id", "query_id", "position", "query", "n_relevant", "relevant", "categories",
                  "invocation_id", "first_relevant_rank", "top_sources", "filter_decision", "filter_category",
-                 "filter_correct", "filter_harm", "filter_harm_missed", "retrieval_layer", "l1_status",
+                 "filter_correct", "filter_harm", "filter_harm_missed", "filter_widened", "retrieval_layer", "l1_status",
                  "candidate_count", "duplicates_merged", "evidence_count", "latency_ms")
 RUN_JSON = ("config", "overrides", "metrics", "baseline", "diagnostics", "dataset_info", "metric_names")
 SCHEMA = (
@@ -31,12 +35,14 @@ SCHEMA = (
         run_id VARCHAR NOT NULL, query_id VARCHAR NOT NULL, position INTEGER, query VARCHAR, n_relevant INTEGER,
         relevant JSON, categories JSON, invocation_id VARCHAR, first_relevant_rank INTEGER, top_sources JSON,
         filter_decision VARCHAR, filter_category VARCHAR, filter_correct BOOLEAN, filter_harm BOOLEAN,
-        filter_harm_missed BOOLEAN, retrieval_layer VARCHAR, l1_status VARCHAR, candidate_count INTEGER,
+        filter_harm_missed BOOLEAN, filter_widened BOOLEAN, retrieval_layer VARCHAR, l1_status VARCHAR, candidate_count INTEGER,
         duplicates_merged INTEGER, evidence_count INTEGER, latency_ms DOUBLE, PRIMARY KEY (run_id, query_id))""",
     """CREATE TABLE IF NOT EXISTS eval_query_metric (
         run_id VARCHAR NOT NULL, query_id VARCHAR NOT NULL, system VARCHAR NOT NULL, metric VARCHAR NOT NULL,
         value DOUBLE, PRIMARY KEY (run_id, query_id, system, metric))""",
 )
+MIGRATIONS = (("eval_query", "filter_widened", "BOOLEAN"),)  # (table, column, type) added since the first schema
+BOOLEAN_COLUMNS = ("filter_correct", "filter_harm", "filter_harm_missed", "filter_widened")
 
 
 class UnknownRunError(ValueError):
@@ -44,9 +50,12 @@ class UnknownRunError(ValueError):
 
 
 def ensure_tables(store: TraceStore) -> None:
+    """Create the evaluation tables, and add the MIGRATIONS columns to tables an older version created."""
     with store.connect() as con:
         for statement in SCHEMA:
             con.execute(statement)
+        for table, column, kind in MIGRATIONS:
+            con.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {column} {kind}")
 
 
 def save_run(store: TraceStore, run: dict[str, Any], per_query: pd.DataFrame, metric_frame: pd.DataFrame) -> None:
@@ -56,7 +65,7 @@ def save_run(store: TraceStore, run: dict[str, Any], per_query: pd.DataFrame, me
     queries = per_query.reindex(columns=list(QUERY_COLUMNS)).copy()
     for name in ("relevant", "categories", "top_sources"):
         queries[name] = queries[name].map(json.dumps)
-    for name in ("filter_correct", "filter_harm", "filter_harm_missed"):
+    for name in BOOLEAN_COLUMNS:
         queries[name] = queries[name].astype("boolean")
     with store.connect() as con:
         con.execute("BEGIN TRANSACTION")

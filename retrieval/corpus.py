@@ -1,7 +1,9 @@
 """The knowledge base: Markdown folders (front matter + headings) or BEIR JSONL -> entries and chunks.
 
 Source identity is the file path relative to the knowledge-base root (or the JSONL `_id`); it is
-what deduplication, evaluation labels and traces all key on.
+what deduplication, evaluation labels and traces all key on. `exclude_paths` leaves whole folders or
+files out (see retrieval.exclusions: Markdown files under a prefix are never read; JSONL records whose
+`_id` starts with a prefix are skipped).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .exclusions import ExcludePathError, is_excluded, is_excluded_id, normalize_prefixes
 from .markdown import FrontMatterError, first_heading, split_front_matter, split_sections
 from .text import normalize_label
 
@@ -83,6 +86,8 @@ class KnowledgeBase:
     problems: tuple[LoadProblem, ...] = ()
     fingerprint: str = ""
     files_seen: int = 0
+    excluded_paths: tuple[str, ...] = ()
+    files_excluded: int = 0
     _by_source: dict[str, Entry] = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -98,50 +103,90 @@ class KnowledgeBase:
     def summary(self) -> dict[str, Any]:
         """Counts and skipped files, for the CLI, the app and logs."""
         return {"root": self.root, "files_seen": self.files_seen, "entries": len(self.entries),
+                "excluded_paths": list(self.excluded_paths), "files_excluded": self.files_excluded,
                 "chunks": sum(len(e.chunks) for e in self.entries),
                 "domains": sorted({d for e in self.entries for d in e.domains}),
                 "skipped": [p.__dict__ for p in self.problems]}
 
 
 def load_knowledge_base(path: str | Path, *, strict: bool = False, exclude_fields: Iterable[str] = (),
-                        max_chunk_words: int = 350) -> KnowledgeBase:
-    """Load a Markdown folder or a BEIR-style JSONL file/folder (`corpus.jsonl`)."""
+                        exclude_paths: Iterable[str] = (), max_chunk_words: int = 350) -> KnowledgeBase:
+    """Load a Markdown folder or a BEIR-style JSONL file/folder (`corpus.jsonl`).
+
+    `exclude_fields` are front-matter/metadata fields never indexed; `exclude_paths` are path prefixes
+    relative to the root whose files are not read at all (JSONL: `_id` prefixes). A prefix that is
+    absolute or contains `..` raises KnowledgeBaseError.
+    """
     root = Path(path)
+    prefixes = exclude_prefixes(exclude_paths)
     if not root.exists():
         raise KnowledgeBaseError(f"knowledge base not found: {root}; pass --kb with a folder of Markdown "
                                  f"files or a corpus.jsonl")
     excluded = frozenset(exclude_fields)
     if root.is_file() and root.suffix == ".jsonl":
-        return _load_jsonl(root, excluded, max_chunk_words)
+        return _load_jsonl(root, excluded, prefixes, max_chunk_words)
     if root.is_dir() and (root / "corpus.jsonl").is_file():
-        return _load_jsonl(root / "corpus.jsonl", excluded, max_chunk_words)
+        return _load_jsonl(root / "corpus.jsonl", excluded, prefixes, max_chunk_words)
     if not root.is_dir():
         raise KnowledgeBaseError(f"not a folder or .jsonl file: {root}")
-    return _load_markdown(root, strict, excluded, max_chunk_words)
+    return _load_markdown(root, strict, excluded, prefixes, max_chunk_words)
 
 
-def fingerprint(path: str | Path, *, exclude_fields: Iterable[str] = (), max_chunk_words: int = 350) -> str:
+def exclude_prefixes(exclude_paths: Iterable[str] | str) -> tuple[str, ...]:
+    """`exclude_paths` validated and normalised (sorted, no trailing `/`); a bad one raises KnowledgeBaseError."""
+    try:
+        return normalize_prefixes(exclude_paths)
+    except ExcludePathError as exc:
+        raise KnowledgeBaseError(str(exc)) from None
+
+
+def fingerprint(path: str | Path, *, exclude_fields: Iterable[str] = (), exclude_paths: Iterable[str] = (),
+                max_chunk_words: int = 350) -> str:
     """Hash of everything a load reads (paths, bytes, options): the key of the on-disk index cache."""
     root = Path(path)
+    prefixes = exclude_prefixes(exclude_paths)
     if root.is_dir() and (root / "corpus.jsonl").is_file():
         root = root / "corpus.jsonl"
-    digest = hashlib.sha256(repr((sorted(exclude_fields), max_chunk_words)).encode())
+    digest = hashlib.sha256(_options(exclude_fields, prefixes, max_chunk_words))
     if root.is_file():
         digest.update(root.read_bytes())
         return digest.hexdigest()
-    for file in _markdown_files(root):
+    for file in _markdown_files(root, prefixes)[0]:
         digest.update(file.relative_to(root).as_posix().encode() + b"\0" + file.read_bytes() + b"\0")
     return digest.hexdigest()
 
 
-def _markdown_files(root: Path) -> list[Path]:
-    return sorted(p for p in root.rglob("*") if p.suffix.lower() in MARKDOWN_SUFFIXES and p.is_file()
-                  and not any(part.startswith(".") for part in p.relative_to(root).parts))
+def markdown_sources(root: str | Path, *, exclude_paths: Iterable[str] = ()) -> list[str]:
+    """The sources (relative paths) a Markdown load of `root` would read, without reading any file."""
+    base = Path(root)
+    return [f.relative_to(base).as_posix() for f in _markdown_files(base, exclude_prefixes(exclude_paths))[0]]
 
 
-def _load_markdown(root: Path, strict: bool, excluded: frozenset[str], max_words: int) -> KnowledgeBase:
-    files = _markdown_files(root)
-    digest = hashlib.sha256(repr((sorted(excluded), max_words)).encode())
+def _options(exclude_fields: Iterable[str], prefixes: tuple[str, ...], max_words: int) -> bytes:
+    # no prefixes hashes as before, so caches built without exclusions stay valid
+    options = (sorted(exclude_fields), max_words, *((list(prefixes),) if prefixes else ()))
+    return repr(options).encode()
+
+
+def _markdown_files(root: Path, prefixes: tuple[str, ...] = ()) -> tuple[list[Path], int]:
+    """Markdown files under `root` (hidden parts skipped) and how many `prefixes` excluded."""
+    files, excluded = [], 0
+    for p in sorted(root.rglob("*")):
+        relative = p.relative_to(root)
+        if (p.suffix.lower() not in MARKDOWN_SUFFIXES or any(part.startswith(".") for part in relative.parts)
+                or not p.is_file()):
+            continue
+        if prefixes and is_excluded(relative.as_posix(), prefixes):
+            excluded += 1  # never read: counted from the listing only
+        else:
+            files.append(p)
+    return files, excluded
+
+
+def _load_markdown(root: Path, strict: bool, excluded: frozenset[str], prefixes: tuple[str, ...],
+                   max_words: int) -> KnowledgeBase:
+    files, files_excluded = _markdown_files(root, prefixes)
+    digest = hashlib.sha256(_options(excluded, prefixes, max_words))
     entries, problems = [], []
     for file in files:
         source = file.relative_to(root).as_posix()
@@ -155,8 +200,10 @@ def _load_markdown(root: Path, strict: bool, excluded: frozenset[str], max_words
                                          f"skip it)") from exc
             problems.append(LoadProblem(exc.path, exc.line, exc.problem))
     if not files:
-        raise KnowledgeBaseError(f"no Markdown files (*.md) under {root}")
-    return KnowledgeBase(str(root), tuple(entries), tuple(problems), digest.hexdigest(), len(files))
+        left_out = f" outside the excluded paths {', '.join(prefixes)}" if prefixes else ""
+        raise KnowledgeBaseError(f"no Markdown files (*.md) under {root}{left_out}")
+    return KnowledgeBase(str(root), tuple(entries), tuple(problems), digest.hexdigest(), len(files), prefixes,
+                         files_excluded)
 
 
 def parse_markdown_entry(source: str, text: str, exclude_fields: frozenset[str] = frozenset(),
@@ -176,19 +223,23 @@ def parse_markdown_entry(source: str, text: str, exclude_fields: frozenset[str] 
                   description, sections, max_chunk_words)
 
 
-def _load_jsonl(path: Path, excluded: frozenset[str], max_words: int) -> KnowledgeBase:
+def _load_jsonl(path: Path, excluded: frozenset[str], prefixes: tuple[str, ...], max_words: int) -> KnowledgeBase:
     raw = path.read_bytes()
-    digest = hashlib.sha256(repr((sorted(excluded), max_words)).encode() + raw)
-    entries, problems = [], []
+    digest = hashlib.sha256(_options(excluded, prefixes, max_words) + raw)
+    entries, problems, skipped = [], [], 0
     for number, line in enumerate(raw.decode("utf-8").splitlines(), start=1):
         if not line.strip():
             continue
         try:
             record = json.loads(line)
+            if prefixes and is_excluded_id(str(record["_id"]), prefixes):
+                skipped += 1
+                continue
             entries.append(jsonl_entry(record, excluded, max_words))
         except (json.JSONDecodeError, KeyError, TypeError) as exc:
             problems.append(LoadProblem(path.name, number, f"bad JSONL record: {exc}"))
-    return KnowledgeBase(str(path), tuple(entries), tuple(problems), digest.hexdigest(), len(entries) + len(problems))
+    return KnowledgeBase(str(path), tuple(entries), tuple(problems), digest.hexdigest(),
+                         len(entries) + len(problems), prefixes, skipped)
 
 
 def jsonl_entry(record: Mapping[str, Any], excluded: frozenset[str] = frozenset(), max_words: int = 350) -> Entry:

@@ -14,7 +14,7 @@ from pathlib import Path
 import sklearn
 
 from . import __version__
-from .corpus import KnowledgeBase, fingerprint, load_knowledge_base
+from .corpus import KnowledgeBase, exclude_prefixes, fingerprint, load_knowledge_base
 from .l0 import L0Index
 from .l1 import L1Index
 
@@ -54,20 +54,25 @@ def build_index(kb: KnowledgeBase, *, svd_dims: int = 256, progress: Progress | 
 
 def open_index(path: str | Path, *, svd_dims: int = 256, cache_dir: str | Path | None = None,
                use_cache: bool = True, strict: bool = False, exclude_fields: Iterable[str] = (),
-               progress: Progress | None = None) -> KnowledgeIndex:
-    """Load and index a knowledge base, reusing the on-disk cache when the corpus content is unchanged."""
+               exclude_paths: Iterable[str] = (), progress: Progress | None = None) -> KnowledgeIndex:
+    """Load and index a knowledge base, reusing the on-disk cache when the corpus content is unchanged.
+
+    `exclude_paths` (path prefixes relative to the root, see retrieval.exclusions) are normalised and
+    sorted, and are part of the cache key: excluding `news` never reuses the index that holds it.
+    """
     excluded = tuple(sorted(exclude_fields))
+    prefixes = exclude_prefixes(exclude_paths)
     if not use_cache:
-        return build_index(load_knowledge_base(path, strict=strict, exclude_fields=excluded),
+        return build_index(load_knowledge_base(path, strict=strict, exclude_fields=excluded, exclude_paths=prefixes),
                            svd_dims=svd_dims, progress=progress)
     _report(progress, "hashing the knowledge base", 0.0)
-    key = _cache_key(fingerprint(path, exclude_fields=excluded), svd_dims, strict)
+    key = _cache_key(fingerprint(path, exclude_fields=excluded, exclude_paths=prefixes), svd_dims, strict, prefixes)
     cache_file = Path(cache_dir or default_cache_dir()) / f"{key}.pkl"
     cached = _read_cache(cache_file)
     if cached is not None:
         _report(progress, "loaded from cache", 1.0)
         return cached
-    index = build_index(load_knowledge_base(path, strict=strict, exclude_fields=excluded),
+    index = build_index(load_knowledge_base(path, strict=strict, exclude_fields=excluded, exclude_paths=prefixes),
                         svd_dims=svd_dims, progress=progress)
     _write_cache(cache_file, index)
     return index
@@ -85,13 +90,14 @@ def default_cache_dir() -> Path:
 def _code_fingerprint() -> str:
     """Hash of the modules that shape an index, so a code change never reuses a stale cache."""
     digest = hashlib.sha256()
-    for name in ("corpus", "markdown", "text", "l0", "l1", "index"):
+    for name in ("corpus", "exclusions", "markdown", "text", "l0", "l1", "index"):
         digest.update((Path(__file__).parent / f"{name}.py").read_bytes())
     return digest.hexdigest()
 
 
-def _cache_key(corpus_fingerprint: str, svd_dims: int, strict: bool) -> str:
-    parts = (corpus_fingerprint, svd_dims, strict, _FORMAT, __version__, sklearn.__version__, _code_fingerprint())
+def _cache_key(corpus_fingerprint: str, svd_dims: int, strict: bool, exclude_paths: tuple[str, ...] = ()) -> str:
+    parts = (corpus_fingerprint, svd_dims, strict, _FORMAT, __version__, sklearn.__version__, _code_fingerprint(),
+             *((exclude_paths,) if exclude_paths else ()))
     return hashlib.sha256(repr(parts).encode()).hexdigest()[:32]
 
 

@@ -204,6 +204,41 @@ def test_labelled_set_sweep_comparison_and_reports(env):
             assert at.get("download_button")[0].label.startswith("Download run-")
 
 
+def test_labelled_set_from_a_docs_folder_and_query_file_shows_the_oracle_headroom(env):
+    docs = write_kb(env["root"] / "docs")
+    queries = env["root"] / "dev.jsonl"
+    queries.write_text("".join(json.dumps({**q, "category_of_first": "Security" if q["_id"] == "q1" else None}) + "\n"
+                               for q in QUERIES))
+    at = _ok(_app().switch_page("appui/compare_page.py").run())
+    at = _ok(at.radio(key="eval_source").set_value("Docs folder + query file").run())
+    at.text_input(key="eval_kb").set_value(str(docs))
+    at.text_input(key="eval_queries").set_value(str(queries))
+    at.text_input(key="eval_exclude").set_value("troubleshooting/")
+    at = _ok(at.button(key="eval_start").click().run())
+    assert "Stored 1 run(s)" in at.success[0].value
+    headroom = next(d.value for d in at.dataframe if "oracle filter" in d.value.columns)  # plain frames keep no key
+    assert headroom.columns.tolist() == ["metric", "lookup", "bm25", "oracle filter", "headroom"]
+    assert headroom["oracle filter"].notna().all() and "ndcg@10" in headroom["metric"].tolist()
+    assert "3 queries filtered by the first relevant page's category, 1 unfiltered" in _text(at)  # q3: excluded
+    assert any("1 relevant path(s) are not in the knowledge base" in w.value for w in at.warning)
+
+
+@pytest.mark.parametrize(("source", "inputs", "message"), [
+    ("Docs folder + query file", {"eval_kb": "{root}/kb"}, "give both a docs folder and a query file"),
+    ("Docs folder + query file", {"eval_kb": "{root}/nowhere", "eval_queries": "{root}/q.jsonl"},
+     "knowledge base not found"),
+    ("Dataset folder", {"eval_dataset": "{root}/kb", "eval_exclude": "../elsewhere"}, "contains '..'"),
+])
+def test_labelled_set_input_problems_are_messages_not_tracebacks(env, source, inputs, message):
+    at = _ok(_app().switch_page("appui/compare_page.py").run())
+    at = _ok(at.radio(key="eval_source").set_value(source).run())
+    for key, value in inputs.items():
+        at.text_input(key=key).set_value(value.replace("{root}", str(env["root"])))
+    at = at.button(key="eval_start").click().run()
+    assert not at.exception
+    assert [e.value for e in at.error] and message in at.error[0].value
+
+
 def test_a_missing_folder_is_an_error_message_not_a_traceback(env):
     at = _app()
     at = at.radio(key="kb_source").set_value("Folder path").run()

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
-from retrieval import KnowledgeBaseError, load_knowledge_base
-from retrieval.corpus import parse_markdown_entry
+from retrieval import KnowledgeBaseError, load_knowledge_base, open_index
+from retrieval.corpus import fingerprint, parse_markdown_entry
 from retrieval.markdown import FrontMatterError
 from tests.kb_fixture import write_kb
 
@@ -133,3 +134,69 @@ def test_a_long_paragraph_is_split_at_sentences_without_new_paragraph_breaks():
     assert len(entry.chunks) > 1
     assert all("\n\n" not in c.text and len(c.text.split()) <= 350 for c in entry.chunks)
     assert " ".join(c.text for c in entry.chunks) == sentences
+
+
+# excluded path prefixes -----------------------------------------------------------------------------
+
+def _kb_with_news(root):
+    write_kb(root)
+    (root / "news").mkdir()
+    (root / "news" / "release.md").write_text("---\ntitle: Release notes\n---\nVersion 2 ships.")
+    (root / "newsletter.md").write_text("---\ntitle: Newsletter\n---\nMonthly mail.")
+    return root
+
+
+def test_excluded_prefix_files_are_never_read(tmp_path, monkeypatch):
+    root = _kb_with_news(tmp_path / "kb")
+    (root / "news" / "broken.md").write_text("---\ntitle: [unclosed\n---\nBody.")  # strict would fail on it
+    read: list[str] = []
+    original = Path.read_bytes
+    monkeypatch.setattr(Path, "read_bytes", lambda self: read.append(self.as_posix()) or original(self))
+    kb = load_knowledge_base(root, strict=True, exclude_paths=["news"])
+    assert not any("/news/" in p for p in read)
+    sources = {e.source for e in kb.entries}
+    assert "news/release.md" not in sources and "newsletter.md" in sources  # a prefix is a folder, not a stem
+    assert (kb.excluded_paths, kb.files_excluded) == (("news",), 2)
+
+
+def test_excluded_prefix_may_name_a_folder_with_slash_or_a_single_file(tmp_path):
+    root = _kb_with_news(tmp_path / "kb")
+    kb = load_knowledge_base(root, exclude_paths=("news/", "./billing/plans.md"))
+    sources = {e.source for e in kb.entries}
+    assert not {"news/release.md", "billing/plans.md"} & sources and "billing/invoices.md" in sources
+    assert kb.summary()["excluded_paths"] == ["billing/plans.md", "news"]
+
+
+@pytest.mark.parametrize(("prefix", "message"), [("/etc", "is absolute"), ("news/../billing", "contains '..'"),
+                                                 ("..", "contains '..'"), ("./", "is empty")])
+def test_bad_exclude_prefix_is_a_knowledge_base_error_saying_why(tmp_path, prefix, message):
+    root = write_kb(tmp_path / "kb")
+    with pytest.raises(KnowledgeBaseError, match=message):
+        load_knowledge_base(root, exclude_paths=[prefix])
+    with pytest.raises(KnowledgeBaseError, match=message):
+        fingerprint(root, exclude_paths=[prefix])
+
+
+def test_fingerprint_and_cache_key_differ_with_excluded_paths(tmp_path, monkeypatch):
+    root = _kb_with_news(tmp_path / "kb")
+    monkeypatch.setenv("LOOKUP_KNOWLEDGE_CACHE", str(tmp_path / "cache"))
+    assert fingerprint(root) != fingerprint(root, exclude_paths=["news"])
+    assert fingerprint(root, exclude_paths=["news/", "billing"]) == fingerprint(root, exclude_paths="billing,news")
+    full = open_index(root, svd_dims=8)
+    cut = open_index(root, svd_dims=8, exclude_paths=["news"])
+    assert not cut.from_cache and cut.kb.entry("news/release.md") is None
+    assert full.kb.entry("news/release.md") is not None
+    assert open_index(root, svd_dims=8, exclude_paths=["news/"]).from_cache
+    assert len(list((tmp_path / "cache").glob("*.pkl"))) == 2
+
+
+def test_exclusions_change_nothing_when_empty(tmp_path):
+    root = write_kb(tmp_path / "kb")
+    assert fingerprint(root) == fingerprint(root, exclude_paths=()) == load_knowledge_base(root).fingerprint
+
+
+def test_jsonl_exclude_prefix_skips_records_whose_id_starts_with_it(tmp_path):
+    rows = [{"_id": "news-1", "title": "N", "text": "n"}, {"_id": "doc-1", "title": "D", "text": "d"}]
+    (tmp_path / "corpus.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
+    kb = load_knowledge_base(tmp_path, exclude_paths=["news"])
+    assert [e.source for e in kb.entries] == ["doc-1"] and kb.files_excluded == 1

@@ -137,7 +137,8 @@ def test_run_stores_per_query_metrics_and_facts_in_duckdb(dataset, store):
     result = runs.run_evaluation(dataset, CONFIG, store=store, metrics=METRICS)
     metric_rows = store.query("SELECT system, count(*) AS n FROM eval_query_metric WHERE run_id = ? "
                               "GROUP BY system ORDER BY system", [result.run_id])
-    assert metric_rows.to_dict(orient="records") == [{"system": "bm25", "n": 18}, {"system": "lookup", "n": 18}]
+    assert metric_rows.to_dict(orient="records") == [{"system": "bm25", "n": 18}, {"system": "lookup", "n": 18},
+                                                     {"system": "oracle", "n": 18}]
     facts = store.query("SELECT query_id, invocation_id, filter_decision FROM eval_query WHERE run_id = ?",
                         [result.run_id])
     traced = set(store.query("SELECT id FROM tool_invocation")["id"])

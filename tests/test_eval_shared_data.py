@@ -5,6 +5,7 @@ Skips with the reason when the shared folder is absent (a fresh clone); never co
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -68,6 +69,7 @@ def test_scifact_run_reports_lookup_and_same_run_bm25_baseline(scifact_runs):
     assert set(default.baseline) == set(default.metrics)
     assert 0.3 < default.baseline["ndcg@10"] <= 1 and 0.2 < default.metrics["ndcg@10"] <= 1
     assert default.diagnostics["filter_applied_rate"] == 0.0  # SciFact has no per-document domain
+    assert "no query has a category" in default.diagnostics["oracle"]["skipped"]  # so no oracle filter either
 
 
 def test_scifact_another_setting_gives_other_figures_and_a_comparison(scifact_runs, env):
@@ -95,3 +97,22 @@ def test_cli_run_on_scifact_prints_json_metrics(env, cache_dir, scifact_runs, ca
     code = cli.main(["run", "--dataset", str(root), "--split", "train", "--sample", "10", "--json",
                      "--set", "svd_dims=64", "--no-progress", "--no-baseline", "--traces", str(env.path)])
     assert code == 0 and '"ndcg@10"' in capsys.readouterr().out
+
+
+def test_cli_hugo_dev_set_reports_oracle_headroom_and_filter_by_domain(env, cache_dir, capsys, monkeypatch):
+    """The Hugo dev query file against content/en in place, with the non-documentation folders excluded."""
+    monkeypatch.setenv("LOOKUP_KNOWLEDGE_CACHE", str(cache_dir))
+    kb, queries = _shared("hugo_docs", "content", "en"), _shared("hugo_docs", "dev_queries.jsonl")
+    code = cli.main(["run", "--kb", str(kb), "--queries", str(queries), "--exclude",
+                     "news,showcase,myshowcase,readfiles,maintenance", "--sample", "20", "--json",
+                     "--set", "svd_dims=64", "--no-progress", "--traces", str(env.path)])
+    result = json.loads(capsys.readouterr().out)
+    assert code == 0 and result["dataset"]["queries"] == 20
+    assert result["dataset"]["exclude_paths"] == ["maintenance", "myshowcase", "news", "readfiles", "showcase"]
+    oracle = result["diagnostics"]["oracle"]
+    assert set(oracle["metrics"]) == set(oracle["headroom"]) == set(result["metrics"])
+    assert oracle["queries_with_category"] + oracle["queries_unfiltered"] == 20 and oracle["queries_with_category"] > 0
+    assert {"filter_by_domain", "filter_confusion", "filter_widened_rate", "filter_harm_effective"} <= set(
+        result["diagnostics"])
+    for counts in result["diagnostics"]["filter_by_domain"].values():
+        assert set(counts) == {"applied", "correct", "precision", "harm"} and counts["correct"] <= counts["applied"]

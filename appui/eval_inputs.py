@@ -1,0 +1,49 @@
+"""What the labelled-set panel evaluates: a dataset folder, or a docs folder with a query file, plus
+excluded path prefixes. Widgets here, loading in eval.datasets (the same calls as `python -m eval run`)."""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Any
+
+import streamlit as st
+
+from retrieval.paths import PROJECT_ROOT
+
+DATASET, DOCS = "Dataset folder", "Docs folder + query file"
+
+
+def render() -> None:
+    """The source choice and its inputs, all keyed (`eval_source`, `eval_dataset`, `eval_kb`, `eval_queries`,
+    `eval_exclude`, `eval_split`)."""
+    st.radio("Labelled set", [DATASET, DOCS], key="eval_source", horizontal=True,
+             help="A dataset folder (kb/ + queries.jsonl, or BEIR), or a docs folder run against a query file "
+                  "in place, like `python -m eval run --kb DIR --queries FILE`")
+    if st.session_state.get("eval_source") == DOCS:
+        left, right = st.columns(2)
+        left.text_input("Docs folder (--kb: the Markdown root)", key="eval_kb",
+                        placeholder="e.g. ../shared/data/hugo_docs/content/en")
+        right.text_input("Query file (--queries: JSONL, relevant paths relative to the docs folder)",
+                         key="eval_queries", placeholder="e.g. ../shared/data/hugo_docs/dev_queries.jsonl")
+    else:
+        st.text_input("Dataset (folder with kb/ and queries.jsonl, or a BEIR folder)", key="eval_dataset",
+                      value=str(PROJECT_ROOT / "data"))
+    st.text_input("Excluded path prefixes (--exclude: comma-separated, relative to the knowledge-base root)",
+                  key="eval_exclude", placeholder="e.g. news,showcase,myshowcase,readfiles,maintenance")
+
+
+def load(datasets_module: ModuleType) -> Any:
+    """The eval.datasets.Dataset the inputs name (`datasets_module` is eval.datasets, optional for the app);
+    ValueError (DatasetError) saying what to fill in when they do not name one."""
+    exclude = st.session_state.get("eval_exclude", "") or ""
+    split = (st.session_state.get("eval_split", "") or "").strip() or None
+    if st.session_state.get("eval_source") == DOCS:
+        kb = (st.session_state.get("eval_kb", "") or "").strip()
+        queries = (st.session_state.get("eval_queries", "") or "").strip()
+        if not kb or not queries:
+            raise ValueError("give both a docs folder and a query file to run a query file against a docs folder")
+        return datasets_module.load_query_set(kb, queries, split=split, exclude_paths=exclude)
+    dataset = (st.session_state.get("eval_dataset", "") or "").strip()
+    if not dataset:
+        raise ValueError("give a dataset folder (kb/ + queries.jsonl, or a BEIR folder)")
+    return datasets_module.load_dataset(dataset, split=split, exclude_paths=exclude)

@@ -1,0 +1,291 @@
+"""Issue 7, the evaluation that shows the headroom: --kb/--queries/--exclude, the oracle filter, per-domain
+filter precision and harm, the confusion table, and the eval_query migration. Everything under tmp_path."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from eval import cli, runs, storage
+from eval.datasets import DatasetError, load_dataset, load_query_set
+from eval.diagnostics import query_diagnostics, summarize
+from eval.reports import render
+from retrieval import LookupConfig, TraceStore
+
+CONFIG = LookupConfig(svd_dims=8)
+METRICS = ("mrr@10", "hit@1")
+# Two pages say the same thing in different categories; the billing page says it more often, so an
+# unfiltered lookup ranks it first, and only a filter on the true category (alerting) puts the answer first.
+PAGES = {
+    "billing/widget.md": ("Page one", "Billing", "Reset the widget. Reset the widget counter. Widget reset steps."),
+    "alerting/widget.md": ("Page two", "Alerting", "Reset the widget before the alert fires."),
+    "api/tokens.md": ("Tokens", "API", "Create and rotate API tokens with scopes."),
+    "security/sso.md": ("Single sign-on", "Security", "Connect SAML or OIDC for single sign-on."),
+    "news/release.md": ("Release notes", "News", "Version two resets the widget counter."),
+}
+ROWS = [
+    {"_id": "q1", "text": "reset the widget", "relevant": ["alerting/widget.md"], "category_of_first": "Alerting"},
+    {"_id": "q2", "text": "rotate api tokens", "relevant": ["api/tokens.md"], "category_of_first": ""},
+    {"_id": "q3", "text": "widget release notes", "relevant": ["news/release.md", "billing/widget.md"],
+     "categories": ["News", "Billing"]},
+    {"_id": "q4", "text": "SAML single sign-on", "relevant": ["security/sso.md"]},
+]
+
+
+def write_kb(root: Path, pages: dict = PAGES) -> Path:
+    for source, (title, category, body) in pages.items():
+        path = root / source
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"---\ntitle: {title}\ncategory: {category}\n---\n{body}\n", encoding="utf-8")
+    return root
+
+
+def write_queries(path: Path, rows: list[dict] = ROWS) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def paths(tmp_path, monkeypatch):
+    monkeypatch.setenv("LOOKUP_KNOWLEDGE_CACHE", str(tmp_path / "index-cache"))
+    return {"kb": write_kb(tmp_path / "docs"), "queries": write_queries(tmp_path / "dev.jsonl"),
+            "traces": tmp_path / "traces.duckdb"}
+
+
+def _cli(args, capsys):
+    code = cli.main([str(a) for a in args])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+# query sets over a docs folder ------------------------------------------------------------------------
+
+def test_query_file_categories_become_query_categories_normalised(paths):
+    queries = {q.id: q for q in load_query_set(paths["kb"], paths["queries"]).queries}
+    assert (queries["q1"].categories, queries["q1"].categories_labelled) == (("alerting",), True)
+    assert (queries["q2"].categories, queries["q2"].categories_labelled) == ((), True)  # stated: none
+    assert queries["q3"].categories == ("news", "billing")
+    assert (queries["q4"].categories, queries["q4"].categories_labelled) == ((), False)
+
+
+def test_comma_separated_category_string_lists_several(paths, tmp_path):
+    file = write_queries(tmp_path / "q.jsonl", [{"_id": "a", "text": "t", "relevant": ["api/tokens.md"],
+                                                 "category_of_first": "Templates, Fundamentals"}])
+    assert load_query_set(paths["kb"], file).queries[0].categories == ("templates", "fundamentals")
+
+
+def test_relevant_paths_under_an_excluded_prefix_are_counted_not_dropped(paths):
+    dataset = load_query_set(paths["kb"], paths["queries"], exclude_paths="news/")
+    info = dataset.describe()
+    assert info["kb_path"] == str(paths["kb"]) and info["exclude_paths"] == ["news"]
+    assert info["relevant_not_in_kb"] == 1 and info["relevant_not_in_kb_examples"] == ["news/release.md"]
+    assert info["queries_without_relevant_in_kb"] == 0  # q3 still has billing/widget.md
+    q3 = next(q for q in dataset.queries if q.id == "q3")
+    assert "news/release.md" in q3.qrels  # still a label: a miss the metrics count
+
+
+def test_bad_exclude_prefix_is_a_dataset_error(paths):
+    with pytest.raises(DatasetError, match="contains '..'"):
+        load_query_set(paths["kb"], paths["queries"], exclude_paths=["../secrets"])
+
+
+def test_dataset_exclude_paths_reach_the_index(paths, tmp_path):
+    root = tmp_path / "set"
+    write_kb(root / "kb")
+    write_queries(root / "queries.jsonl")
+    dataset = load_dataset(root, exclude_paths=["news"])
+    index = runs.open_dataset_index(dataset, 8)
+    assert index.kb.entry("news/release.md") is None and index.kb.entry("billing/widget.md") is not None
+
+
+# the oracle filter ----------------------------------------------------------------------------------
+
+def test_oracle_filter_recovers_the_answer_an_unfiltered_lookup_ranks_second(paths):
+    store = TraceStore(paths["traces"])
+    rows = [ROWS[0]]
+    dataset = load_query_set(paths["kb"], write_queries(paths["queries"], rows))
+    result = runs.run_evaluation(dataset, CONFIG, store=store, metrics=METRICS, baseline=False)
+    oracle = result.diagnostics["oracle"]
+    assert result.per_query["filter_decision"].tolist() == ["skipped_no_domain"]
+    assert result.metrics["hit@1"] == 0.0 and oracle["metrics"]["hit@1"] == 1.0
+    assert oracle["headroom"] == {"mrr@10": 0.5, "hit@1": 1.0}
+    assert (oracle["queries_with_category"], oracle["queries_unfiltered"]) == (1, 0)
+    assert oracle["category_rule"] == "first relevant page's category"
+    stored = store.query("SELECT metric, value FROM eval_query_metric WHERE run_id = ? AND system = 'oracle' "
+                         "ORDER BY metric", [result.run_id])
+    assert stored.to_dict(orient="records") == [{"metric": "hit@1", "value": 1.0}, {"metric": "mrr@10", "value": 1.0}]
+    assert result.per_query["oracle:hit@1"].tolist() == [1.0]
+
+
+def test_oracle_lookups_are_not_recorded_as_the_runs_lookups(paths):
+    store = TraceStore(paths["traces"])
+    dataset = load_query_set(paths["kb"], paths["queries"])
+    result = runs.run_evaluation(dataset, CONFIG, store=store, metrics=METRICS)
+    assert store.count() == len(dataset.queries)
+    recorded = store.query("SELECT DISTINCT run_id FROM tool_invocation")["run_id"].tolist()
+    assert recorded == [result.run_id]
+
+
+def test_queries_without_a_category_run_unfiltered_and_are_counted(paths):
+    dataset = load_query_set(paths["kb"], paths["queries"])
+    result = runs.run_evaluation(dataset, CONFIG, store=TraceStore(paths["traces"]), metrics=METRICS)
+    categories = dict(zip(result.per_query["query_id"], result.per_query["categories"], strict=True))
+    assert categories["q2"] == [] and categories["q4"] == ["security"]  # stated none / derived from the page
+    oracle = result.diagnostics["oracle"]
+    assert (oracle["queries_with_category"], oracle["queries_unfiltered"]) == (3, 1)
+
+
+def test_oracle_is_skipped_with_a_note_when_no_query_has_a_category(paths, tmp_path):
+    pages = {s: (t, "", b) for s, (t, _, b) in PAGES.items()}
+    kb = write_kb(tmp_path / "flat", pages)
+    file = write_queries(tmp_path / "flat.jsonl", [{"_id": "q1", "text": "reset the widget",
+                                                    "relevant": ["alerting/widget.md"]}])
+    store = TraceStore(paths["traces"])
+    result = runs.run_evaluation(load_query_set(kb, file), CONFIG, store=store, metrics=METRICS)
+    assert "no query has a category" in result.diagnostics["oracle"]["skipped"]
+    assert store.query("SELECT count(*) AS n FROM eval_query_metric WHERE system = 'oracle'")["n"][0] == 0
+
+
+def test_no_oracle_skips_the_oracle_lookups(paths, capsys):
+    code, out, _ = _cli(["run", "--kb", paths["kb"], "--queries", paths["queries"], "--traces", paths["traces"],
+                         "--json", "--no-progress", "--no-oracle", "--set", "svd_dims=8"], capsys)
+    assert code == 0 and json.loads(out)["diagnostics"]["oracle"] == {"skipped": "switched off (--no-oracle)"}
+
+
+def test_run_report_shows_oracle_filter_and_headroom_beside_bm25(paths):
+    result = runs.run_evaluation(load_query_set(paths["kb"], paths["queries"]), CONFIG,
+                                 store=TraceStore(paths["traces"]), metrics=METRICS)
+    markdown = render(result, "markdown")
+    assert "| metric | lookup | bm25 baseline | delta | oracle filter | headroom |" in markdown
+    assert "oracle filter: each query again with its true category" in markdown
+    assert "oracle filter" in render(result, "html")
+
+
+# CLI ------------------------------------------------------------------------------------------------
+
+def test_cli_runs_a_query_file_against_a_docs_folder_with_excluded_prefixes(paths, capsys):
+    code, out, _ = _cli(["run", "--kb", paths["kb"], "--queries", paths["queries"], "--exclude", "news,showcase",
+                         "--traces", paths["traces"], "--json", "--no-progress", "--set", "svd_dims=8"], capsys)
+    result = json.loads(out)
+    assert code == 0 and result["dataset"]["exclude_paths"] == ["news", "showcase"]
+    assert result["dataset"]["kb_path"] == str(paths["kb"]) and result["dataset"]["relevant_not_in_kb"] == 1
+    assert {"metrics", "headroom", "queries_with_category"} <= set(result["diagnostics"]["oracle"])
+    assert {"filter_by_domain", "filter_confusion", "filter_widened_rate", "filter_harm_effective"} <= set(
+        result["diagnostics"])
+
+
+def test_cli_summary_prints_oracle_filter_next_to_bm25(paths, capsys):
+    code, out, _ = _cli(["run", "--kb", paths["kb"], "--queries", paths["queries"], "--traces", paths["traces"],
+                         "--no-progress", "--metrics", "mrr@10", "--set", "svd_dims=8"], capsys)
+    assert code == 0
+    line = next(t for t in out.splitlines() if t.strip().startswith("mrr@10"))
+    assert "(bm25 " in line and ", oracle filter " in line
+    assert "oracle filter: headroom mrr@10" in out
+
+
+def test_cli_exclude_works_with_dataset_too(paths, tmp_path, capsys):
+    root = tmp_path / "set"
+    write_kb(root / "kb")
+    write_queries(root / "queries.jsonl")
+    code, out, _ = _cli(["run", "--dataset", root, "--exclude", "news", "--traces", paths["traces"], "--json",
+                         "--no-progress", "--no-baseline", "--set", "svd_dims=8"], capsys)
+    assert code == 0 and json.loads(out)["dataset"]["exclude_paths"] == ["news"]
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (["--dataset", "{kb}", "--kb", "{kb}"], "give exactly one of --dataset DIR or --kb DIR (with --queries FILE); got both"),
+    ([], "give exactly one of --dataset DIR or --kb DIR (with --queries FILE); got neither"),
+    (["--kb", "{kb}"], "--kb needs --queries FILE"),
+    (["--kb", "{kb}", "--queries", "{queries}", "--exclude", "/abs"], "is absolute"),
+])
+@pytest.mark.parametrize("command", ["run", "sweep"])
+def test_cli_needs_exactly_one_of_dataset_and_kb(paths, capsys, command, extra, message):
+    args = [a.replace("{kb}", str(paths["kb"])).replace("{queries}", str(paths["queries"])) for a in extra]
+    grid = ["--grid", "l0_filter=true,false"] if command == "sweep" else []
+    code, _, err = _cli([command, *args, *grid, "--traces", paths["traces"], "--no-progress"], capsys)
+    assert code == 2 and err.startswith("error: ") and message in err and err.count("\n") == 1
+
+
+# per-domain filter precision, harm and confusion ----------------------------------------------------
+
+DOMAINS = {"billing/invoices.md": ("billing",), "alerting/routing.md": ("alerting",), "misc/faq.md": ()}
+
+
+def _row(query_id, relevant, categories, decision="applied", category="billing", widened=None):
+    applied = {"category": category} if decision == "applied" else None
+    details = {"retrieval_layer": "L0+L1", "filter": {"decision": decision, "applied": applied},
+               "l1": {"status": "ok"}, "candidate_count": 2, "duplicates_merged": 0, "evidence_count": 2}
+    if widened is not None:
+        details["filter"]["widened"] = widened
+    row = query_diagnostics(details, {relevant: 1.0}, [], lambda s: DOMAINS.get(s, ()), 5.0)
+    return {"query_id": query_id, "categories": categories, **row}
+
+
+@pytest.fixture
+def frame():
+    return pd.DataFrame([
+        _row("q1", "billing/invoices.md", ["billing"]),                       # correct
+        _row("q2", "alerting/routing.md", ["alerting"], widened=True),        # wrong, harm, but widened
+        _row("q3", "misc/faq.md", []),                                         # wrong, harm
+        _row("q4", "alerting/routing.md", ["alerting"], category="Alerting"),  # correct
+        _row("q5", "alerting/routing.md", ["alerting"], decision="skipped_ambiguous"),
+    ])
+
+
+def test_widened_flag_is_read_from_the_filter_details_and_defaults_to_false(frame):
+    assert frame["filter_widened"].tolist() == [False, True, False, False, False]
+
+
+def test_filter_precision_and_harm_per_applied_domain(frame):
+    assert summarize(frame)["filter_by_domain"] == {
+        "alerting": {"applied": 1, "correct": 1, "precision": 1.0, "harm": 0},
+        "billing": {"applied": 3, "correct": 1, "precision": 0.3333, "harm": 2},
+    }
+
+
+def test_confusion_pairs_the_chosen_category_with_the_queries_first_category(frame):
+    assert summarize(frame)["filter_confusion"] == [
+        {"chosen": "alerting", "true": "alerting", "count": 1},
+        {"chosen": "billing", "true": "(none)", "count": 1},
+        {"chosen": "billing", "true": "alerting", "count": 1},
+        {"chosen": "billing", "true": "billing", "count": 1},
+    ]
+
+
+def test_effective_harm_leaves_out_widened_queries(frame):
+    summary = summarize(frame)
+    assert summary["filter_harm"] == {"count": 2, "rate": 0.4, "missed": 2, "query_ids": ["q2", "q3"]}
+    assert summary["filter_harm_effective"] == {"count": 1, "rate": 0.2, "missed": 1, "query_ids": ["q3"]}
+    assert summary["filter_widened_rate"] == 0.2
+
+
+def test_frame_without_the_widened_column_counts_nothing_as_widened(frame):
+    summary = summarize(frame.drop(columns=["filter_widened"]))
+    assert summary["filter_widened_rate"] == 0.0 and summary["filter_harm_effective"]["count"] == 2
+
+
+# storage migration ----------------------------------------------------------------------------------
+
+def test_old_trace_file_gains_the_new_eval_query_column_and_keeps_its_runs(paths):
+    store = TraceStore(paths["traces"])
+    old_schema = [s.replace("filter_widened BOOLEAN, ", "") for s in storage.SCHEMA]
+    assert "filter_widened" not in old_schema[1]
+    with store.connect() as con:
+        for statement in old_schema:
+            con.execute(statement)
+        con.execute("INSERT INTO eval_run (run_id, created_at, dataset, metrics, diagnostics, dataset_info, "
+                    "metric_names, top_k, seconds) VALUES ('run-old', now(), 'old', '{}', '{}', '{}', '[]', 10, 1)")
+        con.execute("INSERT INTO eval_query (run_id, query_id, position, query, relevant, categories, top_sources) "
+                    "VALUES ('run-old', 'q1', 0, 'old query', '[]', '[]', '[]')")
+    dataset = load_query_set(paths["kb"], paths["queries"])
+    new = runs.run_evaluation(dataset, CONFIG, store=store, metrics=METRICS, baseline=False)
+    columns = store.query("DESCRIBE eval_query")["column_name"].tolist()
+    assert columns.count("filter_widened") == 1
+    old = runs.load_run(store, "run-old").per_query
+    assert old["query"].tolist() == ["old query"] and pd.isna(old["filter_widened"][0])
+    assert new.per_query["filter_widened"].tolist() == [False] * len(dataset.queries)
+    storage.ensure_tables(store)  # idempotent
+    assert store.query("DESCRIBE eval_query")["column_name"].tolist() == columns
