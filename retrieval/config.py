@@ -30,6 +30,15 @@ class LookupConfig:
     l0_max_matches: int = _opt(5, "most L0 entries that become hints and evidence")
     l0_min_score_ratio: float = _opt(0.5, "L0 matches must score at least this share of the best match")
     l1_pool: int = _opt(30, "L1 chunks fetched before merging by source (at least top-k)")
+    l0_domain_top_n: int = _opt(3, "pages of the unfiltered ranking that vote on the domain L0's hints carry")
+    l0_domain_temperature: float = _opt(0.2, "a voting page weighs exp((score - best score) / this): lower "
+                                             "values let only near-best pages count")
+    l0_domain_min_share: float = _opt(0.1, "a domain is carried when its share of the vote reaches this (and "
+                                           "beats uncategorised pages); exactly one carried domain is the filter")
+    l0_domain_min_coverage: float = _opt(0.8, "an L0 match whose fields hold this share of the query's IDF mass "
+                                              "carries its domains too")
+    filter_widen_ratio: float = _opt(0.8, "widen an L0-derived filter when its best score is below this share of "
+                                          "the unfiltered best (0: never widen)")
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -43,7 +52,10 @@ class LookupConfig:
         _check_range("snippet_chars", self.snippet_chars, 20, 1_000_000)
         _check_range("l0_max_matches", self.l0_max_matches, 0, 1000)
         _check_range("l1_pool", self.l1_pool, 1, 100_000)
-        for name in ("l1_min_score", "l1_tfidf_weight", "l0_min_score_ratio"):
+        _check_range("l0_domain_top_n", self.l0_domain_top_n, 1, 1000)
+        _check_range("l0_domain_temperature", self.l0_domain_temperature, 0.0, 100.0)
+        for name in ("l1_min_score", "l1_tfidf_weight", "l0_min_score_ratio", "l0_domain_min_share",
+                     "l0_domain_min_coverage", "filter_widen_ratio"):
             _check_range(name, getattr(self, name), 0.0, 1.0)
         for name in ("l1_weight", "l0_weight", "page_weight"):
             _check_range(name, getattr(self, name), 0.0, 100.0)

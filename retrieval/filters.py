@@ -1,4 +1,4 @@
-"""The filter decision: whether L1 gets a category filter, which one, and why."""
+"""The filter decision: whether L1 gets a category filter, which one, and why; and the widening guard."""
 
 from __future__ import annotations
 
@@ -6,22 +6,56 @@ from dataclasses import dataclass
 from typing import Any
 
 from .l0 import L0Hints
+from .statuses import FilterStatus, check
 from .text import normalize_label
 
 DECISIONS = ("applied", "skipped_no_domain", "skipped_ambiguous", "disabled", "caller")
 
 
 @dataclass(frozen=True)
+class Widening:
+    """The guard against a wrong L0 filter: the filtered and unfiltered best scores, and whether it widened."""
+
+    widened: bool
+    filtered_best: float | None
+    unfiltered_best: float | None
+    ratio: float
+
+    @property
+    def rule(self) -> str:
+        if self.ratio <= 0:
+            return "widening off (filter_widen_ratio 0)"
+        return (f"widen when the filtered best score is below {self.ratio:g} x the unfiltered best: "
+                f"L1 then answers from every row, the filter having been sent first")
+
+
+@dataclass(frozen=True)
 class FilterDecision:
     """`decision` is one of DECISIONS; `applied` is the exact filter sent to L1 (None: no filter)."""
 
-    decision: str
+    decision: FilterStatus
     l0_domains: tuple[str, ...]
     applied: dict[str, str] | None
+    widening: Widening | None = None
+
+    def __post_init__(self) -> None:
+        check(self.decision, FilterStatus, "filter decision")
+
+    @property
+    def widened(self) -> bool:
+        return self.widening is not None and self.widening.widened
 
     def to_dict(self) -> dict[str, Any]:
-        return {"decision": self.decision, "l0_domains": list(self.l0_domains),
-                "applied": dict(self.applied) if self.applied else None}
+        """The spec's three keys; when the guard widened, also `widened`, `best_scores` and `widen_rule`
+        (absent otherwise, so the usual decision reads exactly as the spec writes it)."""
+        decided = {"decision": self.decision, "l0_domains": list(self.l0_domains),
+                   "applied": dict(self.applied) if self.applied else None}
+        guard = self.widening
+        if guard is not None and guard.widened:
+            decided.update(widened=True, best_scores={"filtered": _round(guard.filtered_best),
+                                                      "unfiltered": _round(guard.unfiltered_best)},
+                           widen_rule=guard.rule)
+        return decided
 
 
 def decide_filter(hints: L0Hints, *, caller_category: str | None, use_l0_filter: bool) -> FilterDecision:
@@ -36,3 +70,15 @@ def decide_filter(hints: L0Hints, *, caller_category: str | None, use_l0_filter:
     if len(domains) > 1:
         return FilterDecision("skipped_ambiguous", domains, None)
     return FilterDecision("applied", domains, {"category": domains[0]})
+
+
+def guard(filtered_best: float | None, unfiltered_best: float | None, ratio: float) -> Widening:
+    """Widen when the filtered result is much weaker than the unfiltered one (or empty while it is not)."""
+    if ratio <= 0 or not unfiltered_best:
+        return Widening(False, filtered_best, unfiltered_best, ratio)
+    weak = filtered_best is None or filtered_best < ratio * unfiltered_best
+    return Widening(weak, filtered_best, unfiltered_best, ratio)
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 6)

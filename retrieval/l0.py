@@ -16,6 +16,7 @@ import numpy as np
 from scipy import sparse
 
 from .corpus import Entry
+from .domains import DomainVote
 from .text import tokenize
 
 
@@ -31,11 +32,16 @@ class L0Match:
     matched_keywords: tuple[str, ...]
     matched_entities: tuple[str, ...]
     matched_categories: tuple[str, ...]
+    coverage: float = 0.0  # share of the query's IDF mass found in this entry's L0 fields
 
 
 @dataclass(frozen=True)
 class L0Hints:
-    """What L0 tells the rest of the flow: matched titles, keywords, domains and entities."""
+    """What L0 tells the rest of the flow: matched titles, keywords, domains and entities.
+
+    `domains` are the domains the hint data carries: after the domain vote (domains.py), those whose
+    evidence holds; `match_domains` keeps every domain of the matched entries, for analysts.
+    """
 
     matches: tuple[L0Match, ...] = ()
     matched_titles: tuple[str, ...] = ()
@@ -43,16 +49,24 @@ class L0Hints:
     domains: tuple[str, ...] = ()
     entities: tuple[str, ...] = ()
     score_bound: float = 0.0
+    match_domains: tuple[str, ...] = ()
+    domain_vote: DomainVote | None = None
 
     @property
     def match_count(self) -> int:
         return len(self.matches)
 
+    def with_vote(self, vote: DomainVote) -> L0Hints:
+        """These hints carrying the domains `vote` accepts."""
+        return replace(self, domains=vote.accepted, domain_vote=vote)
+
     def to_dict(self) -> dict[str, Any]:
         return {"matched_titles": list(self.matched_titles), "matched_keywords": list(self.matched_keywords),
                 "domains": list(self.domains), "entities": list(self.entities), "match_count": self.match_count,
                 "matches": [{"source": m.source, "title": m.title, "score": round(m.score, 6)}
-                            for m in self.matches]}
+                            for m in self.matches],
+                "match_domains": list(self.match_domains),
+                "domain_evidence": self.domain_vote.to_dict() if self.domain_vote else None}
 
 
 def entry_terms(entry: Entry) -> list[str]:
@@ -90,6 +104,8 @@ class L0Index:
         norm = self.k1 * (1 - self.b + self.b * doc_len[np.asarray(rows, dtype=np.int64)] / avgdl)
         values = idf[np.asarray(cols, dtype=np.int64)] * tf * (self.k1 + 1) / (tf + norm)
         self.weights = sparse.csc_matrix((values, (rows, cols)), shape=(n_docs, n_terms))
+        by_row = self.weights.tocsr()
+        self._row_pointer, self._row_columns = by_row.indptr, by_row.indices
 
     def _idf(self, doc_freq: np.ndarray, n_docs: int) -> np.ndarray:
         """rank-bm25's BM25Okapi idf: log((N - n + .5) / (n + .5)), negatives floored at eps * mean idf."""
@@ -123,9 +139,30 @@ class L0Index:
         floor = scores[positive].max() * min_score_ratio
         ranked = sorted((i for i in positive if scores[i] >= floor), key=lambda i: (-scores[i], i))
         query_terms = set(terms)
-        matches = [m for m in (self._describe(self.entries[i], float(scores[i]), query_terms)
-                               for i in ranked[:max_matches]) if m is not None]
+        matches = [replace(m, coverage=self.coverage(terms, i)) for m, i in
+                   ((self._describe(self.entries[i], float(scores[i]), query_terms), i) for i in ranked[:max_matches])
+                   if m is not None]
         return replace(_hints(matches), score_bound=self.score_bound(terms))
+
+    def coverage(self, query_terms: Sequence[str], row: int) -> float:
+        """Share of the query's IDF mass (each distinct term once) that entry `row`'s L0 fields contain.
+        A term no entry's fields contain weighs as much as the rarest term: it is what the fields miss."""
+        unique_terms = list(dict.fromkeys(query_terms))
+        if not unique_terms:
+            return 0.0
+        rarest = float(np.log(len(self.entries) + 0.5) - np.log(0.5))
+        present = set(self._row_terms(row).tolist())
+        total = covered = 0.0
+        for term in unique_terms:
+            column = self.vocabulary.get(term)
+            weight = rarest if column is None else max(float(self._idf_values[column]), 1e-6)
+            total += weight
+            covered += weight if column is not None and column in present else 0.0
+        return covered / total
+
+    def _row_terms(self, row: int) -> np.ndarray:
+        start, end = self._row_pointer[row], self._row_pointer[row + 1]
+        return self._row_columns[start:end]
 
     @staticmethod
     def _describe(entry: Entry, score: float, query_terms: set[str]) -> L0Match | None:
@@ -145,10 +182,12 @@ def _hints(matches: list[L0Match]) -> L0Hints:
     def unique(values: list[str]) -> tuple[str, ...]:
         return tuple(dict.fromkeys(v for v in values if v))
 
+    domains = unique([d for m in matches for d in m.domains])
     return L0Hints(
         matches=tuple(matches),
         matched_titles=unique([m.title for m in matches]),
         matched_keywords=unique([k for m in matches for k in m.matched_keywords]),
-        domains=unique([d for m in matches for d in m.domains]),
+        domains=domains,
         entities=unique([e for m in matches for e in m.matched_entities]),
+        match_domains=domains,
     )

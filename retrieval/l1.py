@@ -53,6 +53,17 @@ class L1Result:
     dropped_below_min_score: int
 
 
+@dataclass(frozen=True, eq=False)
+class L1Scores:
+    """One query's scores over the whole index: blended, lexical and LSA per chunk, BM25 per page.
+    All None when the query has no indexed term."""
+
+    blended: np.ndarray | None
+    lexical: np.ndarray | None
+    lsa: np.ndarray | None
+    pages: np.ndarray | None
+
+
 def _chunk_text(chunk: Chunk) -> str:
     return f"{chunk.breadcrumb}\n{chunk.text}"
 
@@ -77,8 +88,7 @@ class L1Index:
         self.vectorizer = CountVectorizer(analyzer=analyze, dtype=np.float32)
         counts = self.vectorizer.fit_transform([_chunk_text(c) for c in self.chunks]).tocsr()
         self.lexical, self.idf = _bm25_weights(counts, self.k1, self.b)
-        pairs = np.asarray(["_" in term for term in self.vectorizer.get_feature_names_out()], dtype=bool)
-        self._query_term_weight = np.where(pairs, self.pair_weight, 1.0).astype(np.float32)
+        self._is_pair = np.asarray(["_" in term for term in self.vectorizer.get_feature_names_out()], dtype=bool)
         sources = [c.source for c in self.chunks]
         self.page_sources = tuple(dict.fromkeys(sources))
         page_number = {s: i for i, s in enumerate(self.page_sources)}
@@ -102,41 +112,55 @@ class L1Index:
     def dimensions(self) -> int:
         return 0 if self.lsa is None else self.lsa.shape[1]
 
-    def search(self, query: str, *, top_k: int, filters: Mapping[str, str] | None = None,
-               min_score: float = 0.0, tfidf_weight: float = 0.5, page_weight: float = 0.0) -> L1Result:
-        """Best `top_k` chunks for `query` among the rows the filters allow, at or above `min_score`,
-        ranked by their score plus `page_weight` times their page's relative score."""
-        rows = self._mask(filters or {})
-        searched = int(rows.sum()) if rows is not None else len(self.chunks)
+    def score(self, query: str, *, tfidf_weight: float = 0.5) -> L1Scores:
+        """Every chunk's score for `query` and every page's BM25 score: computed once per lookup, so an
+        unfiltered probe and a filtered search share it."""
         counts = self.vectorizer.transform([query]).tocsr()
-        if counts.nnz == 0 or searched == 0:
-            return L1Result((), searched, 0)
+        if counts.nnz == 0:
+            return L1Scores(None, None, None, None)
         q = counts.copy()
-        q.data = q.data * self._query_term_weight[q.indices]
+        q.data = np.where(self._is_pair[q.indices], q.data * self.pair_weight, q.data)
         # column slice of the CSC matrix: cost follows the query terms' postings, not the corpus size
         bound = float(q.data @ self.idf[q.indices]) * (self.k1 + 1)
         tfidf = np.asarray(self.lexical[:, q.indices] @ q.data, dtype=np.float32).ravel() / bound
         lsa = None
-        score = tfidf
+        blended = tfidf
         if self.lsa is not None and self.svd is not None:
             qz = normalize(np.asarray(self.tfidf.transform(counts) @ self._projection)).astype(np.float32).ravel()
             lsa = self.lsa @ qz
-            score = tfidf_weight * tfidf + (1 - tfidf_weight) * np.clip(lsa, 0.0, None)
-        page = self._page_scores(q, rows)
-        if rows is not None:
-            score = np.where(rows, score, -np.inf)
+            blended = tfidf_weight * tfidf + (1 - tfidf_weight) * np.clip(lsa, 0.0, None)
+        pages = np.asarray(self.page_lexical[:, q.indices] @ q.data, dtype=np.float64).ravel()
+        return L1Scores(blended, tfidf, lsa, pages)
+
+    def select(self, scores: L1Scores, *, top_k: int, filters: Mapping[str, str] | None = None,
+               min_score: float = 0.0, page_weight: float = 0.0) -> L1Result:
+        """Best `top_k` chunks among the rows the filters allow, at or above `min_score`, ranked by their
+        score plus `page_weight` times their page's score relative to the best allowed page."""
+        rows = self._mask(filters or {})
+        searched = int(rows.sum()) if rows is not None else len(self.chunks)
+        if scores.blended is None or searched == 0:
+            return L1Result((), searched, 0)
+        page = self._relative_page_scores(scores.pages, rows)
+        score = scores.blended if rows is None else np.where(rows, scores.blended, -np.inf)
         positive = score > 0
         kept = positive & (score >= min_score - 1e-9)
         dropped = int(positive.sum() - kept.sum())
         top = _top(np.where(kept, score + page_weight * page, -np.inf), top_k)
-        return L1Result(tuple(L1Candidate(self.chunks[i], float(score[i]), float(tfidf[i]),
+        lsa = scores.lsa
+        return L1Result(tuple(L1Candidate(self.chunks[i], float(score[i]), float(scores.lexical[i]),
                                           None if lsa is None else float(lsa[i]), float(page[i]))
                               for i in top),
                         searched, dropped)
 
-    def _page_scores(self, q: sparse.csr_matrix, rows: np.ndarray | None) -> np.ndarray:
-        """Per chunk: its page's BM25 score over the query, divided by the best allowed page's."""
-        pages = np.asarray(self.page_lexical[:, q.indices] @ q.data, dtype=np.float64).ravel()
+    def search(self, query: str, *, top_k: int, filters: Mapping[str, str] | None = None,
+               min_score: float = 0.0, tfidf_weight: float = 0.5, page_weight: float = 0.0) -> L1Result:
+        """`score` then `select`: the best `top_k` chunks for `query` among the rows the filters allow."""
+        self._mask(filters or {})  # an unknown filter key fails before any scoring
+        return self.select(self.score(query, tfidf_weight=tfidf_weight), top_k=top_k, filters=filters,
+                           min_score=min_score, page_weight=page_weight)
+
+    def _relative_page_scores(self, pages: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
+        """Per chunk: its page's BM25 score divided by the best allowed page's."""
         if rows is not None:
             allowed = np.zeros(len(self.page_sources), dtype=bool)
             allowed[self.page_of_chunk[rows]] = True

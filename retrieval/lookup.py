@@ -1,49 +1,38 @@
-"""`lookup_knowledge`: the only orchestrator. L0 hints -> filter decision -> L1 -> evidence -> record.
+"""`lookup_knowledge`: the only orchestrator. L0 hints -> domain vote -> filter decision -> L1 -> evidence
+-> record.
 
-L0 never replaces L1: it contributes hints, an optional category filter and its own evidence. When
+L0 never replaces L1: it contributes hints, an optional category filter and its own evidence. L1 scores
+the query once; its unfiltered ranking (with L0's evidence) votes on the domain the hints carry
+(domains.py), and when exactly one domain is carried L1 selects within it. If that filtered result is
+much weaker than the unfiltered one, the lookup widens (filters.guard), saying so in the details. When
 L1 is empty or fails, L0's evidence is still returned and the relevance says it has no semantic support.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from .config import LookupConfig
+from .details import Counts, L1Outcome, RetrievalDetails, best_score, overall_layer
+from .domains import DomainVote, Voter, vote_domains
 from .evidence import EvidenceBlock, dedupe, l0_block, l1_block, rank, trim_reasons, truncate
-from .filters import FilterDecision, decide_filter
+from .filters import FilterDecision, decide_filter, guard
 from .index import KnowledgeIndex
 from .invocation import Recorder, ToolInvocation
 from .l0 import L0Hints
-from .l1 import L1Result
 from .relevance import Relevance, assess
 from .text import normalize_label
 
+__all__ = ["L1Outcome", "LookupResult", "SimulatedL1Failure", "lookup_knowledge"]
+
 TOOL_NAME = "lookup_knowledge"
 MAX_L1_REASONS = 3  # a block's other matched sections stay in `other_sections`
-MAX_SUMMARIES = 20  # deeper blocks (evaluation asks for 100) are listed by source only: traces stay compact
 
 
 class SimulatedL1Failure(RuntimeError):
     """Raised by the `simulate_l1_failure` drill in place of L1."""
-
-
-@dataclass(frozen=True)
-class L1Outcome:
-    """What happened to L1 in one call: status, error, and the result when it ran."""
-
-    status: str
-    result: L1Result | None = None
-    error: dict[str, str] | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        result = self.result
-        return {"status": self.status, "error": self.error,
-                "candidate_count": len(result.candidates) if result else 0,
-                "rows_searched": result.rows_searched if result else 0,
-                "dropped_below_min_score": result.dropped_below_min_score if result else 0}
 
 
 @dataclass(frozen=True)
@@ -56,6 +45,7 @@ class LookupResult:
     retrieval_layer: str
     retrieval_details: dict[str, Any]
     invocation_id: str
+    details: RetrievalDetails | None = None
 
     @property
     def primary(self) -> EvidenceBlock | None:
@@ -71,6 +61,16 @@ class LookupResult:
                 "evidence_blocks": blocks, "relevance": self.relevance.to_dict(),
                 "retrieval_layer": self.retrieval_layer, "retrieval_details": self.retrieval_details,
                 "invocation_id": self.invocation_id}
+
+
+@dataclass(frozen=True)
+class _Ranked:
+    """One L1 outcome turned into ranked, merged evidence (before truncation to top_k)."""
+
+    outcome: L1Outcome
+    blocks: tuple[EvidenceBlock, ...]
+    candidate_count: int
+    merged: int
 
 
 def lookup_knowledge(query: str, *, index: KnowledgeIndex, config: LookupConfig | None = None,
@@ -90,20 +90,27 @@ def lookup_knowledge(query: str, *, index: KnowledgeIndex, config: LookupConfig 
     timings: dict[str, float] = {}
     hints = _timed(timings, "l0", lambda: index.l0.match(
         query, max_matches=config.l0_max_matches, min_score_ratio=config.l0_min_score_ratio))
+    # the caller's category binds L1 at once; otherwise L1 first ranks every row, and that ranking votes
+    probe_filter = {"category": normalize_label(category)} if category is not None else None
+    probe = _timed(timings, "l1", lambda: _ranked(hints, _run_l1(query, probe_filter, index, config, top_k),
+                                                 index, config, category))
+    hints = hints.with_vote(_timed(timings, "domains", lambda: _vote(hints, probe, category, config)))
     decision = decide_filter(hints, caller_category=category, use_l0_filter=config.l0_filter)
-    outcome = _timed(timings, "l1", lambda: _run_l1(query, index, config, decision, top_k))
-    blocks, candidate_count, merged = _timed(timings, "evidence", lambda: _evidence(
-        hints, outcome, index, config, category, top_k))
-    layer = _overall_layer(hints, outcome)
-    relevance = assess(blocks, hints, outcome.status)
+    final, decision = _timed(timings, "l1_filtered", lambda: _filtered(query, probe, decision, hints, index,
+                                                                      config, top_k))
+    blocks = _timed(timings, "evidence", lambda: tuple(
+        trim_reasons(truncate(b, config.snippet_chars), MAX_L1_REASONS) for b in final.blocks[:top_k]))
+    layer = overall_layer(hints, final.outcome)
+    relevance = assess(blocks, hints, final.outcome.status)
     timings["total"] = _ms(started)
-    details = _details(layer, hints, decision, outcome, (candidate_count, merged), blocks, timings)
-    details["relevance"] = relevance.to_dict()
-    invocation = ToolInvocation(TOOL_NAME, query, arguments, "ok", timings["total"], config.to_dict(), details,
+    details = RetrievalDetails(layer, hints, decision, final.outcome,
+                               Counts(final.candidate_count, len(blocks), final.merged), blocks, relevance, timings)
+    payload = details.to_dict()
+    invocation = ToolInvocation(TOOL_NAME, query, arguments, "ok", timings["total"], config.to_dict(), payload,
                                 run_id=run_id, query_id=query_id)
     if recorder is not None:
         recorder(invocation)
-    return LookupResult(query, tuple(blocks), relevance, layer, details, invocation.id)
+    return LookupResult(query, blocks, relevance, layer, payload, invocation.id, details)
 
 
 def _validate(query: Any, category: Any, top_k: Any, config: LookupConfig) -> tuple[str, str | None, int]:
@@ -118,8 +125,9 @@ def _validate(query: Any, category: Any, top_k: Any, config: LookupConfig) -> tu
     return query.strip(), category, top_k
 
 
-def _run_l1(query: str, index: KnowledgeIndex, config: LookupConfig, decision: FilterDecision,
+def _run_l1(query: str, filters: dict[str, str] | None, index: KnowledgeIndex, config: LookupConfig,
             top_k: int) -> L1Outcome:
+    """One L1 search under `filters`, or the outcome that stands in for it (disabled, unavailable, failed)."""
     if not config.l1_enabled:
         return L1Outcome("disabled")
     if index.l1 is None:
@@ -128,7 +136,7 @@ def _run_l1(query: str, index: KnowledgeIndex, config: LookupConfig, decision: F
     try:  # the one broad catch: any L1 failure falls back to L0 evidence, recorded with its cause
         if config.simulate_l1_failure:
             raise SimulatedL1Failure("simulated L1 failure (simulate_l1_failure drill)")
-        result = index.l1.search(query, top_k=max(config.l1_pool, top_k), filters=decision.applied,
+        result = index.l1.search(query, top_k=max(config.l1_pool, top_k), filters=filters,
                                  min_score=config.l1_min_score, tfidf_weight=config.l1_tfidf_weight,
                                  page_weight=config.page_weight)
     except Exception as exc:  # noqa: BLE001
@@ -136,8 +144,9 @@ def _run_l1(query: str, index: KnowledgeIndex, config: LookupConfig, decision: F
     return L1Outcome("ok" if result.candidates else "empty", result)
 
 
-def _evidence(hints: L0Hints, outcome: L1Outcome, index: KnowledgeIndex, config: LookupConfig,
-              category: str | None, top_k: int) -> tuple[list[EvidenceBlock], int, int]:
+def _ranked(hints: L0Hints, outcome: L1Outcome, index: KnowledgeIndex, config: LookupConfig,
+            category: str | None) -> _Ranked:
+    """L1's candidates merged with L0's evidence and ranked (not yet cut to top_k)."""
     l1_blocks = [l1_block(c) for c in (outcome.result.candidates if outcome.result else ())]
     l0_blocks = [l0_block(m, entry) for m in hints.matches if (entry := index.kb.entry(m.source)) is not None]
     if category is not None:  # the caller's filter binds L0 evidence too
@@ -146,26 +155,36 @@ def _evidence(hints: L0Hints, outcome: L1Outcome, index: KnowledgeIndex, config:
     merged = dedupe(candidates)
     ranked = rank(merged, l0_weight=config.l0_weight, l1_weight=config.l1_weight, l0_bound=hints.score_bound,
                   page_weight=config.page_weight)
-    return ([trim_reasons(truncate(b, config.snippet_chars), MAX_L1_REASONS) for b in ranked[:top_k]], len(candidates),
-            len(candidates) - len(merged))
+    return _Ranked(outcome, tuple(ranked), len(candidates), len(candidates) - len(merged))
 
 
-def _overall_layer(hints: L0Hints, outcome: L1Outcome) -> str:
-    l1 = outcome.result is not None and bool(outcome.result.candidates)
-    if hints.match_count and l1:
-        return "L0+L1"
-    return "L0" if hints.match_count else ("L1" if l1 else "none")
+def _vote(hints: L0Hints, probe: _Ranked, category: str | None, config: LookupConfig) -> DomainVote:
+    """The domain vote: over the unfiltered ranking, or over L0's matches alone when L1 gave no unfiltered
+    ranking (disabled, failed, unavailable, or bound by the caller's category)."""
+    if category is None and probe.outcome.result is not None:
+        basis, blocks = "ranking", probe.blocks
+    else:
+        basis = "l0_matches"
+        blocks = tuple(b for b in probe.blocks if "L0" in b.layers) if category is None else ()
+    voters = [Voter(b.source, b.title, b.score, b.domains, b.retrieval_layer) for b in blocks]
+    coverage: dict[str, float] = {}
+    for match in hints.matches:
+        for domain in match.domains:
+            coverage[domain] = max(coverage.get(domain, 0.0), match.coverage)
+    return vote_domains(voters, basis=basis, top_n=config.l0_domain_top_n, temperature=config.l0_domain_temperature,
+                        min_share=config.l0_domain_min_share, l0_coverage=coverage,
+                        min_coverage=config.l0_domain_min_coverage)
 
 
-def _details(layer: str, hints: L0Hints, decision: FilterDecision, outcome: L1Outcome, counts: tuple[int, int],
-             blocks: list[EvidenceBlock], timings: Mapping[str, float]) -> dict[str, Any]:
-    candidate_count, merged = counts
-    return {"retrieval_layer": layer, "l0": hints.to_dict(), "filter": decision.to_dict(),
-            "l1": outcome.to_dict(), "candidate_count": candidate_count, "evidence_count": len(blocks),
-            "duplicates_merged": merged,
-            "evidence": [b.summary() for b in blocks[:MAX_SUMMARIES]],
-            "evidence_sources": [b.source for b in blocks],
-            "timings_ms": {k: round(v, 3) for k, v in timings.items()}}
+def _filtered(query: str, probe: _Ranked, decision: FilterDecision, hints: L0Hints, index: KnowledgeIndex,
+              config: LookupConfig, top_k: int) -> tuple[_Ranked, FilterDecision]:
+    """The L1 search under an L0-derived filter; widened back to the unfiltered `probe` when much weaker."""
+    if decision.decision != "applied" or probe.outcome.result is None:
+        return probe, decision  # no filter, the caller's (already applied), or no L1 to filter
+    filtered = _ranked(hints, _run_l1(query, decision.applied, index, config, top_k), index, config, None)
+    widening = guard(best_score(filtered.blocks), best_score(probe.blocks), config.filter_widen_ratio)
+    decision = FilterDecision(decision.decision, decision.l0_domains, decision.applied, widening)
+    return (probe if widening.widened else filtered), decision
 
 
 def _timed(timings: dict[str, float], stage: str, work):

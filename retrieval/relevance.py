@@ -8,6 +8,7 @@ from typing import Any
 
 from .evidence import EvidenceBlock
 from .l0 import L0Hints
+from .statuses import RelevanceLevel, check
 
 # Calibrated on data/queries.jsonl (default config): every primary at L1 >= 0.4 was relevant or a
 # near miss; between 0.25 and 0.4, 13 of 16 were; below 0.25 most were wrong, and the queries nothing
@@ -21,9 +22,12 @@ MEDIUM_L1_SCORE = 0.25
 class Relevance:
     """`level` in high/medium/low/none; `semantic_support` only when L1 evidence backs the primary."""
 
-    level: str
+    level: RelevanceLevel
     semantic_support: bool
     basis: str
+
+    def __post_init__(self) -> None:
+        check(self.level, RelevanceLevel, "relevance level")
 
     def to_dict(self) -> dict[str, Any]:
         return {"level": self.level, "semantic_support": self.semantic_support, "basis": self.basis}

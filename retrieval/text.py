@@ -40,7 +40,7 @@ def analyze(text: str) -> list[str]:
     """L1's terms: `tokenize`'s unigrams plus each adjacent pair ("front_matter"), so phrases outscore
     scattered words. On the Hugo natural questions, page-level BM25 gained +0.017 MRR@10 from the pairs."""
     terms = tokenize(text)
-    return terms + [f"{a}_{b}" for a, b in zip(terms, terms[1:])]
+    return terms + [f"{a}_{b}" for a, b in zip(terms, terms[1:], strict=False)]
 
 
 def shares_term(query_terms: set[str], text: str) -> bool:

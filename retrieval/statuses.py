@@ -1,0 +1,17 @@
+"""The closed vocabularies of `retrieval_details`: every status is one of these, checked when built."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, get_args
+
+Layer = Literal["L0+L1", "L0", "L1", "none"]
+FilterStatus = Literal["applied", "skipped_no_domain", "skipped_ambiguous", "disabled", "caller"]
+L1Status = Literal["ok", "empty", "failed", "disabled", "unavailable"]
+RelevanceLevel = Literal["high", "medium", "low", "none"]
+
+
+def check(value: Any, allowed: Any, name: str) -> None:
+    """Raise ValueError unless `value` is one of the Literal type `allowed`'s values."""
+    options = get_args(allowed)
+    if value not in options:
+        raise ValueError(f"{name} must be one of {', '.join(options)}, got {value!r}")
