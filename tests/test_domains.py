@@ -1,0 +1,112 @@
+"""The domain vote that decides which domains L0's hints carry, and the widening guard."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from retrieval import LookupConfig, build_index, load_knowledge_base, lookup_knowledge
+from retrieval.domains import Voter, vote_domains
+from retrieval.filters import guard
+from retrieval.statuses import FilterStatus, check
+
+RULE = {"top_n": 3, "temperature": 0.2, "min_share": 0.1}
+
+
+def _voter(source: str, score: float, *domains: str) -> Voter:
+    return Voter(source, source.title(), score, domains, "L1")
+
+
+def test_near_unanimous_top_pages_carry_one_domain():
+    vote = vote_domains([_voter("a", 1.0, "alerting"), _voter("b", 0.9, "alerting"), _voter("c", 0.2, "billing")],
+                        basis="ranking", **RULE)
+    billing_weight = math.exp(-0.8 / 0.2)
+    assert vote.accepted == ("alerting",)
+    shares = {e.domain: e.share for e in vote.evidence}
+    assert shares["billing"] == pytest.approx(billing_weight / (1 + math.exp(-0.5) + billing_weight))
+    assert [v.source for v in vote.evidence[0].supporting] == ["a", "b"]
+
+
+def test_a_close_second_domain_makes_the_vote_ambiguous():
+    vote = vote_domains([_voter("a", 1.0, "alerting"), _voter("b", 0.95, "billing")], basis="ranking", **RULE)
+    assert set(vote.accepted) == {"alerting", "billing"}
+
+
+def test_a_near_best_uncategorised_page_blocks_the_vote():
+    vote = vote_domains([_voter("a", 1.0, "alerting"), _voter("readme", 0.98)], basis="ranking", **RULE)
+    assert vote.accepted == ()
+    assert vote.uncategorised_share == pytest.approx(math.exp(-0.1) / (1 + math.exp(-0.1)))
+
+
+def test_a_page_in_two_categories_splits_its_weight():
+    vote = vote_domains([_voter("a", 1.0, "security", "api")], basis="ranking", **RULE)
+    assert {e.domain: e.share for e in vote.evidence} == {"api": 0.5, "security": 0.5}
+    assert set(vote.accepted) == {"api", "security"}
+
+
+def test_a_whole_query_l0_match_carries_its_domain_beside_the_vote():
+    vote = vote_domains([_voter("a", 1.0, "integrations")], basis="ranking", l0_coverage={"alerting": 1.0,
+                        "billing": 0.3}, min_coverage=0.8, **RULE)
+    assert set(vote.accepted) == {"integrations", "alerting"}
+    assert "billing" not in vote.accepted
+
+
+def test_no_voters_and_no_coverage_vote_for_nothing():
+    vote = vote_domains([], basis="ranking", **RULE)
+    assert (vote.basis, vote.accepted, vote.evidence) == ("none", (), ())
+
+
+def test_vote_details_name_the_rule_and_its_thresholds():
+    payload = vote_domains([_voter("a", 1.0, "alerting")], basis="ranking", min_coverage=0.8, **RULE).to_dict()
+    assert {"basis", "rule", "top_n", "temperature", "min_share", "min_coverage", "uncategorised_share",
+            "domains"} <= set(payload)
+    assert "10%" in payload["rule"] and "0.2" in payload["rule"]
+    assert payload["domains"][0]["supporting"][0] == {"source": "a", "title": "A", "score": 1.0, "via": "L1"}
+
+
+def test_guard_widens_only_a_much_weaker_filtered_result():
+    assert guard(0.5, 1.0, 0.8).widened
+    assert not guard(0.85, 1.0, 0.8).widened
+    assert guard(None, 1.0, 0.8).widened  # the filter left nothing
+    assert not guard(0.1, 1.0, 0.0).widened  # ratio 0 turns the guard off
+
+
+def test_unknown_status_is_refused_with_the_allowed_values():
+    with pytest.raises(ValueError, match="applied, skipped_no_domain"):
+        check("maybe", FilterStatus, "filter decision")
+
+
+def test_l0_match_coverage_is_the_share_of_query_idf_its_fields_hold(index):
+    hints = index.l0.match("silence")
+    assert hints.matches[0].coverage == pytest.approx(1.0)
+    partial = index.l0.match("silence for the night shift rota")
+    assert 0 < partial.matches[0].coverage < 0.5
+
+
+WIDEN_KB = {
+    "guides/reset.md": "---\ntitle: Widget reset\n---\nReset the widget: hold the widget reset button, the widget "
+                       "reset light blinks, the widget reset completes. Widget reset done.\n",
+    "billing/reset.md": "---\ntitle: Widget reset\ncategory: Billing\n---\nCharges stay the same.\n",
+    "billing/plans.md": "---\ntitle: Plans\ncategory: Billing\n---\nPlans and prices.\n",
+    **{f"misc/page{i}.md": f"---\ntitle: Topic {word}\ncategory: Misc\n---\nAll about {word}.\n"
+       for i, word in enumerate(["dashboards", "tokens", "agents", "exports", "alerts"])},
+}
+
+
+def test_weak_filtered_result_widens_and_says_so(tmp_path):
+    for source, text in WIDEN_KB.items():
+        (tmp_path / source).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / source).write_text(text, encoding="utf-8")
+    index = build_index(load_knowledge_base(tmp_path), svd_dims=8)
+    result = lookup_knowledge("widget reset", index=index, config=LookupConfig(filter_widen_ratio=0.9))
+    details = result.retrieval_details
+    assert details["filter"]["decision"] == "applied"  # the whole-title L0 match carries billing alone
+    assert details["filter"]["applied"] == {"category": "billing"}  # sent first, as the spec requires
+    assert details["filter"]["widened"] is True
+    best = details["filter"]["best_scores"]
+    assert best["filtered"] < 0.9 * best["unfiltered"] and "widen when" in details["filter"]["widen_rule"]
+    assert result.primary.source == "guides/reset.md"  # the widened result reaches outside the filter
+    kept = lookup_knowledge("widget reset", index=index, config=LookupConfig(filter_widen_ratio=0.0))
+    assert "widened" not in kept.retrieval_details["filter"]
+    assert all("billing" in b.domains for b in kept.evidence_blocks if b.l1_score is not None)
