@@ -30,6 +30,7 @@ from .corpus import Chunk
 from .text import analyze, normalize_label
 
 FILTER_KEYS = ("category", "source")
+SECTIONS_PER_PAGE = 3  # sections of one page L1 returns; the rest stay out of the pool
 
 
 @dataclass(frozen=True)
@@ -97,6 +98,7 @@ class L1Index:
                                         (self.page_of_chunk, np.arange(len(sources)))),
                                        shape=(len(self.page_sources), len(sources)))
         self.page_lexical, _ = _bm25_weights((membership @ counts).tocsr(), self.k1, self.page_b)
+        self._page_rows = _group_rows(self.page_of_chunk, len(self.page_sources))
         self.tfidf = TfidfTransformer(sublinear_tf=True).fit(counts)
         dims = min(self.svd_dims, counts.shape[1] - 1, counts.shape[0] - 1)
         self.lsa = None
@@ -145,7 +147,7 @@ class L1Index:
         positive = score > 0
         kept = positive & (score >= min_score - 1e-9)
         dropped = int(positive.sum() - kept.sum())
-        top = _top(np.where(kept, score + page_weight * page, -np.inf), top_k)
+        top = self._best_pages_sections(np.where(kept, score + page_weight * page, -np.inf), top_k)
         lsa = scores.lsa
         return L1Result(tuple(L1Candidate(self.chunks[i], float(score[i]), float(scores.lexical[i]),
                                           None if lsa is None else float(lsa[i]), float(page[i]))
@@ -158,6 +160,16 @@ class L1Index:
         self._mask(filters or {})  # an unknown filter key fails before any scoring
         return self.select(self.score(query, tfidf_weight=tfidf_weight), top_k=top_k, filters=filters,
                            min_score=min_score, page_weight=page_weight)
+
+    def _best_pages_sections(self, fused: np.ndarray, top_k: int) -> list[int]:
+        """Chunks of the `top_k` best pages (a page ranks by its best chunk), at most SECTIONS_PER_PAGE each,
+        best first: a page with many matching sections cannot crowd other pages out of the pool."""
+        page_best = np.full(len(self.page_sources), -np.inf)
+        np.maximum.at(page_best, self.page_of_chunk, fused)
+        pages = _top(page_best, top_k)
+        chosen = [i for p in pages
+                  for i in _top(_slice_or_empty(fused, self._page_rows[p]), SECTIONS_PER_PAGE, self._page_rows[p])]
+        return sorted(chosen, key=lambda i: (-fused[i], i))
 
     def _relative_page_scores(self, pages: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
         """Per chunk: its page's BM25 score divided by the best allowed page's."""
@@ -207,10 +219,23 @@ def _rows_by(labels_per_row) -> dict[str, np.ndarray]:
     return {k: np.asarray(v, dtype=np.int64) for k, v in rows.items()}
 
 
-def _top(score: np.ndarray, k: int) -> list[int]:
+def _top(score: np.ndarray, k: int, ids: np.ndarray | None = None) -> list[int]:
+    """Positions (or `ids[position]`) of the `k` best finite scores, best first, ties by position."""
     finite = np.flatnonzero(np.isfinite(score))
     if finite.size == 0:
         return []
     if finite.size > k:
         finite = finite[np.argpartition(-score[finite], k - 1)[:k]]
-    return sorted(finite.tolist(), key=lambda i: (-score[i], i))
+    ranked = sorted(finite.tolist(), key=lambda i: (-score[i], i))
+    return ranked if ids is None else [int(ids[i]) for i in ranked]
+
+
+def _slice_or_empty(values: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    return values[rows] if rows.size else np.empty(0)
+
+
+def _group_rows(groups: np.ndarray, n_groups: int) -> list[np.ndarray]:
+    """For each group number, the rows holding it (one stable sort instead of a scan per group)."""
+    order = np.argsort(groups, kind="stable")
+    bounds = np.searchsorted(groups[order], np.arange(n_groups + 1))
+    return [order[bounds[g]:bounds[g + 1]] for g in range(n_groups)]
