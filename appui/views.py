@@ -92,8 +92,10 @@ def evidence_cards(blocks: Sequence[Mapping[str, Any]], *, full: bool = True) ->
 
 
 def timings(details: Mapping[str, Any]) -> None:
+    """Per-stage timings; a value that is not a number (a masked golden, an odd trace) is shown as is."""
     values = details.get("timings_ms") or {}
-    st.markdown("**Timings (ms)** · " + " · ".join(f"{k} `{v:.1f}`" for k, v in values.items()))
+    st.markdown("**Timings (ms)** · " + " · ".join(
+        f"{k} `{v:.1f}`" if isinstance(v, int | float) else f"{k} `{v}`" for k, v in values.items()))
 
 
 def lookup_result(result: Mapping[str, Any]) -> None:
