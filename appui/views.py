@@ -12,6 +12,8 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from appui import domain_view
+
 LAYER_COLOURS = {"L0": "orange", "L1": "blue", "L0+L1": "green", "none": "gray"}
 L1_COLOURS = {"ok": "green", "empty": "orange", "failed": "red", "unavailable": "red", "disabled": "gray"}
 
@@ -30,19 +32,20 @@ def hints(details: Mapping[str, Any]) -> None:
     st.markdown(f"**L0 hints** · {l0.get('match_count', 0)} match(es)")
     columns = st.columns(4)
     for column, (label, name) in zip(columns, (("Matched titles", "matched_titles"),
-                                               ("Keywords", "matched_keywords"), ("Domains", "domains"),
+                                               ("Keywords", "matched_keywords"), ("Domains carried", "domains"),
                                                ("Entities", "entities")), strict=True):
         column.markdown(f"{label}  \n{chips(l0.get(name) or [])}")
 
 
 def filter_and_l1(details: Mapping[str, Any]) -> None:
+    """The filter decision with why this domain (left) beside what L1 did (right)."""
     decision, l1 = details.get("filter") or {}, details.get("l1") or {}
     left, right = st.columns(2)
-    left.markdown(f"**Filter decision:** `{decision.get('decision')}` · L0 domains "
-                  f"{chips(decision.get('l0_domains') or [])}")
-    applied = decision.get("applied")
-    left.markdown(f"Exact filter sent to L1: `{json.dumps(applied)}`" + ("" if applied else
-                  " (no filter: L1 searched every category)"))
+    with left:
+        st.markdown(f"**Filter decision:** `{decision.get('decision')}` · L0 domains "
+                    f"{chips(decision.get('l0_domains') or [])}")
+        st.markdown(domain_view.filter_sent(decision, l1))
+        domain_view.why_domain(details, key="lookup_domain_evidence")
     status = str(l1.get("status"))
     right.markdown(f"**L1 status:** {badge(status, L1_COLOURS)} · searched {l1.get('rows_searched', 0)} rows · "
                    f"{l1.get('dropped_below_min_score', 0)} below min score")
@@ -89,8 +92,10 @@ def evidence_cards(blocks: Sequence[Mapping[str, Any]], *, full: bool = True) ->
 
 
 def timings(details: Mapping[str, Any]) -> None:
+    """Per-stage timings; a value that is not a number (a masked golden, an odd trace) is shown as is."""
     values = details.get("timings_ms") or {}
-    st.markdown("**Timings (ms)** · " + " · ".join(f"{k} `{v:.1f}`" for k, v in values.items()))
+    st.markdown("**Timings (ms)** · " + " · ".join(
+        f"{k} `{v:.1f}`" if isinstance(v, int | float) else f"{k} `{v}`" for k, v in values.items()))
 
 
 def lookup_result(result: Mapping[str, Any]) -> None:
@@ -114,6 +119,7 @@ def compact_details(details: Mapping[str, Any], *, title: str) -> None:
     st.markdown(f"Layer {badge(str(details.get('retrieval_layer')), LAYER_COLOURS)} · L1 "
                 f"{badge(str(l1.get('status')), L1_COLOURS)} · filter `{decision.get('decision')}` "
                 f"→ `{json.dumps(decision.get('applied'))}`")
+    domain_view.why_domain_compact(details)
     st.caption(f"L0 domains {chips(l0.get('domains') or [])} · titles {chips(l0.get('matched_titles') or [])}")
     st.caption(f"L0 {l0.get('match_count', 0)} · L1 {l1.get('candidate_count', 0)} · candidates "
                f"{details.get('candidate_count', 0)} · blocks {details.get('evidence_count', 0)} · merged "
@@ -133,8 +139,11 @@ def trace_in_full(row: Mapping[str, Any]) -> None:
         st.markdown("**config**")
         st.json(_loads(row.get("config")), expanded=False)
     with right:
+        details = _loads(row.get("retrieval_details"))
+        if isinstance(details, Mapping):
+            domain_view.why_domain_compact(details)
         st.markdown("**retrieval_details**")
-        st.json(_loads(row.get("retrieval_details")), expanded=2)
+        st.json(details, expanded=2)
 
 
 def _loads(value: Any) -> Any:
