@@ -109,7 +109,11 @@ def widen_note(decision: Mapping[str, Any]) -> str | None:
     applied = decision.get("applied") or {}
     target = ", ".join(str(v) for v in applied.values()) or "the L0 domain"
     rule = str(decision.get("widen_rule") or "")
-    ratio = rule.split("below ", 1)[1].split(" ", 1)[0] if "below " in rule else "the widen ratio"
+    ratio = decision.get("widen_ratio")
+    if ratio is None:  # traces written before `widen_ratio` was recorded: read it from the rule sentence
+        ratio = rule.split("below ", 1)[1].split(" ", 1)[0] if "below " in rule else "the widen ratio"
+    elif isinstance(ratio, (int, float)):
+        ratio = f"{ratio:g}"
     return (f"The filter to {target} was sent first, but its best score ({_score(best.get('filtered'))}) was "
             f"below {ratio} × the unfiltered best ({_score(best.get('unfiltered'))}), so the lookup widened "
             f"to every category.")

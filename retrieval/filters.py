@@ -54,7 +54,7 @@ class FilterDecision:
         if guard is not None and guard.widened:
             decided.update(widened=True, best_scores={"filtered": _round(guard.filtered_best),
                                                       "unfiltered": _round(guard.unfiltered_best)},
-                           widen_rule=guard.rule)
+                           widen_ratio=guard.ratio, widen_rule=guard.rule)
         return decided
 
 
