@@ -80,11 +80,27 @@ def l0_block(match: L0Match, entry: Entry) -> EvidenceBlock:
 def l1_block(candidate: L1Candidate) -> EvidenceBlock:
     """L1 evidence: the matched chunk, with its cosine scores in the hit reason."""
     chunk = candidate.chunk
-    detail = f"semantic match in '{chunk.breadcrumb}' (lexical {candidate.lexical_score:.3f}"
-    detail += f", lsa {candidate.lsa_score:.3f})" if candidate.lsa_score is not None else ")"
-    return EvidenceBlock(chunk.source, chunk.title, chunk.breadcrumb, "L1", chunk.text,
-                         (HitReason("L1", "section", detail, candidate.score),),
+    return EvidenceBlock(chunk.source, chunk.title, chunk.breadcrumb, "L1", chunk.text, (_l1_reason(candidate),),
                          l1_score=candidate.score, page_score=candidate.page_score, domains=chunk.domains)
+
+
+def _l1_reason(candidate: L1Candidate) -> HitReason:
+    detail = f"semantic match in '{candidate.chunk.breadcrumb}' (lexical {candidate.lexical_score:.3f}"
+    detail += f", lsa {candidate.lsa_score:.3f})" if candidate.lsa_score is not None else ")"
+    return HitReason("L1", "section", detail, candidate.score)
+
+
+def l1_page_block(candidates: Sequence[L1Candidate]) -> EvidenceBlock:
+    """One page's L1 evidence in one step (what merging its sections' blocks gives, without the copies):
+    the best section's content, every section's hit reason, the other sections listed."""
+    best = max(candidates, key=lambda c: c.score)
+    chunk = best.chunk
+    sections = tuple(dict.fromkeys(c.chunk.breadcrumb for c in candidates
+                                   if c.chunk.breadcrumb and c.chunk.breadcrumb != chunk.breadcrumb))
+    return EvidenceBlock(chunk.source, chunk.title, chunk.breadcrumb, "L1", chunk.text,
+                         tuple(dict.fromkeys(_l1_reason(c) for c in candidates)), l1_score=best.score,
+                         page_score=max(c.page_score for c in candidates), other_sections=sections,
+                         domains=chunk.domains)
 
 
 def merge(first: EvidenceBlock, second: EvidenceBlock) -> EvidenceBlock:
@@ -141,7 +157,8 @@ def trim_reasons(block: EvidenceBlock, per_layer: int) -> EvidenceBlock:
     for layer in dict.fromkeys(r.layer for r in block.hit_reasons):
         ranked = sorted((r for r in block.hit_reasons if r.layer == layer), key=lambda r: -(r.score or 0.0))
         kept.extend(ranked if layer == "L0" else ranked[:per_layer])
-    return replace(block, hit_reasons=tuple(kept))
+    return block if len(kept) == len(block.hit_reasons) and tuple(kept) == block.hit_reasons else \
+        replace(block, hit_reasons=tuple(kept))
 
 
 def layer_label(layers: Iterable[str]) -> str:
@@ -155,8 +172,8 @@ def _rank_key(block: EvidenceBlock) -> tuple[float, float]:
     return (block.l1_score if block.l1_score is not None else -1.0, block.l0_score or 0.0)
 
 
-def _max(a: float | None, b: float | None) -> float | None:
-    values = [v for v in (a, b) if v is not None]
+def _max(*scores: float | None) -> float | None:
+    values = [v for v in scores if v is not None]
     return max(values) if values else None
 
 

@@ -19,6 +19,7 @@ The filter masks rows *before* top-k, so a filtered search returns the best rows
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -110,6 +111,7 @@ class L1Index:
             self.lsa = normalize(self.svd.fit_transform(self.tfidf.transform(counts))).astype(np.float32)
             # contiguous copy: svd.transform re-lays components_.T out on every query (5 ms at 26k terms)
             self._projection = np.ascontiguousarray(self.svd.components_.T, dtype=np.float32)
+        self._last_scores: tuple[tuple[str, float], L1Scores] | None = None
         self._rows_by_domain = _rows_by(c.domains for c in self.chunks)
         self._rows_by_source = _rows_by((c.source,) for c in self.chunks)
 
@@ -118,31 +120,45 @@ class L1Index:
         return 0 if self.lsa is None else self.lsa.shape[1]
 
     def score(self, query: str, *, tfidf_weight: float = 0.5) -> L1Scores:
-        """Every chunk's score for `query` and every page's BM25 score: computed once per lookup, so an
-        unfiltered probe and a filtered search share it."""
-        counts = self.vectorizer.transform([query]).tocsr()
-        if counts.nnz == 0:
+        """Every chunk's score for `query` and every page's BM25 score. The last query's scores are kept,
+        so a lookup's unfiltered probe and its filtered search score the query once."""
+        key = (query, tfidf_weight)
+        last = getattr(self, "_last_scores", None)
+        if last is not None and last[0] == key:
+            return last[1]
+        scores = self._score(query, tfidf_weight)
+        self._last_scores = (key, scores)  # one tuple assignment: a concurrent caller sees old or new, whole
+        return scores
+
+    def _score(self, query: str, tfidf_weight: float) -> L1Scores:
+        ids, counts = self._query_terms(query)
+        if ids.size == 0:
             return L1Scores(None, None, None, None)
-        q = self._weigh_pairs(counts, self.section_pair_weight)
+        pairs = self._is_pair[ids]
+        weights = np.where(pairs, counts * self.section_pair_weight, counts)
         # column slice of the CSC matrix: cost follows the query terms' postings, not the corpus size
-        bound = float(q.data @ self.idf[q.indices]) * (self.k1 + 1)
-        tfidf = np.asarray(self.lexical[:, q.indices] @ q.data, dtype=np.float32).ravel() / bound
+        bound = float(weights @ self.idf[ids]) * (self.k1 + 1)
+        tfidf = np.asarray(self.lexical[:, ids] @ weights, dtype=np.float32).ravel() / bound
         lsa = None
         blended = tfidf
         if self.lsa is not None and self.svd is not None:
-            qz = normalize(np.asarray(self.tfidf.transform(counts) @ self._projection)).astype(np.float32).ravel()
-            lsa = self.lsa @ qz
+            # the sublinear TF-IDF of the query, projected (its L2 norm cancels in the final normalisation)
+            query_tfidf = ((1.0 + np.log(counts)) * self.tfidf.idf_[ids]).astype(np.float32)
+            projected = query_tfidf @ self._projection[ids]
+            norm = float(np.linalg.norm(projected))
+            lsa = self.lsa @ (projected / norm) if norm > 0 else np.zeros(len(self.chunks), dtype=np.float32)
             blended = tfidf_weight * tfidf + (1 - tfidf_weight) * np.clip(lsa, 0.0, None)
-        p = self._weigh_pairs(counts, self.page_pair_weight)
-        pages = np.asarray(self.page_lexical[:, p.indices] @ p.data, dtype=np.float64).ravel()
+        page_weights = np.where(pairs, counts * self.page_pair_weight, counts)
+        pages = np.asarray(self.page_lexical[:, ids] @ page_weights, dtype=np.float64).ravel()
         return L1Scores(blended, tfidf, lsa, pages)
 
-    def _weigh_pairs(self, counts: sparse.csr_matrix, weight: float) -> sparse.csr_matrix:
-        """The query's term counts with its word pairs scaled by `weight` (0 drops them)."""
-        q = counts.copy()
-        q.data = np.where(self._is_pair[q.indices], q.data * weight, q.data).astype(np.float32)
-        q.eliminate_zeros()
-        return q
+    def _query_terms(self, query: str) -> tuple[np.ndarray, np.ndarray]:
+        """The query's known term ids and their counts (what CountVectorizer.transform gives, minus its
+        input validation, which cost more than the scoring on small bases)."""
+        vocabulary = self.vectorizer.vocabulary_
+        counted = Counter(t for t in analyze(query) if t in vocabulary)
+        ids = np.fromiter((vocabulary[t] for t in counted), dtype=np.int64, count=len(counted))
+        return ids, np.fromiter(counted.values(), dtype=np.float64, count=len(counted))
 
     def select(self, scores: L1Scores, *, top_k: int, filters: Mapping[str, str] | None = None,
                min_score: float = 0.0, page_weight: float = 0.0) -> L1Result:
@@ -174,12 +190,20 @@ class L1Index:
     def _best_pages_sections(self, fused: np.ndarray, top_k: int) -> list[int]:
         """Chunks of the `top_k` best pages (a page ranks by its best chunk), at most SECTIONS_PER_PAGE each,
         best first: a page with many matching sections cannot crowd other pages out of the pool."""
-        page_best = np.full(len(self.page_sources), -np.inf)
-        np.maximum.at(page_best, self.page_of_chunk, fused)
-        pages = _top(page_best, top_k)
-        chosen = [i for p in pages
-                  for i in _top(_slice_or_empty(fused, self._page_rows[p]), SECTIONS_PER_PAGE, self._page_rows[p])]
-        return sorted(chosen, key=lambda i: (-fused[i], i))
+        rows = np.flatnonzero(np.isfinite(fused))
+        if rows.size == 0:
+            return []
+        pages = self.page_of_chunk[rows]
+        order = np.lexsort((rows, -fused[rows], pages))  # by page, then best chunk first, ties by position
+        rows, pages = rows[order], pages[order]
+        first = np.r_[True, pages[1:] != pages[:-1]]
+        starts = np.flatnonzero(first)
+        rank_in_page = np.arange(rows.size) - np.repeat(starts, np.diff(np.r_[starts, rows.size]))
+        leaders = rows[first]  # each page's best chunk
+        best_pages = set(pages[first][_top(fused[leaders], top_k)].tolist())
+        keep = (rank_in_page < SECTIONS_PER_PAGE) & np.isin(pages, list(best_pages))
+        chosen = rows[keep]
+        return chosen[np.lexsort((chosen, -fused[chosen]))].tolist()
 
     def _relative_page_scores(self, pages: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
         """Per chunk: its page's BM25 score divided by the best allowed page's."""

@@ -17,11 +17,12 @@ from typing import Any
 from .config import LookupConfig
 from .details import Counts, L1Outcome, RetrievalDetails, best_score, overall_layer
 from .domains import DomainVote, Voter, vote_domains
-from .evidence import EvidenceBlock, dedupe, l0_block, l1_block, rank, trim_reasons, truncate
+from .evidence import EvidenceBlock, dedupe, l0_block, l1_page_block, rank, trim_reasons, truncate
 from .filters import FilterDecision, decide_filter, guard
 from .index import KnowledgeIndex
 from .invocation import Recorder, ToolInvocation
 from .l0 import L0Hints
+from .l1 import L1Candidate
 from .relevance import Relevance, assess
 from .text import normalize_label
 
@@ -147,15 +148,17 @@ def _run_l1(query: str, filters: dict[str, str] | None, index: KnowledgeIndex, c
 def _ranked(hints: L0Hints, outcome: L1Outcome, index: KnowledgeIndex, config: LookupConfig,
             category: str | None) -> _Ranked:
     """L1's candidates merged with L0's evidence and ranked (not yet cut to top_k)."""
-    l1_blocks = [l1_block(c) for c in (outcome.result.candidates if outcome.result else ())]
+    by_page: dict[str, list[L1Candidate]] = {}
+    for candidate in outcome.result.candidates if outcome.result else ():
+        by_page.setdefault(candidate.chunk.source, []).append(candidate)
     l0_blocks = [l0_block(m, entry) for m in hints.matches if (entry := index.kb.entry(m.source)) is not None]
     if category is not None:  # the caller's filter binds L0 evidence too
         l0_blocks = [b for b in l0_blocks if normalize_label(category) in b.domains]
-    candidates = l1_blocks + l0_blocks
-    merged = dedupe(candidates)
+    count = sum(len(c) for c in by_page.values()) + len(l0_blocks)
+    merged = dedupe([l1_page_block(c) for c in by_page.values()] + l0_blocks)
     ranked = rank(merged, l0_weight=config.l0_weight, l1_weight=config.l1_weight, l0_bound=hints.score_bound,
                   page_weight=config.page_weight)
-    return _Ranked(outcome, tuple(ranked), len(candidates), len(candidates) - len(merged))
+    return _Ranked(outcome, tuple(ranked), count, count - len(merged))
 
 
 def _vote(hints: L0Hints, probe: _Ranked, category: str | None, config: LookupConfig) -> DomainVote:

@@ -101,3 +101,24 @@ def test_a_real_l1_exception_falls_back_to_l0(index, monkeypatch):
     result = lookup_knowledge("invoice", index=index)
     assert result.retrieval_details["l1"]["error"] == {"type": "MemoryError", "message": "out of memory in LSA"}
     assert result.primary.source == "billing/invoices.md" and not result.relevance.semantic_support
+
+
+def test_query_scoring_matches_scikit_learns_transforms(index):
+    """The hand-rolled query path (term ids, sublinear TF-IDF, projection) equals sklearn's transforms."""
+    import numpy as np
+    from sklearn.preprocessing import normalize
+
+    l1 = index.l1
+    for query in ("alert escalation routing routing", "rotate the OAuth token", "retention rollups"):
+        scores = l1.score(query, tfidf_weight=0.0)
+        counts = l1.vectorizer.transform([query])
+        expected = l1.lsa @ normalize(np.asarray(l1.tfidf.transform(counts) @ l1._projection)).ravel()
+        assert np.allclose(scores.lsa, expected, atol=1e-5)
+        assert np.array_equal(np.sort(counts.indices), np.sort(l1._query_terms(query)[0]))
+
+
+def test_last_scores_are_reused_only_for_the_same_query(index):
+    first = index.l1.score("silence alerts", tfidf_weight=0.9)
+    assert index.l1.score("silence alerts", tfidf_weight=0.9) is first
+    assert index.l1.score("silence alerts", tfidf_weight=0.5) is not first
+    assert index.l1.score("invoice", tfidf_weight=0.9) is not first
