@@ -7,8 +7,8 @@ pages without a category vote for no domain. A domain is carried when its share 
 `min_share` and beats the share of pages without a category; one carried domain becomes the L1 filter (filters.decide_filter), several are ambiguous.
 
 Measured on the Hugo natural questions (dev set, 155): the old rule (every matched entry's domain)
-fired on 20% at precision 0.65; this vote (top 3, temperature 0.2, min share 0.1) fires on 22% at
-0.94, and the answer lies outside the filter for 3.9% of questions. When L1 did not run (disabled,
+fired on 20% at precision 0.65; this vote (top 3, temperature 0.2, min share 0.1) fires on 17% at
+0.96, and the answer lies outside the filter for 3.2% of questions. When L1 did not run (disabled,
 failed, unavailable), only L0's matches vote.
 """
 
