@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, get_args
 
 from .l0 import L0Hints
 from .statuses import FilterStatus, check
 from .text import normalize_label
 
-DECISIONS = ("applied", "skipped_no_domain", "skipped_ambiguous", "disabled", "caller")
+DECISIONS: tuple[str, ...] = get_args(FilterStatus)
 
 
 @dataclass(frozen=True)

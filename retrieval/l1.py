@@ -102,7 +102,6 @@ class L1Index:
                                         (self.page_of_chunk, np.arange(len(sources)))),
                                        shape=(len(self.page_sources), len(sources)))
         self.page_lexical, _ = _bm25_weights((membership @ counts).tocsr(), self.k1, self.page_b)
-        self._page_rows = _group_rows(self.page_of_chunk, len(self.page_sources))
         self.tfidf = TfidfTransformer(sublinear_tf=True).fit(counts)
         dims = min(self.svd_dims, counts.shape[1] - 1, counts.shape[0] - 1)
         self.lsa = None
@@ -183,7 +182,7 @@ class L1Index:
     def search(self, query: str, *, top_k: int, filters: Mapping[str, str] | None = None,
                min_score: float = 0.0, tfidf_weight: float = 0.5, page_weight: float = 0.0) -> L1Result:
         """`score` then `select`: the best `top_k` chunks for `query` among the rows the filters allow."""
-        self._mask(filters or {})  # an unknown filter key fails before any scoring
+        _check_filter_keys(filters or {})  # an unknown filter key fails before any scoring
         return self.select(self.score(query, tfidf_weight=tfidf_weight), top_k=top_k, filters=filters,
                            min_score=min_score, page_weight=page_weight)
 
@@ -216,9 +215,7 @@ class L1Index:
         return (per_chunk / best).astype(np.float32) if best > 0 else np.zeros_like(per_chunk, dtype=np.float32)
 
     def _mask(self, filters: Mapping[str, str]) -> np.ndarray | None:
-        unknown = sorted(set(filters) - set(FILTER_KEYS))
-        if unknown:
-            raise ValueError(f"unknown L1 filter key(s) {unknown}; supported: {', '.join(FILTER_KEYS)}")
+        _check_filter_keys(filters)
         mask = None
         for key, value in filters.items():
             index = self._rows_by_domain if key == "category" else self._rows_by_source
@@ -227,6 +224,12 @@ class L1Index:
             rows[index.get(wanted, np.empty(0, dtype=np.int64))] = True
             mask = rows if mask is None else mask & rows
         return mask
+
+
+def _check_filter_keys(filters: Mapping[str, str]) -> None:
+    unknown = sorted(set(filters) - set(FILTER_KEYS))
+    if unknown:
+        raise ValueError(f"unknown L1 filter key(s) {unknown}; supported: {', '.join(FILTER_KEYS)}")
 
 
 def _bm25_weights(counts: sparse.csr_matrix, k1: float, b: float) -> tuple[sparse.csc_matrix, np.ndarray]:
@@ -253,23 +256,11 @@ def _rows_by(labels_per_row) -> dict[str, np.ndarray]:
     return {k: np.asarray(v, dtype=np.int64) for k, v in rows.items()}
 
 
-def _top(score: np.ndarray, k: int, ids: np.ndarray | None = None) -> list[int]:
-    """Positions (or `ids[position]`) of the `k` best finite scores, best first, ties by position."""
+def _top(score: np.ndarray, k: int) -> list[int]:
+    """Positions of the `k` best finite scores, best first, ties by position."""
     finite = np.flatnonzero(np.isfinite(score))
     if finite.size == 0:
         return []
     if finite.size > k:
         finite = finite[np.argpartition(-score[finite], k - 1)[:k]]
-    ranked = sorted(finite.tolist(), key=lambda i: (-score[i], i))
-    return ranked if ids is None else [int(ids[i]) for i in ranked]
-
-
-def _slice_or_empty(values: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    return values[rows] if rows.size else np.empty(0)
-
-
-def _group_rows(groups: np.ndarray, n_groups: int) -> list[np.ndarray]:
-    """For each group number, the rows holding it (one stable sort instead of a scan per group)."""
-    order = np.argsort(groups, kind="stable")
-    bounds = np.searchsorted(groups[order], np.arange(n_groups + 1))
-    return [order[bounds[g]:bounds[g + 1]] for g in range(n_groups)]
+    return sorted(finite.tolist(), key=lambda i: (-score[i], i))

@@ -11,7 +11,7 @@ L1 is empty or fails, L0's evidence is still returned and the relevance says it 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .config import LookupConfig
@@ -186,7 +186,7 @@ def _filtered(query: str, probe: _Ranked, decision: FilterDecision, hints: L0Hin
         return probe, decision  # no filter, the caller's (already applied), or no L1 to filter
     filtered = _ranked(hints, _run_l1(query, decision.applied, index, config, top_k), index, config, None)
     widening = guard(best_score(filtered.blocks), best_score(probe.blocks), config.filter_widen_ratio)
-    decision = FilterDecision(decision.decision, decision.l0_domains, decision.applied, widening)
+    decision = replace(decision, widening=widening)
     return (probe if widening.widened else filtered), decision
 
 

@@ -38,7 +38,7 @@ def tokenize(text: str) -> list[str]:
 
 def analyze(text: str) -> list[str]:
     """L1's terms: `tokenize`'s unigrams plus each adjacent pair ("front_matter"), so phrases outscore
-    scattered words. On the Hugo natural questions, page-level BM25 gained +0.017 MRR@10 from the pairs."""
+    scattered words (how much a pair counts is L1's choice: see l1.py)."""
     terms = tokenize(text)
     return terms + [f"{a}_{b}" for a, b in zip(terms, terms[1:], strict=False)]
 
