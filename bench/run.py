@@ -66,7 +66,7 @@ def main() -> None:
               f"{len(index.l1.arrays.unigrams):,} terms")
         print(f"cache load: {load_seconds:.2f} s (build / load = {open_seconds / load_seconds:.0f}x)")
         del index
-        queries = queries_from(corpus, args.queries)
+        queries = [(query, category) for category, query in queries_from(corpus, args.queries)]
         _measure(cached, queries, Path(scratch), args.no_naive)
     print(f"peak RSS of the whole run: {_peak_rss_gb():.2f} GB")
     _startup()

@@ -36,7 +36,7 @@ from .text import normalize_label
 
 FILTER_KEYS = ("category", "source")
 SECTIONS_PER_PAGE = 3  # sections of one page L1 returns; the rest stay out of the pool
-FIRST_BLOCK_PAGES = 64  # pages scored in the first block of a bounded selection; each next block is 4x
+FIRST_BLOCK_ROWS = 512  # rows with the best bounds scored first (at least 16 per requested page)
 
 
 @dataclass(frozen=True)
@@ -189,11 +189,11 @@ class L1Index:
         kept = positive & (blended >= min_score - 1e-9)
         fused = blended + page_weight * page_relative[self.arrays.page_of_chunk[rows]]
         chosen = _best_pages_sections(rows[kept], fused[kept], self.arrays.page_of_chunk, top_k)
-        position = {int(r): i for i, r in enumerate(rows.tolist())} if chosen else {}
+        order = np.argsort(rows, kind="stable")
+        positions = order[np.searchsorted(rows[order], chosen)] if chosen else []
         has_lsa = scores.query_vector is not None
         candidates = []
-        for row in chosen:
-            i = position[row]
+        for row, i in zip(chosen, np.asarray(positions).tolist(), strict=True):
             candidates.append(L1Candidate(self.chunks[row], float(blended[i]), float(scores.lexical[row]),
                                           float(lsa[i]) if has_lsa else None,
                                           float(page_relative[self.arrays.page_of_chunk[row]])))
@@ -209,33 +209,88 @@ class L1Index:
 
     def _bounded_rows(self, scores: L1Scores, page_relative: np.ndarray, allowed: np.ndarray | None, top_k: int,
                       page_weight: float, min_score: float) -> tuple[np.ndarray, np.ndarray]:
-        """Rows of the pages that can reach the top `top_k`, found by scoring pages in order of their bound,
-        with their LSA cosines."""
+        """The rows that can be among the result, with their LSA cosines; every other row is proved unable.
+
+        A row's fused score is at most `w * lexical + (1 - w) + page_weight * page score` (a cosine is at
+        most 1). Round one scores the rows with the best bounds; its `top_k`-th best page gives a threshold
+        T, and round two scores every row whose bound reaches T, which makes the `top_k` pages exact. Then
+        each chosen page's rows that could still be among its best SECTIONS_PER_PAGE are scored too.
+        """
         a, w = self.arrays, scores.tfidf_weight
-        matched = np.flatnonzero(scores.lexical)
-        best_lexical = np.zeros(self.n_pages, dtype=np.float32)
-        np.maximum.at(best_lexical, a.page_of_chunk[matched], scores.lexical[matched])
-        lsa_cap = (1 - w) if scores.query_vector is not None else 0.0
-        bound = page_weight * page_relative + w * best_lexical + lsa_cap
-        # a page none of whose chunks can reach min_score (or score above 0) cannot be chosen
-        possible = (w * best_lexical + lsa_cap >= min_score - 1e-9) & (w * best_lexical + lsa_cap > 0)
-        pages = np.flatnonzero(possible) if allowed is None else allowed[possible[allowed]]
-        block = FIRST_BLOCK_PAGES
-        while True:
-            if pages.size <= block:
-                rows = self._rows_of(pages)
-                return rows, self.lsa_scores(scores, rows)
-            part = np.argpartition(-bound[pages], block - 1)
-            head, rest = pages[part[:block]], pages[part[block:]]
-            rows = self._rows_of(head)
-            lsa = self.lsa_scores(scores, rows)
-            blended = w * scores.lexical[rows] + (1 - w) * np.clip(lsa, 0.0, None)
-            kept = (blended > 0) & (blended >= min_score - 1e-9)
-            fused = blended + page_weight * page_relative[a.page_of_chunk[rows]]
-            leaders = _page_leaders(a.page_of_chunk[rows[kept]], fused[kept])
-            if leaders.size >= top_k and -np.partition(-leaders, top_k - 1)[top_k - 1] > bound[rest].max():
-                return rows, lsa
-            block *= 4
+        lexical = scores.lexical
+        cap = (1 - w) if scores.query_vector is not None else 0.0
+        floor = max(min_score - 1e-9, 0.0)
+        matched = np.flatnonzero(lexical)
+        pages = np.arange(self.n_pages) if allowed is None else allowed
+        if allowed is not None:
+            inside = np.zeros(self.n_pages, dtype=bool)
+            inside[allowed] = True
+            matched = matched[inside[a.page_of_chunk[matched]]]
+        blend_bound = w * lexical[matched] + cap
+        reachable = (blend_bound >= floor) & (blend_bound > 0)
+        matched = matched[reachable]
+        matched_bound = blend_bound[reachable] + page_weight * page_relative[a.page_of_chunk[matched]]
+        # rows without a lexical match blend to at most `cap`: one bound per page
+        unmatched_pages = pages if (cap > 0 and cap >= floor) else np.empty(0, dtype=np.int64)
+        unmatched_bound = cap + page_weight * page_relative[unmatched_pages]
+
+        def rows_reaching(threshold: float) -> np.ndarray:
+            extra = self._rows_of(unmatched_pages[unmatched_bound >= threshold])
+            return np.concatenate([matched[matched_bound >= threshold], extra[lexical[extra] == 0]])
+
+        first = max(FIRST_BLOCK_ROWS, 16 * top_k)
+        threshold = (-np.partition(-matched_bound, first - 1)[first - 1] if matched.size > first
+                     else (matched_bound.min() if matched.size else floor))
+        rows = rows_reaching(threshold)
+        lsa, fused, kept = self._fused(scores, rows, page_relative, page_weight, floor)
+        kth = _kth_page_leader(a.page_of_chunk[rows[kept]], fused[kept], top_k)
+        if kth < threshold:
+            rows = rows_reaching(max(kth, floor))
+            lsa, fused, kept = self._fused(scores, rows, page_relative, page_weight, floor)
+        extra = self._section_candidates(scores, rows, fused, kept, page_relative, page_weight, floor, top_k)
+        if extra.size:
+            extra_lsa = self.lsa_scores(scores, extra)
+            rows, lsa = np.concatenate([rows, extra]), np.concatenate([lsa, extra_lsa])
+        return rows, lsa
+
+    def _fused(self, scores: L1Scores, rows: np.ndarray, page_relative: np.ndarray, page_weight: float,
+               floor: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """LSA cosines, fused scores and the kept mask (blend above 0 and at least the minimum) of `rows`."""
+        w = scores.tfidf_weight
+        lsa = self.lsa_scores(scores, rows)
+        blended = w * scores.lexical[rows] + (1 - w) * np.clip(lsa, 0.0, None)
+        kept = (blended > 0) & (blended >= floor)
+        return lsa, blended + page_weight * page_relative[self.arrays.page_of_chunk[rows]], kept
+
+    def _section_candidates(self, scores: L1Scores, rows: np.ndarray, fused: np.ndarray, kept: np.ndarray,
+                            page_relative: np.ndarray, page_weight: float, floor: float, top_k: int) -> np.ndarray:
+        """Unscored rows of the chosen pages whose bound reaches their page's SECTIONS_PER_PAGE-th best."""
+        a, w = self.arrays, scores.tfidf_weight
+        cap = (1 - w) if scores.query_vector is not None else 0.0
+        kept_rows, kept_fused = rows[kept], fused[kept]
+        if kept_rows.size == 0:
+            return np.empty(0, dtype=np.int64)
+        pages = a.page_of_chunk[kept_rows]
+        order = np.lexsort((kept_rows, -kept_fused, pages))
+        pages, ranked_fused = pages[order], kept_fused[order]
+        first = np.r_[True, pages[1:] != pages[:-1]]
+        starts = np.flatnonzero(first)
+        leader_pages, leader_scores = pages[first], ranked_fused[first]
+        chosen = leader_pages[np.lexsort((leader_pages, -leader_scores))[:top_k]]
+        counts = np.diff(np.r_[starts, pages.size])
+        needed = np.full(self.n_pages, -np.inf)
+        full = counts >= SECTIONS_PER_PAGE
+        needed[leader_pages[full]] = ranked_fused[starts[full] + SECTIONS_PER_PAGE - 1]
+        candidates = self._rows_of(chosen)
+        scored = np.zeros(len(self.chunks), dtype=bool) if candidates.size else None
+        if scored is None:
+            return candidates
+        scored[rows] = True
+        candidates = candidates[~scored[candidates]]
+        lexical = scores.lexical[candidates]
+        bound = w * lexical + cap + page_weight * page_relative[a.page_of_chunk[candidates]]
+        possible = ((w * lexical + cap) >= floor) & ((w * lexical + cap) > 0)
+        return candidates[possible & (bound >= needed[a.page_of_chunk[candidates]])]
 
     def _rows_of(self, pages: np.ndarray) -> np.ndarray:
         a = self.arrays
@@ -297,7 +352,10 @@ def _fit_lsa(counts, config: IndexConfig) -> tuple[np.ndarray, np.ndarray, np.nd
     sample = (np.arange(n_rows) if n_rows <= config.svd_sample_rows
               else np.sort(rng.choice(n_rows, config.svd_sample_rows, replace=False)))
     fitted = tfidf[sample]
-    seen = np.flatnonzero(np.bincount(fitted.indices, minlength=n_terms))  # fit on the terms the sample holds
+    # fit on the terms the sample holds; from a sampled (large) base, only those in two sampled chunks or more:
+    # a term seen once shapes no shared direction, and at 100k chunks they are most of the vocabulary
+    least = 1 if sample.size == n_rows else 2
+    seen = np.flatnonzero(np.bincount(fitted.indices, minlength=n_terms) >= least)
     dims = min(config.svd_dims, seen.size - 1, sample.size - 1)
     if dims < 2:
         return idf, np.zeros((n_terms, 0), dtype=np.float32), np.zeros((n_rows, 0), dtype=np.float32)
@@ -331,14 +389,14 @@ def _best_pages_sections(rows: np.ndarray, fused: np.ndarray, page_of_chunk: np.
     return chosen[np.lexsort((chosen, -scores))].tolist()
 
 
-def _page_leaders(pages: np.ndarray, fused: np.ndarray) -> np.ndarray:
-    """Each page's best fused score (one value per distinct page)."""
+def _kth_page_leader(pages: np.ndarray, fused: np.ndarray, k: int) -> float:
+    """The `k`-th best page's best fused score among scored rows (-inf when fewer than `k` pages)."""
     if pages.size == 0:
-        return np.empty(0)
-    order = np.argsort(pages, kind="stable")
-    pages, fused = pages[order], fused[order]
-    starts = np.flatnonzero(np.r_[True, pages[1:] != pages[:-1]])
-    return np.maximum.reduceat(fused, starts)
+        return -np.inf
+    best = np.full(int(pages.max()) + 1, -np.inf)
+    np.maximum.at(best, pages, fused)
+    leaders = best[np.isfinite(best)]
+    return float(-np.partition(-leaders, k - 1)[k - 1]) if leaders.size >= k else -np.inf
 
 
 def _relative(pages: np.ndarray, allowed: np.ndarray | None) -> np.ndarray:

@@ -121,7 +121,7 @@ def test_bounded_selection_equals_the_exact_scan(index, monkeypatch):
     page, so the sample's few pages are pruned as a large base's are)."""
     from retrieval import l1 as l1_module
 
-    monkeypatch.setattr(l1_module, "FIRST_BLOCK_PAGES", 1)
+    monkeypatch.setattr(l1_module, "FIRST_BLOCK_ROWS", 1)
     pruned = 0
     queries = ("alert escalation routing", "rotate the OAuth token", "invoice refund", "retention rollups",
                "silence notifications during maintenance", "zzzz unknown words")
