@@ -63,7 +63,7 @@ def main() -> None:
             raise SystemExit("the second open did not come from the cache")
         print(f"build: {index.build_seconds:.1f} s to index ({open_seconds:.1f} s with loading the Markdown); "
               f"peak RSS {build_rss:.2f} GB; {index.l1.dimensions} LSA dimensions, "
-              f"{len(index.l1.arrays.unigrams):,} terms")
+              f"{len(index.l1.vocabulary):,} terms")
         print(f"cache load: {load_seconds:.2f} s (build / load = {open_seconds / load_seconds:.0f}x)")
         del index
         queries = [(query, category) for category, query in queries_from(corpus, args.queries)]

@@ -9,8 +9,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from . import __version__
-from .corpus import KnowledgeBase, exclude_prefixes, fingerprint, load_knowledge_base
+from .chunk_store import ChunkRows
+from .corpus import Chunk, KnowledgeBase, exclude_prefixes, load_knowledge_base
 from .index_cache import CachedIndex, read_cache, write_cache
 from .index_config import IndexConfig
 from .l0 import L0Index
@@ -48,7 +51,7 @@ def build_index(kb: KnowledgeBase, *, svd_dims: int | None = None, config: Index
     l0 = L0Index(kb.entries)
     _report(progress, "L1: TF-IDF + SVD over chunks", 0.4)
     l1, reason = None, None
-    chunks = [c for c in kb.chunks if c.text.strip() or c.breadcrumb.strip()]
+    chunks = [c for c in kb.chunks if _indexable(c)]
     try:
         l1 = L1Index(chunks, config)
     except ValueError as exc:  # e.g. no chunk has any indexable term
@@ -74,7 +77,7 @@ def open_index(path: str | Path, *, svd_dims: int | None = None, config: IndexCo
         return build_index(load_knowledge_base(path, strict=strict, exclude_fields=excluded, exclude_paths=prefixes),
                            config=config, progress=progress)
     _report(progress, "hashing the knowledge base", 0.0)
-    key = _cache_key(fingerprint(path, exclude_fields=excluded, exclude_paths=prefixes), config, strict, prefixes)
+    key = _cache_key(f"{file_signature(path)}|{excluded}", config, strict, prefixes)
     folder = Path(cache_dir or default_cache_dir()) / key
     cached = read_cache(folder)
     if cached is not None:
@@ -82,8 +85,8 @@ def open_index(path: str | Path, *, svd_dims: int | None = None, config: IndexCo
         return _from_cache(cached)
     index = build_index(load_knowledge_base(path, strict=strict, exclude_fields=excluded, exclude_paths=prefixes),
                         config=config, progress=progress)
-    write_cache(folder, CachedIndex(index.kb, index.l1.arrays if index.l1 else None, index.l1_unavailable_reason,
-                                    config, index.build_seconds))
+    write_cache(folder, CachedIndex(index.kb, index.l1.arrays if index.l1 else None, _l1_rows(index.kb),
+                                    index.l1_unavailable_reason, config, index.build_seconds))
     return index
 
 
@@ -126,11 +129,49 @@ def _cache_key(corpus_fingerprint: str, config: IndexConfig, strict: bool, exclu
 
 def _from_cache(cached: CachedIndex) -> KnowledgeIndex:
     l1 = None
-    if cached.arrays is not None:
-        chunks = [c for c in cached.kb.chunks if c.text.strip() or c.breadcrumb.strip()]
-        l1 = L1Index(chunks, cached.index_config, arrays=cached.arrays)
+    if cached.arrays is not None and cached.l1_rows is not None and cached.store is not None:
+        l1 = L1Index(ChunkRows(cached.store, cached.l1_rows), cached.index_config, arrays=cached.arrays)
     return KnowledgeIndex(cached.kb, L0Index(cached.kb.entries), l1, cached.l1_unavailable_reason,
                           cached.index_config.svd_dims, cached.build_seconds, True, cached.index_config)
+
+
+def file_signature(path: str | Path) -> str:
+    """Hash of every file's path, size, inode, and modification and change times under `path` (or of the
+    one file): the cache key's view of the corpus. Any edit changes a change time (`ctime` cannot be set
+    back), and stat-ing 6k files costs milliseconds where hashing their bytes cost seconds; the content
+    fingerprint is still computed at build and kept with the index (`kb.fingerprint`)."""
+    root = Path(path).resolve()
+    digest = hashlib.sha256(str(root).encode("utf-8", "surrogatepass"))
+    if not root.is_dir():
+        digest.update(_stat_line(str(root), root.name))
+        return digest.hexdigest()
+    for folder, subfolders, names in os.walk(root):
+        subfolders.sort()
+        for name in sorted(names):
+            full = os.path.join(folder, name)
+            digest.update(_stat_line(full, os.path.relpath(full, root)))
+    return digest.hexdigest()
+
+
+def _stat_line(full: str, relative: str) -> bytes:
+    facts = []
+    for stat in (os.lstat, os.stat):  # the link itself and what it points to
+        try:
+            st = stat(full)
+            facts.append(f"{st.st_size}:{st.st_ino}:{st.st_mtime_ns}:{st.st_ctime_ns}")
+        except OSError as exc:
+            facts.append(type(exc).__name__)
+    return f"{relative}|{'|'.join(facts)}\n".encode("utf-8", "surrogatepass")
+
+
+def _indexable(chunk: Chunk) -> bool:
+    """L1 indexes chunks with some text or a breadcrumb."""
+    return bool(chunk.text.strip() or chunk.breadcrumb.strip())
+
+
+def _l1_rows(kb: KnowledgeBase) -> np.ndarray:
+    """Positions, in the base's chunk order, of the chunks L1 indexes."""
+    return np.flatnonzero(np.fromiter((_indexable(c) for c in kb.chunks), dtype=bool)).astype(np.int64)
 
 
 def _with_dims(config: IndexConfig | None, svd_dims: int | None) -> IndexConfig:

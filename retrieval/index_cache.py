@@ -22,11 +22,12 @@ from typing import Any
 
 import numpy as np
 
-from .corpus import Chunk, Entry, KnowledgeBase, LoadProblem
+from .chunk_store import ChunkRows, ChunkStore, TextColumn
+from .corpus import Entry, KnowledgeBase, LoadProblem
 from .index_config import IndexConfig
 from .l1 import L1Arrays
 
-FORMAT = 2
+FORMAT = 3
 KEEP_CACHED = 16
 DEFAULT_MAX_MB = 4096
 MANIFEST = "manifest.json"
@@ -40,14 +41,16 @@ class CacheWarning(UserWarning):
 
 @dataclasses.dataclass(frozen=True)
 class CachedIndex:
-    """What a cache folder holds: the knowledge base, the L1 arrays (None when L1 was unavailable) and
-    the build facts."""
+    """What a cache folder holds: the knowledge base, the L1 arrays (None when L1 was unavailable) with
+    the chunk rows L1 indexes (positions in the base's chunk order), and the build facts."""
 
     kb: KnowledgeBase
     arrays: L1Arrays | None
+    l1_rows: np.ndarray | None
     l1_unavailable_reason: str | None
     index_config: IndexConfig
     build_seconds: float
+    store: ChunkStore | None = None  # set on read: the chunks' columns behind the base's entries
 
 
 def max_cache_bytes() -> int:
@@ -81,13 +84,13 @@ def write_cache(folder: Path, cached: CachedIndex) -> None:
         folder.parent.mkdir(parents=True, exist_ok=True)
         temporary = Path(tempfile.mkdtemp(dir=folder.parent, prefix=".building-"))
         files: dict[str, Any] = {}
-        if cached.arrays is not None:
+        if cached.arrays is not None and cached.l1_rows is not None:
             for field in dataclasses.fields(L1Arrays):
-                value = getattr(cached.arrays, field.name)
-                if field.name == "unigrams":
-                    files[field.name] = _write_json(temporary / "unigrams.json", list(value))
-                else:
-                    files[field.name] = _write_array(temporary / f"{field.name}.npy", np.asarray(value))
+                files[field.name] = _write_array(temporary / f"{field.name}.npy", getattr(cached.arrays, field.name))
+            files["l1_rows"] = _write_array(temporary / "l1_rows.npy", cached.l1_rows)
+        store = ChunkStore.of(cached.kb.entries)
+        for name, value in _store_arrays(store).items():
+            files[name] = _write_array(temporary / f"{name}.npy", value)
         entries = _write_json(temporary / ENTRIES, [_entry_dict(e) for e in cached.kb.entries])
         manifest = {"format": FORMAT, "files": files, "entries": entries,
                     "kb": _kb_dict(cached.kb), "l1_unavailable_reason": cached.l1_unavailable_reason,
@@ -127,20 +130,48 @@ def _read(folder: Path) -> CachedIndex:
     manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise ValueError(f"manifest format is not {FORMAT}")
-    entries = [_entry(e) for e in _read_json(folder, manifest["entries"])]
-    kb = _kb(manifest["kb"], entries)
-    arrays = None
     files = manifest["files"]
-    if files:
-        values = {}
-        for field in dataclasses.fields(L1Arrays):
-            if field.name == "unigrams":
-                values[field.name] = tuple(_read_json(folder, files[field.name]))
-            else:
-                values[field.name] = _read_array(folder, files[field.name], field.name in MEMORY_MAPPED)
-        arrays = L1Arrays(**values)
-    return CachedIndex(kb, arrays, manifest["l1_unavailable_reason"], IndexConfig(**manifest["index_config"]),
-                       float(manifest["build_seconds"]))
+    heads = _read_json(folder, manifest["entries"])
+    columns = {name: _read_array(folder, files[name], False) for name in STORE_ARRAYS}
+    store = ChunkStore(tuple(_head(h) for h in heads), columns["chunk_entry"], columns["chunk_position"],
+                       TextColumn(columns["breadcrumb_blob"], columns["breadcrumb_offsets"]),
+                       TextColumn(columns["text_blob"], columns["text_offsets"]))
+    _check_store(store, heads)
+    starts = np.r_[0, np.cumsum([int(h["chunk_count"]) for h in heads])]
+    entries = [_entry(h, ChunkRows(store, np.arange(starts[i], starts[i + 1]))) for i, h in enumerate(heads)]
+    kb = _kb(manifest["kb"], entries)
+    arrays, l1_rows = None, None
+    if "l1_rows" in files:
+        arrays = L1Arrays(**{f.name: _read_array(folder, files[f.name], f.name in MEMORY_MAPPED)
+                             for f in dataclasses.fields(L1Arrays)})
+        l1_rows = _read_array(folder, files["l1_rows"], False)
+        if l1_rows.size and (l1_rows.min() < 0 or l1_rows.max() >= len(store)):
+            raise ValueError("l1_rows names chunks the base does not hold")
+    return CachedIndex(kb, arrays, l1_rows, manifest["l1_unavailable_reason"],
+                       IndexConfig(**manifest["index_config"]), float(manifest["build_seconds"]), store)
+
+
+def _store_arrays(store: ChunkStore) -> dict[str, np.ndarray]:
+    return {"chunk_entry": store.entry_of, "chunk_position": store.position,
+            "breadcrumb_blob": store.breadcrumbs.blob, "breadcrumb_offsets": store.breadcrumbs.offsets,
+            "text_blob": store.texts.blob, "text_offsets": store.texts.offsets}
+
+
+STORE_ARRAYS = ("chunk_entry", "chunk_position", "breadcrumb_blob", "breadcrumb_offsets", "text_blob",
+                "text_offsets")
+
+
+def _check_store(store: ChunkStore, heads: list[Any]) -> None:
+    """The chunk columns agree with each other and with the entries (counts, offsets in range)."""
+    n = len(store.entry_of)
+    if sum(int(h["chunk_count"]) for h in heads) != n or len(store.position) != n:
+        raise ValueError("chunk columns and entries disagree on the number of chunks")
+    for column in (store.breadcrumbs, store.texts):
+        offsets = column.offsets
+        if len(offsets) != n + 1 or offsets[0] != 0 or offsets[-1] != column.blob.size or np.any(np.diff(offsets) < 0):
+            raise ValueError("a text column's offsets do not fit its bytes")
+    if n and (store.entry_of.min() < 0 or store.entry_of.max() >= len(heads)):
+        raise ValueError("a chunk names an entry the base does not hold")
 
 
 def _write_array(path: Path, array: np.ndarray) -> dict[str, Any]:
@@ -188,17 +219,23 @@ def _sha256(path: Path) -> str:
 
 
 def _entry_dict(entry: Entry) -> dict[str, Any]:
+    for chunk in entry.chunks:  # what the chunk store leaves to the entry must be the entry's
+        if (chunk.source, chunk.title, chunk.domains) != (entry.source, entry.title, entry.domains):
+            raise OSError(f"chunk {chunk.chunk_id} differs from its entry in source, title or domains")
     return {"source": entry.source, "title": entry.title, "categories": list(entry.categories),
             "keywords": list(entry.keywords), "entities": list(entry.entities), "description": entry.description,
-            "chunks": [[c.position, c.title, c.breadcrumb, c.text, list(c.domains)] for c in entry.chunks]}
+            "chunk_count": len(entry.chunks)}
 
 
-def _entry(data: dict[str, Any]) -> Entry:
-    source = str(data["source"])
-    chunks = tuple(Chunk(source, int(position), str(title), str(crumb), str(text), tuple(map(str, domains)))
-                   for position, title, crumb, text, domains in data["chunks"])
-    return Entry(source, str(data["title"]), tuple(map(str, data["categories"])), tuple(map(str, data["keywords"])),
-                 tuple(map(str, data["entities"])), str(data["description"]), chunks)
+def _head(data: dict[str, Any]) -> tuple[str, str, tuple[str, ...]]:
+    entry = _entry(data, ())
+    return entry.source, entry.title, entry.domains
+
+
+def _entry(data: dict[str, Any], chunks: Any) -> Entry:
+    return Entry(str(data["source"]), str(data["title"]), tuple(map(str, data["categories"])),
+                 tuple(map(str, data["keywords"])), tuple(map(str, data["entities"])), str(data["description"]),
+                 chunks)
 
 
 def _kb_dict(kb: KnowledgeBase) -> dict[str, Any]:

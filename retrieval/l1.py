@@ -28,10 +28,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .chunk_store import TextColumn
 from .corpus import Chunk
 from .index_config import IndexConfig
 from .postings import postings_sum
-from .terms import count_terms, query_terms, vocabulary_of
+from .terms import TermIndex, count_terms, query_terms
 from .text import normalize_label
 
 FILTER_KEYS = ("category", "source")
@@ -77,8 +78,11 @@ class L1Scores:
 class L1Arrays:
     """Everything L1 searches with, as plain arrays (what the cache stores; no fitted objects)."""
 
-    unigrams: tuple[str, ...]
-    pair_keys: np.ndarray  # int64, sorted: first * len(unigrams) + second
+    unigram_blob: np.ndarray  # uint8: the unigrams' UTF-8 bytes (see chunk_store.TextColumn)
+    unigram_offsets: np.ndarray  # int64
+    unigram_hashes: np.ndarray  # int64, sorted (see terms.TermIndex)
+    unigram_ids: np.ndarray  # int64: the unigram id of each sorted hash
+    pair_keys: np.ndarray  # int64, sorted: first * number of unigrams + second
     section_indptr: np.ndarray  # CSC by unigram: BM25 weights per chunk
     section_rows: np.ndarray
     section_weights: np.ndarray
@@ -109,19 +113,15 @@ class L1Index:
         self.config = config
         self.arrays = arrays if arrays is not None else build_arrays(chunks, config)
         a = self.arrays
-        self.vocabulary = vocabulary_of(a.unigrams)
-        self.page_sources = tuple(dict.fromkeys(c.source for c in chunks))
+        self.vocabulary = TermIndex(TextColumn(a.unigram_blob, a.unigram_offsets), a.unigram_hashes, a.unigram_ids)
+        # one chunk per page names its source and domains (a page's chunks share them)
+        first_chunks = [chunks[int(row)] for row in a.page_row_order[a.page_row_starts[:-1]]]
+        self.page_sources = tuple(c.source for c in first_chunks)
         self.n_pages = len(self.page_sources)
-        self._pages_by_domain = _pages_by((chunks[int(rows[0])].domains for rows in self._page_rows_iter()),
-                                          self.n_pages)
+        self._pages_by_domain = _pages_by((c.domains for c in first_chunks), self.n_pages)
         self._page_by_source = {source: page for page, source in enumerate(self.page_sources)}
         self._page_sizes = np.diff(a.page_row_starts)
         self._last_scores: tuple[tuple[str, float], L1Scores] | None = None
-
-    def _page_rows_iter(self):
-        a = self.arrays
-        for p in range(len(a.page_row_starts) - 1):
-            yield a.page_row_order[a.page_row_starts[p]:a.page_row_starts[p + 1]]
 
     @property
     def dimensions(self) -> int:
@@ -143,7 +143,7 @@ class L1Index:
         ids, counts = query_terms(query, self.vocabulary, a.pair_keys)
         if ids.size == 0:
             return L1Scores(None, None, None, tfidf_weight)
-        n_unigrams = len(a.unigrams)
+        n_unigrams = len(self.vocabulary)
         words = ids < n_unigrams
         word_ids, word_counts = ids[words], counts[words]
         lexical = np.zeros(len(self.chunks), dtype=np.float32)
@@ -328,7 +328,9 @@ def build_arrays(chunks: Sequence[Chunk], config: IndexConfig) -> L1Arrays:
     lsa_idf, projection, lsa = _fit_lsa(counts.chunks, config)
     order = np.argsort(page_of_chunk, kind="stable")
     starts = np.r_[0, np.cumsum(np.bincount(page_of_chunk, minlength=len(page_number)))].astype(np.int64)
-    return L1Arrays(counts.unigrams, counts.pair_keys, section_weights.indptr.astype(np.int64),
+    terms = TermIndex.of(counts.unigrams)
+    column = TextColumn.of(counts.unigrams)
+    return L1Arrays(column.blob, column.offsets, terms.hashes, terms.ids, counts.pair_keys, section_weights.indptr.astype(np.int64),
                     section_weights.indices, section_weights.data.astype(np.float32), section_idf,
                     page_weights.indptr.astype(np.int64), page_weights.indices,
                     page_weights.data.astype(np.float32), page_idf, lsa_idf, projection, lsa, page_of_chunk,

@@ -107,3 +107,25 @@ def test_cache_key_includes_the_library_versions(kb_dir, tmp_path, monkeypatch):
     open_index(kb_dir, svd_dims=16, cache_dir=tmp_path)
     monkeypatch.setattr(index_module, "_library_versions", lambda: ("numpy==0.0",))
     assert not open_index(kb_dir, svd_dims=16, cache_dir=tmp_path).from_cache
+
+
+def test_edited_file_of_the_same_size_is_not_served_from_the_cache(kb_dir, tmp_path):
+    import shutil
+
+    kb = tmp_path / "kb"
+    shutil.copytree(kb_dir, kb)
+    open_index(kb, svd_dims=16, cache_dir=tmp_path / "cache")
+    page = next(kb.rglob("*.md"))
+    text = page.read_text()
+    page.write_text(text.replace("a", "e", 1) if "a" in text else text.upper())
+    assert page.stat().st_size == len(text.encode())
+    assert not open_index(kb, svd_dims=16, cache_dir=tmp_path / "cache").from_cache
+
+
+def test_cached_chunks_read_as_the_built_ones(kb_dir, tmp_path):
+    built = open_index(kb_dir, svd_dims=16, cache_dir=tmp_path)
+    loaded = open_index(kb_dir, svd_dims=16, cache_dir=tmp_path)
+    assert loaded.kb.chunks == built.kb.chunks
+    assert list(loaded.l1.chunks) == list(built.l1.chunks)
+    assert [e.source for e in loaded.kb.entries] == [e.source for e in built.kb.entries]
+    assert loaded.kb.fingerprint == built.kb.fingerprint
