@@ -59,11 +59,10 @@ def mcp_server(folder: Path, *flags: str) -> Iterator[Client]:
                                    args=["-m", "retrieval", "mcp", "--traces", str(traces), *flags],
                                    env={"LOOKUP_KNOWLEDGE_CACHE": str(folder.parent / "index-cache")})
     info = types.Implementation(name=CLIENT_NAME, version="1.0")
-    with start_blocking_portal() as portal:
-        with portal.wrap_async_context_manager(stdio_client(params)) as (read, write):
-            with portal.wrap_async_context_manager(ClientSession(read, write, client_info=info)) as session:
-                portal.call(session.initialize)
-                yield Client(portal, session, traces)
+    with start_blocking_portal() as portal, portal.wrap_async_context_manager(stdio_client(params)) as streams, \
+            portal.wrap_async_context_manager(ClientSession(*streams, client_info=info)) as session:
+        portal.call(session.initialize)
+        yield Client(portal, session, traces)
 
 
 @pytest.fixture(scope="module")
