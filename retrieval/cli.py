@@ -125,6 +125,8 @@ def _serve_mcp(args: argparse.Namespace, kb: Any) -> None:
     except ImportError as exc:
         raise ValueError(f"the MCP server needs the mcp package ({exc}); "
                          f"install it with pip install 'lookup-knowledge[mcp]'") from None
+    if args.http is not None and not 1 <= args.http <= 65535:
+        raise ValueError(f"--http takes a port from 1 to 65535, got {args.http}")
     config = config_from_args(args)
     store = None if args.no_trace else TraceStore(args.traces or default_traces())
     index = open_index(kb, svd_dims=config.svd_dims, strict=args.strict, use_cache=not args.no_cache)

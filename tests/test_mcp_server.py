@@ -7,7 +7,11 @@ the L1 failure drill and the trace count each start their own (a flag, and a shu
 from __future__ import annotations
 
 import json
+import os
+import socket
+import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -24,6 +28,7 @@ import mcp_types as types  # noqa: E402
 from anyio.from_thread import BlockingPortal, start_blocking_portal  # noqa: E402
 from mcp.client.session import ClientSession  # noqa: E402
 from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
+from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 from mcp.shared.exceptions import MCPError  # noqa: E402
 
 from retrieval import TraceStore  # noqa: E402
@@ -172,3 +177,48 @@ def test_6_one_tool_invocation_row_per_call_with_the_client_recorded(tmp_path):
     assert set(rows["tool_name"]) == {TOOL_NAME}
     assert sorted(rows["status"]) == ["error", "ok", "ok"]
     assert {json.loads(a)["client"] for a in rows["arguments"]} == {CLIENT_NAME}
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _wait_for_port(port: int, server: subprocess.Popen, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise AssertionError(f"server exited: {server.stderr.read() if server.stderr else ''}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise AssertionError(f"nothing listens on 127.0.0.1:{port} after {timeout:.0f}s")
+
+
+async def _http_lookup(url: str, query: str) -> types.CallToolResult:
+    info = types.Implementation(name="pytest-http-client", version="1.0")
+    async with streamable_http_client(url) as streams, ClientSession(*streams[:2], client_info=info) as session:
+        await session.initialize()
+        return await session.call_tool(TOOL_NAME, {"query": query})
+
+
+def test_optional_http_transport_serves_on_localhost_only(tmp_path):
+    import anyio
+
+    port = _free_port()
+    server = subprocess.Popen([sys.executable, "-m", "retrieval", "mcp", "--http", str(port), "--no-trace"],
+                              cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                              env={**os.environ, "LOOKUP_KNOWLEDGE_CACHE": str(tmp_path.parent / "index-cache")})
+    try:
+        _wait_for_port(port, server)
+        result = anyio.run(_http_lookup, f"http://127.0.0.1:{port}/mcp", "download an invoice")
+        listening = subprocess.run(["ss", "-Hltn", f"sport = :{port}"], capture_output=True, text=True).stdout
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    assert not result.is_error
+    assert result.structured_content["evidence_blocks"][0]["source"] == "billing/invoices.md"
+    assert {line.split()[3] for line in listening.splitlines()} == {f"127.0.0.1:{port}"}  # local address column
