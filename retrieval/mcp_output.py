@@ -8,6 +8,7 @@ Pure mapping with no `mcp` import, so it is unit-tested on its own. The TypedDic
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 from typing_extensions import TypedDict
@@ -92,7 +93,7 @@ def render_text(output: LookupOutput) -> str:
     """A short plain-text rendering for clients that read only text content."""
     relevance, decided = output["relevance"], output["filter"]
     support = "semantic support" if relevance["semantic_support"] else "no semantic support"
-    applied = f" {decided['applied']}" if decided["applied"] else ""
+    applied = f" {json.dumps(decided['applied'], ensure_ascii=False)}" if decided["applied"] else ""
     lines = [f"relevance: {relevance['level']} ({support}; {relevance['basis']})",
              f"layer: {output['retrieval_layer']}, L1: {output['l1_status']}, "
              f"filter: {decided['decision']}{applied}{' (widened)' if decided['widened'] else ''}",
