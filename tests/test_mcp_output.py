@@ -47,7 +47,8 @@ def test_structured_output_carries_the_filter_decision_and_widening(index):
     output = structured_output(result)
     assert output["filter"] == {"decision": decided["decision"], "l0_domains": decided["l0_domains"],
                                 "applied": decided["applied"], "widened": False}
-    widened = replace(result, retrieval_details={**result.retrieval_details, "filter": {**decided, "widened": True}})
+    details = {**result.retrieval_details, "filter": {**decided, "widened": True}}
+    widened = replace(result, retrieval_details=details)
     assert structured_output(widened)["filter"]["widened"] is True
 
 
@@ -153,14 +154,15 @@ def test_close_recorder_flushes_then_closes_a_store_that_can():
 
 
 def test_importing_retrieval_and_its_cli_does_not_import_mcp():
-    code = "import sys, retrieval, retrieval.cli; print(sorted(m for m in sys.modules if m.split('.')[0] == 'mcp'))"
+    code = ("import sys, retrieval, retrieval.cli; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'mcp'))")
     completed = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert completed.returncode == 0, completed.stderr
     assert completed.stdout.strip() == "[]"
 
 
 def test_mcp_command_without_the_sdk_says_how_to_install_it(kb_dir, monkeypatch, capsys):
-    monkeypatch.setitem(sys.modules, "retrieval.mcp_server", None)  # importing it raises ImportError, as without mcp
+    monkeypatch.setitem(sys.modules, "retrieval.mcp_server", None)  # importing it fails, as without mcp
     assert main(["mcp", "--kb", str(kb_dir), "--no-trace"]) == 2
     error = capsys.readouterr().err
     assert error.startswith("error: the MCP server needs the mcp package") and "lookup-knowledge[mcp]" in error

@@ -171,7 +171,7 @@ def test_6_one_tool_invocation_row_per_call_with_the_client_recorded(tmp_path):
         ids = [server.lookup(query=q).structured_content["invocation_id"] for q in ("invoices", "Slack alerts")]
         assert server.lookup(query="").is_error
         traces = server.traces
-    rows = TraceStore(traces).query("SELECT id, tool_name, status, arguments FROM tool_invocation")  # after shutdown
+    rows = TraceStore(traces).query("SELECT id, tool_name, status, arguments FROM tool_invocation")  # after exit
     assert len(rows) == 3
     assert set(ids) <= set(rows["id"])
     assert set(rows["tool_name"]) == {TOOL_NAME}
