@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 
 import pytest
 from pydantic import TypeAdapter
 
 from retrieval import LookupConfig, lookup_knowledge
-from retrieval.cli import main
+from retrieval.cli import build_parser, config_flag, config_from_args, main
 from retrieval.invocation import ToolInvocation
 from retrieval.mcp_output import (
     TEXT_CONTENT_CHARS,
@@ -167,3 +167,17 @@ def test_mcp_command_without_the_sdk_says_how_to_install_it(kb_dir, monkeypatch,
     error = capsys.readouterr().err
     assert error.startswith("error: the MCP server needs the mcp package") and "lookup-knowledge[mcp]" in error
     assert len(error.strip().splitlines()) == 1
+
+
+def test_mcp_command_takes_every_config_flag_of_lookup():
+    argv: list[str] = []
+    for f in fields(LookupConfig):
+        flag = config_flag(f.name)
+        if f.type in (bool, "bool"):
+            argv.append(flag)
+        else:
+            argv += [flag, str(f.default + 1 if f.type in (int, "int") else f.default / 2)]  # valid, not default
+    served = config_from_args(build_parser().parse_args(["mcp", *argv]))
+    looked_up = config_from_args(build_parser().parse_args(["lookup", "q", *argv]))
+    assert served == looked_up
+    assert [f.name for f in fields(LookupConfig) if getattr(served, f.name) == f.default] == []
