@@ -1,84 +1,223 @@
-"""Benchmarks (not tests): `python bench/run.py [--entries N] [--chunks M]`.
+"""Benchmark (not a test): `python bench/run.py --chunks 100000` (or 1000000).
 
-Prints ratios measured in one run, since absolute times drift on shared machines:
-- L0: our sparse BM25Okapi scoring vs rank-bm25's `get_scores` (same scores) on N synthetic entries;
-- L1: a filtered search vs an unfiltered one on M synthetic chunks, and the time per query.
+Builds a real-text knowledge base from the machine's man pages and /usr/share/doc (bench/realtext.py,
+category = where the text came from), then measures in one run and prints ratios, since absolute times
+drift on shared machines:
+- build time, cache load time, peak RSS;
+- lookup end to end with a TraceStore recorder (p50/p95), against the naive design in the same run:
+  rank-bm25 `get_scores` over the entries, then scikit-learn TfidfVectorizer -> TruncatedSVD.transform ->
+  cosine over every chunk;
+- L0 alone; L1 fast (bounded) and exact, unfiltered and filtered by the query's category, and the recall@30
+  of fast against exact; the trace record cost; a profile breakdown of the lookup.
 """
 
 from __future__ import annotations
 
 import argparse
-import random
+import cProfile
+import io
+import pstats
+import resource
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np  # noqa: E402
-from rank_bm25 import BM25Okapi  # noqa: E402
+from realtext import build_corpus, queries_from  # noqa: E402
 
-from retrieval.corpus import Chunk, Entry  # noqa: E402
-from retrieval.l0 import L0Index, entry_terms  # noqa: E402
-from retrieval.l1 import L1Index  # noqa: E402
+from retrieval import LookupConfig, TraceStore, lookup_knowledge, open_index  # noqa: E402
+from retrieval.l0 import entry_terms  # noqa: E402
 from retrieval.text import tokenize  # noqa: E402
 
-WORDS = [f"w{i}" for i in range(20_000)]
-DOMAINS = [f"domain {i}" for i in range(20)]
-
-
-def _words(rng: random.Random, n: int) -> str:
-    return " ".join(rng.choice(WORDS[: 2000 + rng.randrange(18_000)]) for _ in range(n))
-
-
-def _entries(n: int, rng: random.Random) -> list[Entry]:
-    return [Entry(f"e{i}", _words(rng, 6), (rng.choice(DOMAINS),), tuple(_words(rng, 2).split()),
-                  (_words(rng, 1),), "", ()) for i in range(n)]
-
-
-def _timed(work, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        started = time.perf_counter()
-        work()
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
-
-
-def bench_l0(n: int, rng: random.Random) -> None:
-    entries = _entries(n, rng)
-    ours, reference = L0Index(entries), BM25Okapi([entry_terms(e) for e in entries])
-    queries = [tokenize(_words(rng, 4)) for _ in range(10)]
-    assert max(np.abs(ours.scores(q) - reference.get_scores(q)).max() for q in queries) < 1e-6
-    t_ours = _timed(lambda: [ours.scores(q) for q in queries], 5) / len(queries)
-    t_ref = _timed(lambda: [reference.get_scores(q) for q in queries], 1) / len(queries)
-    print(f"L0 {n:,} entries: rank-bm25 get_scores / ours = {t_ref / t_ours:,.0f}x "
-          f"(ours {t_ours * 1000:.2f} ms/query, rank-bm25 {t_ref * 1000:.1f} ms/query in this run)")
-
-
-def bench_l1(m: int, rng: random.Random) -> None:
-    chunks = [Chunk(f"s{i // 4}", i % 4, "t", f"t > h{i % 4}", _words(rng, 40), (rng.choice(DOMAINS),))
-              for i in range(m)]
-    started = time.perf_counter()
-    index = L1Index(chunks, svd_dims=128)
-    build = time.perf_counter() - started
-    queries = [_words(rng, 5) for _ in range(20)]
-    plain = _timed(lambda: [index.search(q, top_k=30) for q in queries], 3) / len(queries)
-    masked = _timed(lambda: [index.search(q, top_k=30, filters={"category": DOMAINS[0]}) for q in queries], 3)
-    masked /= len(queries)
-    print(f"L1 {m:,} chunks (128 dims, built in {build:.1f} s): filtered / unfiltered search = "
-          f"{masked / plain:.2f} (unfiltered {plain * 1000:.1f} ms/query in this run)")
+NAIVE_SVD_SAMPLE = 20_000
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--entries", type=int, default=100_000)
-    parser.add_argument("--chunks", type=int, default=200_000)
+    parser.add_argument("--chunks", type=int, default=100_000)
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--corpus-dir", type=Path, default=Path(tempfile.gettempdir()) / "lookup-knowledge-bench",
+                        help="where the real-text corpus is written once and reused")
+    parser.add_argument("--no-naive", action="store_true", help="skip the naive design (slow to build at 1M)")
     args = parser.parse_args()
-    rng = random.Random(7)
-    bench_l0(args.entries, rng)
-    bench_l1(args.chunks, rng)
+
+    corpus = build_corpus(args.chunks, args.corpus_dir)
+    print(f"corpus: {corpus.chunks:,} chunks in {corpus.pages:,} pages, {len(corpus.categories)} categories "
+          f"({corpus.root})")
+    with tempfile.TemporaryDirectory() as scratch:
+        cache = Path(scratch) / "cache"
+        started = time.perf_counter()
+        index = open_index(corpus.root, cache_dir=cache)
+        open_seconds = time.perf_counter() - started
+        build_rss = _peak_rss_gb()
+        started = time.perf_counter()
+        cached = open_index(corpus.root, cache_dir=cache)
+        load_seconds = time.perf_counter() - started
+        if not cached.from_cache:
+            raise SystemExit("the second open did not come from the cache")
+        print(f"build: {index.build_seconds:.1f} s to index ({open_seconds:.1f} s with loading the Markdown); "
+              f"peak RSS {build_rss:.2f} GB; {index.l1.dimensions} LSA dimensions, "
+              f"{len(index.l1.arrays.unigrams):,} terms")
+        print(f"cache load: {load_seconds:.2f} s (build / load = {open_seconds / load_seconds:.0f}x)")
+        del index
+        queries = queries_from(corpus, args.queries)
+        _measure(cached, queries, Path(scratch), args.no_naive)
+    print(f"peak RSS of the whole run: {_peak_rss_gb():.2f} GB")
+    _startup()
+
+
+def _measure(index, queries: list[tuple[str, str]], scratch: Path, skip_naive: bool) -> None:
+    config = LookupConfig()
+    for query, _ in queries[:5]:  # warm-up: page in the memory-mapped LSA rows, fill caches
+        lookup_knowledge(query, index=index, config=config)
+    store = TraceStore(scratch / "traces.duckdb")
+    record_ms: list[float] = []
+
+    def recorder(invocation) -> None:
+        started = time.perf_counter()
+        store(invocation)
+        record_ms.append((time.perf_counter() - started) * 1000)
+
+    traced = _times(lambda q, c: lookup_knowledge(q, index=index, config=config, recorder=recorder), queries)
+    flush = getattr(store, "flush", None)
+    if flush is not None:
+        flush()
+    close = getattr(store, "close", None)
+    if close is not None:
+        close()
+    bare = _times(lambda q, c: lookup_knowledge(q, index=index, config=config), queries)
+    filtered_lookup = _times(lambda q, c: lookup_knowledge(q, index=index, config=config, category=c), queries)
+    l0 = _times(lambda q, c: index.l0.match(q, max_matches=config.l0_max_matches,
+                                            min_score_ratio=config.l0_min_score_ratio), queries)
+    l1 = index.l1
+    search = dict(top_k=config.l1_pool, min_score=config.l1_min_score, tfidf_weight=config.l1_tfidf_weight,
+                  page_weight=config.page_weight)
+
+    def fresh(q: str, c: str | None, exact: bool):
+        l1._last_scores = None  # time the whole search, not a reused score
+        return l1.search(q, filters={"category": c} if c else None, exact=exact, **search)
+
+    fast = _times(lambda q, c: fresh(q, None, False), queries)
+    exact = _times(lambda q, c: fresh(q, None, True), queries)
+    fast_filtered = _times(lambda q, c: fresh(q, c, False), queries)
+    exact_filtered = _times(lambda q, c: fresh(q, c, True), queries)
+    recall = _recall(l1, queries, search)
+    scored = statistics.mean(fresh(q, None, False).rows_scored / len(l1.chunks) for q, _ in queries[:50])
+
+    print(f"\nper query, {len(queries)} queries (p50 / p95 ms):")
+    rows = [("lookup + TraceStore (end to end)", traced), ("lookup, no recorder", bare),
+            ("lookup, caller's category", filtered_lookup), ("L0 alone", l0),
+            ("L1 fast, unfiltered", fast), ("L1 exact, unfiltered", exact),
+            ("L1 fast, filtered", fast_filtered), ("L1 exact, filtered", exact_filtered),
+            ("trace record (the recorder call)", record_ms)]
+    for name, values in rows:
+        print(f"  {name:36s} {_p(values, 50):8.2f} {_p(values, 95):8.2f}")
+    print(f"  L1 fast scored {scored:.1%} of the chunks' LSA vectors on average; recall@30 fast vs exact "
+          f"{recall:.3f}")
+    print("\nratios (same run):")
+    print(f"  L1 exact / fast (unfiltered)        {_p(exact, 50) / _p(fast, 50):6.1f}x")
+    print(f"  L1 fast filtered / unfiltered       {_p(fast_filtered, 50) / _p(fast, 50):6.2f}")
+    print(f"  lookup caller-filtered / unfiltered {_p(filtered_lookup, 50) / _p(bare, 50):6.2f}")
+    print(f"  trace record / lookup (p50)         {_p(record_ms, 50) / _p(bare, 50):6.2f}")
+    if not skip_naive:
+        naive = _naive(index, queries)
+        print(f"  naive / lookup + TraceStore (p50)   {_p(naive, 50) / _p(traced, 50):6.1f}x "
+              f"(naive p50 {_p(naive, 50):.1f} ms)")
+    _profile(index, queries, config)
+
+
+def _naive(index, queries: list[tuple[str, str]]) -> list[float]:
+    """The naive design, timed per query: rank-bm25 over the entries, then TfidfVectorizer ->
+    TruncatedSVD.transform -> cosine over every chunk and a top 30. The SVD is fitted on a sample (its fit is
+    a build cost, not a query cost) and the chunk vectors are our LSA matrix (same shape, same scan)."""
+    from rank_bm25 import BM25Okapi
+    from sklearn.decomposition import TruncatedSVD
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    bm25 = BM25Okapi([entry_terms(e) or ["_"] for e in index.kb.entries])
+    chunks = index.l1.chunks
+    vectorizer = TfidfVectorizer(sublinear_tf=True, dtype=np.float32)
+    matrix = vectorizer.fit_transform(f"{c.breadcrumb}\n{c.text}" for c in chunks)
+    rows = np.random.default_rng(0).choice(matrix.shape[0], min(NAIVE_SVD_SAMPLE, matrix.shape[0]), replace=False)
+    svd = TruncatedSVD(n_components=index.l1.dimensions, random_state=0).fit(matrix[rows])
+    vectors = np.asarray(index.l1.arrays.lsa)
+
+    def one(query: str, _category: str) -> None:
+        bm25.get_scores(tokenize(query))
+        projected = svd.transform(vectorizer.transform([query]))[0].astype(np.float32)
+        cosine = vectors @ (projected / (np.linalg.norm(projected) or 1.0))
+        np.argpartition(-cosine, 30)[:30]
+
+    return _times(one, queries)
+
+
+def _recall(l1, queries, search) -> float:
+    hits = total = 0
+    for query, _ in queries:
+        l1._last_scores = None
+        fast = {c.chunk.chunk_id for c in l1.search(query, **search).candidates}
+        exact = {c.chunk.chunk_id for c in l1.search(query, exact=True, **search).candidates}
+        hits += len(fast & exact)
+        total += len(exact)
+    return hits / total if total else 1.0
+
+
+def _profile(index, queries, config) -> None:
+    profiler = cProfile.Profile()
+    profiler.enable()
+    timings: dict[str, list[float]] = {}
+    for query, _ in queries:
+        result = lookup_knowledge(query, index=index, config=config)
+        for stage, ms in result.retrieval_details["timings_ms"].items():
+            timings.setdefault(stage, []).append(ms)
+    profiler.disable()
+    print("\nlookup stages, p50 ms: " + ", ".join(f"{s} {statistics.median(v):.2f}" for s, v in timings.items()))
+    out = io.StringIO()
+    pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(12)
+    lines = [line for line in out.getvalue().splitlines() if line.strip()]
+    start = next(i for i, line in enumerate(lines) if line.lstrip().startswith("ncalls"))
+    print("profile of those lookups, by own time (cProfile adds overhead):")
+    print("\n".join("  " + line for line in lines[start:start + 13]))
+
+
+def _startup() -> None:
+    """Wall time of `python -m retrieval lookup` on the sample, the index already cached (median of 3)."""
+    root = Path(__file__).resolve().parents[1]
+    traces = Path(tempfile.mkdtemp()) / "traces.duckdb"
+    command = [sys.executable, "-m", "retrieval", "lookup", "how do I silence alerts", "--traces", str(traces)]
+    subprocess.run(command, cwd=root, capture_output=True, check=False)  # warm the index cache
+    times = []
+    for _ in range(3):
+        started = time.perf_counter()
+        done = subprocess.run(command, cwd=root, capture_output=True, check=False)
+        times.append(time.perf_counter() - started)
+        if done.returncode != 0:
+            print(f"\nCLI start-up: the command failed: {done.stderr.decode()[-300:]}")
+            return
+    print(f"\nCLI start-up, `python -m retrieval lookup ...` on the sample: {statistics.median(times):.2f} s wall")
+
+
+def _times(work, queries) -> list[float]:
+    values = []
+    for query, category in queries:
+        started = time.perf_counter()
+        work(query, category)
+        values.append((time.perf_counter() - started) * 1000)
+    return values
+
+
+def _p(values: list[float], percentile: int) -> float:
+    return float(np.percentile(values, percentile)) if values else float("nan")
+
+
+def _peak_rss_gb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
 
 
 if __name__ == "__main__":

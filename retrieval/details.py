@@ -37,7 +37,8 @@ class L1Outcome:
         return {"status": self.status, "error": self.error,
                 "candidate_count": len(result.candidates) if result else 0,
                 "rows_searched": result.rows_searched if result else 0,
-                "dropped_below_min_score": result.dropped_below_min_score if result else 0}
+                "dropped_below_min_score": result.dropped_below_min_score if result else 0,
+                "rows_scored": result.rows_scored if result else 0}
 
 
 @dataclass(frozen=True)

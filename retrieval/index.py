@@ -4,23 +4,20 @@ from __future__ import annotations
 
 import hashlib
 import os
-import pickle
-import tempfile
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-
-import sklearn
 
 from . import __version__
 from .corpus import KnowledgeBase, exclude_prefixes, fingerprint, load_knowledge_base
+from .index_cache import CachedIndex, read_cache, write_cache
+from .index_config import IndexConfig
 from .l0 import L0Index
 from .l1 import L1Index
 
 Progress = Callable[[str, float], None]
-_FORMAT = 1
-KEEP_CACHED = 16  # index files kept in the cache folder; older ones are removed on write
+_FORMAT = 2
 
 
 @dataclass
@@ -34,10 +31,18 @@ class KnowledgeIndex:
     svd_dims: int = 256
     build_seconds: float = 0.0
     from_cache: bool = False
+    index_config: IndexConfig = field(default_factory=IndexConfig)
+
+    def settings(self) -> dict:
+        """The index settings as built (`svd_dims` asked for; `l1_dimensions` what the corpus allowed)."""
+        return {**self.index_config.to_dict(), "l1_dimensions": self.l1.dimensions if self.l1 else 0}
 
 
-def build_index(kb: KnowledgeBase, *, svd_dims: int = 256, progress: Progress | None = None) -> KnowledgeIndex:
-    """Index `kb`; an L1 index that cannot be built leaves L1 `unavailable` with the reason, not an error."""
+def build_index(kb: KnowledgeBase, *, svd_dims: int | None = None, config: IndexConfig | None = None,
+                progress: Progress | None = None) -> KnowledgeIndex:
+    """Index `kb`; an L1 index that cannot be built leaves L1 `unavailable` with the reason, not an error.
+    `svd_dims` overrides `config.svd_dims` (the older keyword)."""
+    config = _with_dims(config, svd_dims)
     started = time.perf_counter()
     _report(progress, "L0: BM25 over titles, keywords, categories, entities", 0.1)
     l0 = L0Index(kb.entries)
@@ -45,36 +50,40 @@ def build_index(kb: KnowledgeBase, *, svd_dims: int = 256, progress: Progress | 
     l1, reason = None, None
     chunks = [c for c in kb.chunks if c.text.strip() or c.breadcrumb.strip()]
     try:
-        l1 = L1Index(chunks, svd_dims=svd_dims)
+        l1 = L1Index(chunks, config)
     except ValueError as exc:  # e.g. no chunk has any indexable term
         reason = f"{type(exc).__name__}: {exc}"
     _report(progress, "done", 1.0)
-    return KnowledgeIndex(kb, l0, l1, reason, svd_dims, time.perf_counter() - started)
+    return KnowledgeIndex(kb, l0, l1, reason, config.svd_dims, time.perf_counter() - started, False, config)
 
 
-def open_index(path: str | Path, *, svd_dims: int = 256, cache_dir: str | Path | None = None,
-               use_cache: bool = True, strict: bool = False, exclude_fields: Iterable[str] = (),
-               exclude_paths: Iterable[str] = (), progress: Progress | None = None) -> KnowledgeIndex:
+def open_index(path: str | Path, *, svd_dims: int | None = None, config: IndexConfig | None = None,
+               cache_dir: str | Path | None = None, use_cache: bool = True, strict: bool = False,
+               exclude_fields: Iterable[str] = (), exclude_paths: Iterable[str] = (),
+               progress: Progress | None = None) -> KnowledgeIndex:
     """Load and index a knowledge base, reusing the on-disk cache when the corpus content is unchanged.
 
-    `exclude_paths` (path prefixes relative to the root, see retrieval.exclusions) are normalised and
-    sorted, and are part of the cache key: excluding `news` never reuses the index that holds it.
+    `config` holds the index settings (`svd_dims` overrides its dimensions). `exclude_paths` (path
+    prefixes relative to the root, see retrieval.exclusions) are normalised and sorted, and are part of
+    the cache key: excluding `news` never reuses the index that holds it.
     """
+    config = _with_dims(config, svd_dims)
     excluded = tuple(sorted(exclude_fields))
     prefixes = exclude_prefixes(exclude_paths)
     if not use_cache:
         return build_index(load_knowledge_base(path, strict=strict, exclude_fields=excluded, exclude_paths=prefixes),
-                           svd_dims=svd_dims, progress=progress)
+                           config=config, progress=progress)
     _report(progress, "hashing the knowledge base", 0.0)
-    key = _cache_key(fingerprint(path, exclude_fields=excluded, exclude_paths=prefixes), svd_dims, strict, prefixes)
-    cache_file = Path(cache_dir or default_cache_dir()) / f"{key}.pkl"
-    cached = _read_cache(cache_file)
+    key = _cache_key(fingerprint(path, exclude_fields=excluded, exclude_paths=prefixes), config, strict, prefixes)
+    folder = Path(cache_dir or default_cache_dir()) / key
+    cached = read_cache(folder)
     if cached is not None:
         _report(progress, "loaded from cache", 1.0)
-        return cached
+        return _from_cache(cached)
     index = build_index(load_knowledge_base(path, strict=strict, exclude_fields=excluded, exclude_paths=prefixes),
-                        svd_dims=svd_dims, progress=progress)
-    _write_cache(cache_file, index)
+                        config=config, progress=progress)
+    write_cache(folder, CachedIndex(index.kb, index.l1.arrays if index.l1 else None, index.l1_unavailable_reason,
+                                    config, index.build_seconds))
     return index
 
 
@@ -90,44 +99,45 @@ def default_cache_dir() -> Path:
 def _code_fingerprint() -> str:
     """Hash of the modules that shape an index, so a code change never reuses a stale cache."""
     digest = hashlib.sha256()
-    for name in ("corpus", "exclusions", "markdown", "text", "l0", "l1", "index"):
+    for name in ("corpus", "exclusions", "markdown", "text", "terms", "l0", "l1", "index", "index_cache",
+                 "index_config"):
         digest.update((Path(__file__).parent / f"{name}.py").read_bytes())
     return digest.hexdigest()
 
 
-def _cache_key(corpus_fingerprint: str, svd_dims: int, strict: bool, exclude_paths: tuple[str, ...] = ()) -> str:
-    parts = (corpus_fingerprint, svd_dims, strict, _FORMAT, __version__, sklearn.__version__, _code_fingerprint(),
-             *((exclude_paths,) if exclude_paths else ()))
+def _library_versions() -> tuple[str, ...]:
+    """numpy, scipy, scikit-learn and PyStemmer versions: a new release may change what a build gives."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = []
+    for name in ("numpy", "scipy", "scikit-learn", "PyStemmer"):
+        try:
+            found.append(f"{name}=={version(name)}")
+        except PackageNotFoundError:
+            found.append(f"{name}==?")
+    return tuple(found)
+
+
+def _cache_key(corpus_fingerprint: str, config: IndexConfig, strict: bool, exclude_paths: tuple[str, ...] = ()) -> str:
+    parts = (corpus_fingerprint, sorted(config.to_dict().items()), strict, _FORMAT, __version__, _library_versions(),
+             _code_fingerprint(), *((exclude_paths,) if exclude_paths else ()))
     return hashlib.sha256(repr(parts).encode()).hexdigest()[:32]
 
 
-def _read_cache(cache_file: Path) -> KnowledgeIndex | None:
-    try:
-        with cache_file.open("rb") as handle:
-            index = pickle.load(handle)
-    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
-        return None  # missing or stale cache: rebuild
-    index.from_cache = True
-    return index
+def _from_cache(cached: CachedIndex) -> KnowledgeIndex:
+    l1 = None
+    if cached.arrays is not None:
+        chunks = [c for c in cached.kb.chunks if c.text.strip() or c.breadcrumb.strip()]
+        l1 = L1Index(chunks, cached.index_config, arrays=cached.arrays)
+    return KnowledgeIndex(cached.kb, L0Index(cached.kb.entries), l1, cached.l1_unavailable_reason,
+                          cached.index_config.svd_dims, cached.build_seconds, True, cached.index_config)
 
 
-def _write_cache(cache_file: Path, index: KnowledgeIndex) -> None:
-    """Write atomically so a concurrent reader never sees half a file; a read-only cache dir is not fatal."""
-    try:
-        cache_file.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile("wb", dir=cache_file.parent, delete=False, suffix=".tmp") as handle:
-            pickle.dump(index, handle, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(handle.name, cache_file)
-        _prune(cache_file.parent, KEEP_CACHED)
-    except OSError:
-        pass
-
-
-def _prune(folder: Path, keep: int) -> None:
-    """Remove all but the `keep` most recently written index files (a changed corpus leaves old ones)."""
-    files = sorted(folder.glob("*.pkl"), key=lambda p: p.stat().st_mtime, reverse=True)
-    for old in files[keep:]:
-        old.unlink(missing_ok=True)
+def _with_dims(config: IndexConfig | None, svd_dims: int | None) -> IndexConfig:
+    config = config or IndexConfig()
+    if svd_dims is None or svd_dims == config.svd_dims:
+        return config
+    return IndexConfig(**{**config.to_dict(), "svd_dims": svd_dims})
 
 
 def _report(progress: Progress | None, stage: str, fraction: float) -> None:

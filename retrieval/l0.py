@@ -13,10 +13,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
-from scipy import sparse
 
 from .corpus import Entry
 from .domains import DomainVote
+from .postings import columns_from_triples, postings_sum
 from .text import tokenize
 
 
@@ -85,7 +85,6 @@ class L0Index:
     b: float = 0.75
     epsilon: float = 0.25
     vocabulary: dict[str, int] = field(init=False, repr=False)
-    weights: sparse.csc_matrix = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         docs = [entry_terms(e) for e in self.entries]
@@ -103,10 +102,12 @@ class L0Index:
         idf = self._idf(np.bincount(np.asarray(cols, dtype=np.int64), minlength=n_terms), n_docs)
         self._idf_values = idf
         norm = self.k1 * (1 - self.b + self.b * doc_len[np.asarray(rows, dtype=np.int64)] / avgdl)
-        values = idf[np.asarray(cols, dtype=np.int64)] * tf * (self.k1 + 1) / (tf + norm)
-        self.weights = sparse.csc_matrix((values, (rows, cols)), shape=(n_docs, n_terms))
-        by_row = self.weights.tocsr()
-        self._row_pointer, self._row_columns = by_row.indptr, by_row.indices
+        row_ids, col_ids = np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64)
+        values = idf[col_ids] * tf * (self.k1 + 1) / (tf + norm)
+        self._columns = columns_from_triples(row_ids, col_ids, values, n_terms)
+        # rows were appended in order, so the row-major view is the triples as they stand
+        self._row_pointer = np.r_[0, np.cumsum(np.bincount(row_ids, minlength=n_docs))].astype(np.int64)
+        self._row_columns = col_ids
 
     def _idf(self, doc_freq: np.ndarray, n_docs: int) -> np.ndarray:
         """rank-bm25's BM25Okapi idf: log((N - n + .5) / (n + .5)), negatives floored at eps * mean idf."""
@@ -119,9 +120,9 @@ class L0Index:
         counts = Counter(t for t in query_terms if t in self.vocabulary)
         if not counts:
             return np.zeros(len(self.entries))
-        columns = [self.vocabulary[t] for t in counts]
+        columns = np.asarray([self.vocabulary[t] for t in counts], dtype=np.int64)
         weights = np.asarray(list(counts.values()), dtype=np.float64)
-        return np.asarray(self.weights[:, columns] @ weights).ravel()
+        return postings_sum(*self._columns, columns, weights, len(self.entries))
 
     def score_bound(self, query_terms: Sequence[str]) -> float:
         """The most any entry could score: every known query term at full saturation (idf * (k1 + 1))."""

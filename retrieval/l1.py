@@ -1,39 +1,42 @@
-"""L1: TF-IDF + TruncatedSVD (LSA) over chunks, plus a page-level score; metadata filter as a row mask.
+"""L1: TF-IDF + TruncatedSVD (LSA) over chunks, plus a page-level score; metadata filter as a page mask.
 
 The score of a chunk blends two similarities, each in [0, 1]:
 - lexical: TF-IDF with BM25's saturating term frequency and length normalisation (k1=1.2, b=0.75),
   divided by the query's upper bound (every term at saturation), so 1.0 means a perfect match;
 - LSA: cosine of the chunk and query in the SVD space of the sublinear, L2-normalised TF-IDF matrix,
   which scores paraphrases that share no term.
-Terms are unigrams plus adjacent pairs (`text.analyze`); a query's pairs weigh half a word in the page
-score and nothing in the section score (Hugo dev MRR@10 0.684 -> 0.701, SciFact train nDCG@10 +0.001
-against 0.2 in both). Each chunk also carries its page's score:
-BM25 (b=0.9) over the whole page (every section, with its breadcrumb), divided by the best page's
-score among the rows the filter allows. Natural questions name a page's subject across sections;
+Sections are scored on unigrams (`text.tokenize`); pages on unigrams plus adjacent pairs, a pair
+weighing half a word (Hugo dev MRR@10 0.684 -> 0.701 against no pairs). Each chunk also carries its
+page's score: BM25 (b=0.9) over the whole page (every section, with its breadcrumb), divided by the best
+page's score among the pages the filter allows. Natural questions name a page's subject across sections;
 the best single section misses that (Hugo dev questions, MRR@10: chunks 0.62, pages 0.67, both 0.70).
 Chunks are ranked by `score + page_weight * page_score`, so the pool holds the best pages' sections.
 BM25-style weighting rather than plain cosine because cosine over-rewards short chunks: on SciFact train
-it gave nDCG@10 0.682 against 0.698 (measured in one run of a tuning script, whole abstracts).
-The filter masks rows *before* top-k, so a filtered search returns the best rows of the filtered set.
+it gave nDCG@10 0.682 against 0.698.
+
+Selection is exact but does not scan every chunk's LSA vector. A page's best possible fused score is
+`page_weight * page_score + w * (its best lexical score) + (1 - w)`, since an LSA cosine is at most 1.
+Pages are scored whole, best bound first, in growing blocks, until the `top_k`-th best page found beats
+every unscored page's bound (`select(..., exact=True)` scans everything and is the reference). A filter
+is a set of pages, so a filtered query scores only its category's pages.
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
-from scipy import sparse
-from sklearn.decomposition import TruncatedSVD
-from sklearn.feature_extraction.text import CountVectorizer, TfidfTransformer
-from sklearn.preprocessing import normalize
 
 from .corpus import Chunk
-from .text import analyze, normalize_label
+from .index_config import IndexConfig
+from .postings import postings_sum
+from .terms import count_terms, query_terms, vocabulary_of
+from .text import normalize_label
 
 FILTER_KEYS = ("category", "source")
 SECTIONS_PER_PAGE = 3  # sections of one page L1 returns; the rest stay out of the pool
+FIRST_BLOCK_PAGES = 64  # pages scored in the first block of a bounded selection; each next block is 4x
 
 
 @dataclass(frozen=True)
@@ -50,79 +53,85 @@ class L1Candidate:
 
 @dataclass(frozen=True)
 class L1Result:
-    """Candidates best first; how many rows the filter left and how many fell below the minimum score."""
+    """Candidates best first; how many rows the filter left, how many of the rows scored fell below the
+    minimum score, and how many rows had their LSA vector scored (the whole filtered set when exact)."""
 
     candidates: tuple[L1Candidate, ...]
     rows_searched: int
     dropped_below_min_score: int
+    rows_scored: int = 0
 
 
 @dataclass(frozen=True, eq=False)
 class L1Scores:
-    """One query's scores over the whole index: blended, lexical and LSA per chunk, BM25 per page.
-    All None when the query has no indexed term."""
+    """One query's cheap scores over the whole index: lexical per chunk, BM25 per page, and the query's
+    unit vector in LSA space (None without LSA). `lexical` is None when the query has no indexed term."""
 
-    blended: np.ndarray | None
     lexical: np.ndarray | None
-    lsa: np.ndarray | None
     pages: np.ndarray | None
+    query_vector: np.ndarray | None
+    tfidf_weight: float
 
 
-def _chunk_text(chunk: Chunk) -> str:
-    return f"{chunk.breadcrumb}\n{chunk.text}"
+@dataclass(frozen=True, eq=False)
+class L1Arrays:
+    """Everything L1 searches with, as plain arrays (what the cache stores; no fitted objects)."""
+
+    unigrams: tuple[str, ...]
+    pair_keys: np.ndarray  # int64, sorted: first * len(unigrams) + second
+    section_indptr: np.ndarray  # CSC by unigram: BM25 weights per chunk
+    section_rows: np.ndarray
+    section_weights: np.ndarray
+    section_idf: np.ndarray  # float64, per unigram
+    page_indptr: np.ndarray  # CSC by unigram-then-pair: BM25 weights per page
+    page_rows: np.ndarray
+    page_weights: np.ndarray
+    page_idf: np.ndarray
+    lsa_idf: np.ndarray  # float32, smoothed idf of the sublinear TF-IDF the SVD saw
+    projection: np.ndarray  # float32 (unigrams, dims): the SVD's components, transposed
+    lsa: np.ndarray  # float32 (chunks, dims), rows L2-normalised
+    page_of_chunk: np.ndarray  # int64 per chunk
+    page_row_starts: np.ndarray  # int64 (pages + 1): chunks of page p are page_row_order[starts[p]:starts[p+1]]
+    page_row_order: np.ndarray
 
 
-@dataclass
 class L1Index:
     """Vectors of every chunk; LSA dimensions are capped by the corpus so tiny knowledge bases work."""
 
-    chunks: Sequence[Chunk]
-    svd_dims: int = 256
-    random_state: int = 0
-    k1: float = 1.2
-    b: float = 0.75
-    page_b: float = 0.9  # pages vary in length more than sections; stronger length normalisation
-    section_pair_weight: float = 0.0  # query word pairs in the section score (0: words only)
-    page_pair_weight: float = 0.5  # query word pairs in the page score, as a share of a single word (as in SDM)
-    vectorizer: CountVectorizer = field(init=False, repr=False)
-    svd: TruncatedSVD | None = field(init=False, repr=False, default=None)
-
-    def __post_init__(self) -> None:
-        if not self.chunks:
+    def __init__(self, chunks: Sequence[Chunk], config: IndexConfig | None = None, *, svd_dims: int | None = None,
+                 arrays: L1Arrays | None = None) -> None:
+        if not chunks:
             raise ValueError("L1 needs at least one chunk with text")
-        self.vectorizer = CountVectorizer(analyzer=analyze, dtype=np.float32)
-        counts = self.vectorizer.fit_transform([_chunk_text(c) for c in self.chunks]).tocsr()
-        self.lexical, self.idf = _bm25_weights(counts, self.k1, self.b)
-        self._is_pair = np.asarray(["_" in term for term in self.vectorizer.get_feature_names_out()], dtype=bool)
-        sources = [c.source for c in self.chunks]
-        self.page_sources = tuple(dict.fromkeys(sources))
-        page_number = {s: i for i, s in enumerate(self.page_sources)}
-        self.page_of_chunk = np.asarray([page_number[s] for s in sources], dtype=np.int64)
-        membership = sparse.csr_matrix((np.ones(len(sources), dtype=np.float32),
-                                        (self.page_of_chunk, np.arange(len(sources)))),
-                                       shape=(len(self.page_sources), len(sources)))
-        self.page_lexical, _ = _bm25_weights((membership @ counts).tocsr(), self.k1, self.page_b)
-        self.tfidf = TfidfTransformer(sublinear_tf=True).fit(counts)
-        dims = min(self.svd_dims, counts.shape[1] - 1, counts.shape[0] - 1)
-        self.lsa = None
-        if dims >= 2:
-            self.svd = TruncatedSVD(n_components=dims, random_state=self.random_state)
-            self.lsa = normalize(self.svd.fit_transform(self.tfidf.transform(counts))).astype(np.float32)
-            # contiguous copy: svd.transform re-lays components_.T out on every query (5 ms at 26k terms)
-            self._projection = np.ascontiguousarray(self.svd.components_.T, dtype=np.float32)
+        config = config or IndexConfig()
+        if svd_dims is not None:
+            config = IndexConfig(**{**config.to_dict(), "svd_dims": svd_dims})
+        self.chunks = chunks
+        self.config = config
+        self.arrays = arrays if arrays is not None else build_arrays(chunks, config)
+        a = self.arrays
+        self.vocabulary = vocabulary_of(a.unigrams)
+        self.page_sources = tuple(dict.fromkeys(c.source for c in chunks))
+        self.n_pages = len(self.page_sources)
+        self._pages_by_domain = _pages_by((chunks[int(rows[0])].domains for rows in self._page_rows_iter()),
+                                          self.n_pages)
+        self._page_by_source = {source: page for page, source in enumerate(self.page_sources)}
+        self._page_sizes = np.diff(a.page_row_starts)
         self._last_scores: tuple[tuple[str, float], L1Scores] | None = None
-        self._rows_by_domain = _rows_by(c.domains for c in self.chunks)
-        self._rows_by_source = _rows_by((c.source,) for c in self.chunks)
+
+    def _page_rows_iter(self):
+        a = self.arrays
+        for p in range(len(a.page_row_starts) - 1):
+            yield a.page_row_order[a.page_row_starts[p]:a.page_row_starts[p + 1]]
 
     @property
     def dimensions(self) -> int:
-        return 0 if self.lsa is None else self.lsa.shape[1]
+        return int(self.arrays.lsa.shape[1])
 
     def score(self, query: str, *, tfidf_weight: float = 0.5) -> L1Scores:
-        """Every chunk's score for `query` and every page's BM25 score. The last query's scores are kept,
-        so a lookup's unfiltered probe and its filtered search score the query once."""
+        """The query's lexical score per chunk, BM25 per page and LSA query vector. The last query's scores
+        are kept, so a lookup's unfiltered probe and its filtered search score the query once."""
         key = (query, tfidf_weight)
-        last = getattr(self, "_last_scores", None)
+        last = self._last_scores
         if last is not None and last[0] == key:
             return last[1]
         scores = self._score(query, tfidf_weight)
@@ -130,100 +139,216 @@ class L1Index:
         return scores
 
     def _score(self, query: str, tfidf_weight: float) -> L1Scores:
-        ids, counts = self._query_terms(query)
+        a = self.arrays
+        ids, counts = query_terms(query, self.vocabulary, a.pair_keys)
         if ids.size == 0:
-            return L1Scores(None, None, None, None)
-        pairs = self._is_pair[ids]
-        weights = np.where(pairs, counts * self.section_pair_weight, counts)
-        # column slice of the CSC matrix: cost follows the query terms' postings, not the corpus size
-        bound = float(weights @ self.idf[ids]) * (self.k1 + 1)
-        tfidf = np.asarray(self.lexical[:, ids] @ weights, dtype=np.float32).ravel() / bound
-        lsa = None
-        blended = tfidf
-        if self.lsa is not None and self.svd is not None:
+            return L1Scores(None, None, None, tfidf_weight)
+        n_unigrams = len(a.unigrams)
+        words = ids < n_unigrams
+        word_ids, word_counts = ids[words], counts[words]
+        lexical = np.zeros(len(self.chunks), dtype=np.float32)
+        if word_ids.size:
+            bound = float(word_counts @ a.section_idf[word_ids]) * (self.config.k1 + 1)
+            lexical = postings_sum(a.section_indptr, a.section_rows, a.section_weights, word_ids,
+                                    word_counts / bound, len(self.chunks)).astype(np.float32)
+        page_counts = np.where(words, counts, counts * self.config.page_pair_weight)
+        pages = postings_sum(a.page_indptr, a.page_rows, a.page_weights, ids, page_counts, self.n_pages)
+        query_vector = None
+        if self.dimensions and word_ids.size:
             # the sublinear TF-IDF of the query, projected (its L2 norm cancels in the final normalisation)
-            query_tfidf = ((1.0 + np.log(counts)) * self.tfidf.idf_[ids]).astype(np.float32)
-            projected = query_tfidf @ self._projection[ids]
+            query_tfidf = ((1.0 + np.log(word_counts)) * a.lsa_idf[word_ids]).astype(np.float32)
+            projected = query_tfidf @ a.projection[word_ids]
             norm = float(np.linalg.norm(projected))
-            lsa = self.lsa @ (projected / norm) if norm > 0 else np.zeros(len(self.chunks), dtype=np.float32)
-            blended = tfidf_weight * tfidf + (1 - tfidf_weight) * np.clip(lsa, 0.0, None)
-        page_weights = np.where(pairs, counts * self.page_pair_weight, counts)
-        pages = np.asarray(self.page_lexical[:, ids] @ page_weights, dtype=np.float64).ravel()
-        return L1Scores(blended, tfidf, lsa, pages)
+            query_vector = projected / norm if norm > 0 else None
+        return L1Scores(lexical, pages, query_vector, tfidf_weight)
 
-    def _query_terms(self, query: str) -> tuple[np.ndarray, np.ndarray]:
-        """The query's known term ids and their counts (what CountVectorizer.transform gives, minus its
-        input validation, which cost more than the scoring on small bases)."""
-        vocabulary = self.vectorizer.vocabulary_
-        counted = Counter(t for t in analyze(query) if t in vocabulary)
-        ids = np.fromiter((vocabulary[t] for t in counted), dtype=np.int64, count=len(counted))
-        return ids, np.fromiter(counted.values(), dtype=np.float64, count=len(counted))
+    def lsa_scores(self, scores: L1Scores, rows: np.ndarray) -> np.ndarray:
+        """LSA cosines of `rows` (zeros without LSA or a query vector)."""
+        if scores.query_vector is None:
+            return np.zeros(rows.size, dtype=np.float32)
+        return self.arrays.lsa[rows] @ scores.query_vector
 
     def select(self, scores: L1Scores, *, top_k: int, filters: Mapping[str, str] | None = None,
-               min_score: float = 0.0, page_weight: float = 0.0) -> L1Result:
-        """Best `top_k` chunks among the rows the filters allow, at or above `min_score`, ranked by their
-        score plus `page_weight` times their page's score relative to the best allowed page."""
-        rows = self._mask(filters or {})
-        searched = int(rows.sum()) if rows is not None else len(self.chunks)
-        if scores.blended is None or searched == 0:
-            return L1Result((), searched, 0)
-        page = self._relative_page_scores(scores.pages, rows)
-        score = scores.blended if rows is None else np.where(rows, scores.blended, -np.inf)
-        positive = score > 0
-        kept = positive & (score >= min_score - 1e-9)
-        dropped = int(positive.sum() - kept.sum())
-        top = self._best_pages_sections(np.where(kept, score + page_weight * page, -np.inf), top_k)
-        lsa = scores.lsa
-        return L1Result(tuple(L1Candidate(self.chunks[i], float(score[i]), float(scores.lexical[i]),
-                                          None if lsa is None else float(lsa[i]), float(page[i]))
-                              for i in top),
-                        searched, dropped)
+               min_score: float = 0.0, page_weight: float = 0.0, exact: bool = False) -> L1Result:
+        """Best `top_k` pages' best sections among the pages the filters allow, each at or above `min_score`,
+        ranked by their score plus `page_weight` times their page's score relative to the best allowed page.
+        `exact` scores every allowed chunk (the reference the bounded selection must equal)."""
+        allowed = self._allowed_pages(filters or {})
+        searched = len(self.chunks) if allowed is None else int(self._page_sizes[allowed].sum())
+        if scores.lexical is None or searched == 0:
+            return L1Result((), searched, 0, 0)
+        page_relative = _relative(scores.pages, allowed)
+        if exact:
+            rows = (np.arange(len(self.chunks)) if allowed is None else self._rows_of(allowed))
+            lsa = self.lsa_scores(scores, rows)
+        else:
+            rows, lsa = self._bounded_rows(scores, page_relative, allowed, top_k, page_weight, min_score)
+        w = scores.tfidf_weight
+        blended = w * scores.lexical[rows] + (1 - w) * np.clip(lsa, 0.0, None)
+        positive = blended > 0
+        kept = positive & (blended >= min_score - 1e-9)
+        fused = blended + page_weight * page_relative[self.arrays.page_of_chunk[rows]]
+        chosen = _best_pages_sections(rows[kept], fused[kept], self.arrays.page_of_chunk, top_k)
+        position = {int(r): i for i, r in enumerate(rows.tolist())} if chosen else {}
+        has_lsa = scores.query_vector is not None
+        candidates = []
+        for row in chosen:
+            i = position[row]
+            candidates.append(L1Candidate(self.chunks[row], float(blended[i]), float(scores.lexical[row]),
+                                          float(lsa[i]) if has_lsa else None,
+                                          float(page_relative[self.arrays.page_of_chunk[row]])))
+        return L1Result(tuple(candidates), searched, int(positive.sum() - kept.sum()), int(rows.size))
 
     def search(self, query: str, *, top_k: int, filters: Mapping[str, str] | None = None,
-               min_score: float = 0.0, tfidf_weight: float = 0.5, page_weight: float = 0.0) -> L1Result:
-        """`score` then `select`: the best `top_k` chunks for `query` among the rows the filters allow."""
+               min_score: float = 0.0, tfidf_weight: float = 0.5, page_weight: float = 0.0,
+               exact: bool = False) -> L1Result:
+        """`score` then `select`: the best `top_k` pages' sections for `query` among the allowed pages."""
         _check_filter_keys(filters or {})  # an unknown filter key fails before any scoring
         return self.select(self.score(query, tfidf_weight=tfidf_weight), top_k=top_k, filters=filters,
-                           min_score=min_score, page_weight=page_weight)
+                           min_score=min_score, page_weight=page_weight, exact=exact)
 
-    def _best_pages_sections(self, fused: np.ndarray, top_k: int) -> list[int]:
-        """Chunks of the `top_k` best pages (a page ranks by its best chunk), at most SECTIONS_PER_PAGE each,
-        best first: a page with many matching sections cannot crowd other pages out of the pool."""
-        rows = np.flatnonzero(np.isfinite(fused))
-        if rows.size == 0:
-            return []
-        pages = self.page_of_chunk[rows]
-        order = np.lexsort((rows, -fused[rows], pages))  # by page, then best chunk first, ties by position
-        rows, pages = rows[order], pages[order]
-        first = np.r_[True, pages[1:] != pages[:-1]]
-        starts = np.flatnonzero(first)
-        rank_in_page = np.arange(rows.size) - np.repeat(starts, np.diff(np.r_[starts, rows.size]))
-        leaders = rows[first]  # each page's best chunk
-        best_pages = set(pages[first][_top(fused[leaders], top_k)].tolist())
-        keep = (rank_in_page < SECTIONS_PER_PAGE) & np.isin(pages, list(best_pages))
-        chosen = rows[keep]
-        return chosen[np.lexsort((chosen, -fused[chosen]))].tolist()
+    def _bounded_rows(self, scores: L1Scores, page_relative: np.ndarray, allowed: np.ndarray | None, top_k: int,
+                      page_weight: float, min_score: float) -> tuple[np.ndarray, np.ndarray]:
+        """Rows of the pages that can reach the top `top_k`, found by scoring pages in order of their bound,
+        with their LSA cosines."""
+        a, w = self.arrays, scores.tfidf_weight
+        matched = np.flatnonzero(scores.lexical)
+        best_lexical = np.zeros(self.n_pages, dtype=np.float32)
+        np.maximum.at(best_lexical, a.page_of_chunk[matched], scores.lexical[matched])
+        lsa_cap = (1 - w) if scores.query_vector is not None else 0.0
+        bound = page_weight * page_relative + w * best_lexical + lsa_cap
+        # a page none of whose chunks can reach min_score (or score above 0) cannot be chosen
+        possible = (w * best_lexical + lsa_cap >= min_score - 1e-9) & (w * best_lexical + lsa_cap > 0)
+        pages = np.flatnonzero(possible) if allowed is None else allowed[possible[allowed]]
+        block = FIRST_BLOCK_PAGES
+        while True:
+            if pages.size <= block:
+                rows = self._rows_of(pages)
+                return rows, self.lsa_scores(scores, rows)
+            part = np.argpartition(-bound[pages], block - 1)
+            head, rest = pages[part[:block]], pages[part[block:]]
+            rows = self._rows_of(head)
+            lsa = self.lsa_scores(scores, rows)
+            blended = w * scores.lexical[rows] + (1 - w) * np.clip(lsa, 0.0, None)
+            kept = (blended > 0) & (blended >= min_score - 1e-9)
+            fused = blended + page_weight * page_relative[a.page_of_chunk[rows]]
+            leaders = _page_leaders(a.page_of_chunk[rows[kept]], fused[kept])
+            if leaders.size >= top_k and -np.partition(-leaders, top_k - 1)[top_k - 1] > bound[rest].max():
+                return rows, lsa
+            block *= 4
 
-    def _relative_page_scores(self, pages: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
-        """Per chunk: its page's BM25 score divided by the best allowed page's."""
-        if rows is not None:
-            allowed = np.zeros(len(self.page_sources), dtype=bool)
-            allowed[self.page_of_chunk[rows]] = True
-            pages = np.where(allowed, pages, 0.0)
-        best = pages.max() if pages.size else 0.0
-        per_chunk = pages[self.page_of_chunk]
-        return (per_chunk / best).astype(np.float32) if best > 0 else np.zeros_like(per_chunk, dtype=np.float32)
+    def _rows_of(self, pages: np.ndarray) -> np.ndarray:
+        a = self.arrays
+        starts, ends = a.page_row_starts[pages], a.page_row_starts[pages + 1]
+        lengths = ends - starts
+        if not lengths.sum():
+            return np.empty(0, dtype=np.int64)
+        offsets = np.repeat(starts - np.r_[0, np.cumsum(lengths)[:-1]], lengths)
+        return a.page_row_order[np.arange(lengths.sum()) + offsets]
 
-    def _mask(self, filters: Mapping[str, str]) -> np.ndarray | None:
+    def _allowed_pages(self, filters: Mapping[str, str]) -> np.ndarray | None:
         _check_filter_keys(filters)
-        mask = None
+        allowed = None
         for key, value in filters.items():
-            index = self._rows_by_domain if key == "category" else self._rows_by_source
-            wanted = normalize_label(value) if key == "category" else str(value)
-            rows = np.zeros(len(self.chunks), dtype=bool)
-            rows[index.get(wanted, np.empty(0, dtype=np.int64))] = True
-            mask = rows if mask is None else mask & rows
-        return mask
+            if key == "category":
+                pages = self._pages_by_domain.get(normalize_label(value), np.empty(0, dtype=np.int64))
+            else:
+                page = self._page_by_source.get(str(value))
+                pages = np.asarray([] if page is None else [page], dtype=np.int64)
+            allowed = pages if allowed is None else np.intersect1d(allowed, pages)
+        return allowed
+
+
+def build_arrays(chunks: Sequence[Chunk], config: IndexConfig) -> L1Arrays:
+    """Count terms, weight them (BM25 for sections and pages) and fit the LSA space."""
+    sources = [c.source for c in chunks]
+    page_number: dict[str, int] = {}
+    page_of_chunk = np.fromiter((page_number.setdefault(s, len(page_number)) for s in sources), dtype=np.int64,
+                                count=len(sources))
+    counts = count_terms((f"{c.breadcrumb}\n{c.text}" for c in chunks), page_of_chunk, len(page_number))
+    if counts.chunks.nnz == 0:
+        raise ValueError("L1 needs at least one chunk with an indexable term")
+    section_weights, section_idf = _bm25_weights(counts.chunks, config.k1, config.b)
+    page_weights, page_idf = _bm25_weights(counts.pages, config.k1, config.page_b)
+    lsa_idf, projection, lsa = _fit_lsa(counts.chunks, config)
+    order = np.argsort(page_of_chunk, kind="stable")
+    starts = np.r_[0, np.cumsum(np.bincount(page_of_chunk, minlength=len(page_number)))].astype(np.int64)
+    return L1Arrays(counts.unigrams, counts.pair_keys, section_weights.indptr.astype(np.int64),
+                    section_weights.indices, section_weights.data.astype(np.float32), section_idf,
+                    page_weights.indptr.astype(np.int64), page_weights.indices,
+                    page_weights.data.astype(np.float32), page_idf, lsa_idf, projection, lsa, page_of_chunk,
+                    starts, order.astype(np.int64))
+
+
+def _fit_lsa(counts, config: IndexConfig) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Sublinear, smoothed-idf, L2-normalised TF-IDF; TruncatedSVD fitted on a row sample (the LSA space
+    of 20k sections matches that of all of them closely, and a fit is quadratic in what it sees);
+    then every chunk projected and L2-normalised."""
+    from sklearn.decomposition import TruncatedSVD
+    from sklearn.preprocessing import normalize
+
+    n_rows, n_terms = counts.shape
+    doc_freq = np.bincount(counts.indices, minlength=n_terms)
+    idf = (np.log((1.0 + n_rows) / (1.0 + doc_freq)) + 1.0).astype(np.float32)
+    tfidf = counts.astype(np.float32, copy=True)
+    tfidf.data = (1.0 + np.log(tfidf.data)) * idf[tfidf.indices]
+    tfidf = normalize(tfidf, copy=False)
+    rng = np.random.default_rng(config.random_state)
+    sample = (np.arange(n_rows) if n_rows <= config.svd_sample_rows
+              else np.sort(rng.choice(n_rows, config.svd_sample_rows, replace=False)))
+    fitted = tfidf[sample]
+    seen = np.flatnonzero(np.bincount(fitted.indices, minlength=n_terms))  # fit on the terms the sample holds
+    dims = min(config.svd_dims, seen.size - 1, sample.size - 1)
+    if dims < 2:
+        return idf, np.zeros((n_terms, 0), dtype=np.float32), np.zeros((n_rows, 0), dtype=np.float32)
+    svd = TruncatedSVD(n_components=dims, random_state=config.random_state).fit(fitted[:, seen])
+    projection = np.zeros((n_terms, dims), dtype=np.float32)
+    projection[seen] = svd.components_.T
+    lsa = np.empty((n_rows, dims), dtype=np.float32)
+    for start in range(0, n_rows, 50_000):
+        part = np.asarray(tfidf[start:start + 50_000] @ projection, dtype=np.float32)
+        norms = np.linalg.norm(part, axis=1, keepdims=True)
+        lsa[start:start + 50_000] = part / np.where(norms > 0, norms, 1.0)
+    return idf, projection, lsa
+
+
+def _best_pages_sections(rows: np.ndarray, fused: np.ndarray, page_of_chunk: np.ndarray, top_k: int) -> list[int]:
+    """Chunks of the `top_k` best pages (a page ranks by its best chunk, ties by page), at most
+    SECTIONS_PER_PAGE each, best first (ties by position): a page with many matching sections cannot crowd
+    other pages out of the pool."""
+    if rows.size == 0:
+        return []
+    pages = page_of_chunk[rows]
+    order = np.lexsort((rows, -fused, pages))  # by page, then best chunk first, ties by position
+    rows, pages, fused = rows[order], pages[order], fused[order]
+    first = np.r_[True, pages[1:] != pages[:-1]]
+    starts = np.flatnonzero(first)
+    rank_in_page = np.arange(rows.size) - np.repeat(starts, np.diff(np.r_[starts, rows.size]))
+    leader_pages, leader_scores = pages[first], fused[first]
+    best = np.lexsort((leader_pages, -leader_scores))[:top_k]
+    keep = (rank_in_page < SECTIONS_PER_PAGE) & np.isin(pages, leader_pages[best])
+    chosen, scores = rows[keep], fused[keep]
+    return chosen[np.lexsort((chosen, -scores))].tolist()
+
+
+def _page_leaders(pages: np.ndarray, fused: np.ndarray) -> np.ndarray:
+    """Each page's best fused score (one value per distinct page)."""
+    if pages.size == 0:
+        return np.empty(0)
+    order = np.argsort(pages, kind="stable")
+    pages, fused = pages[order], fused[order]
+    starts = np.flatnonzero(np.r_[True, pages[1:] != pages[:-1]])
+    return np.maximum.reduceat(fused, starts)
+
+
+def _relative(pages: np.ndarray, allowed: np.ndarray | None) -> np.ndarray:
+    """Per page: its BM25 score divided by the best allowed page's (pages outside the filter: 0)."""
+    if allowed is not None:
+        kept = np.zeros_like(pages)
+        kept[allowed] = pages[allowed]
+        pages = kept
+    best = pages.max() if pages.size else 0.0
+    return (pages / best).astype(np.float32) if best > 0 else np.zeros(pages.shape, dtype=np.float32)
 
 
 def _check_filter_keys(filters: Mapping[str, str]) -> None:
@@ -232,35 +357,27 @@ def _check_filter_keys(filters: Mapping[str, str]) -> None:
         raise ValueError(f"unknown L1 filter key(s) {unknown}; supported: {', '.join(FILTER_KEYS)}")
 
 
-def _bm25_weights(counts: sparse.csr_matrix, k1: float, b: float) -> tuple[sparse.csc_matrix, np.ndarray]:
-    """Per chunk and term: idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len / avg len)), Lucene's idf."""
-    counts = counts.tocsr(copy=True)
-    counts.sum_duplicates()  # CountVectorizer may leave a term's count split over several entries
+def _bm25_weights(counts, k1: float, b: float):
+    """Per row and term of a scipy CSR matrix: idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len / avg len)),
+    Lucene's idf; the weights as a CSC matrix, and the idf."""
+    from scipy import sparse
+
     n_rows = counts.shape[0]
     lengths = np.asarray(counts.sum(axis=1), dtype=np.float64).ravel()
     average = lengths.mean() if lengths.sum() else 1.0
     doc_freq = np.bincount(counts.indices, minlength=counts.shape[1])
     idf = np.log1p((n_rows - doc_freq + 0.5) / (doc_freq + 0.5))
-    rows = np.repeat(np.arange(n_rows), np.diff(counts.indptr))
+    row_of = np.repeat(np.arange(n_rows), np.diff(counts.indptr))
     tf = counts.data.astype(np.float64)
-    weights = counts.copy().astype(np.float64)
-    weights.data = idf[counts.indices] * tf * (k1 + 1) / (tf + k1 * (1 - b + b * lengths[rows] / average))
+    weights = sparse.csr_matrix((idf[counts.indices] * tf * (k1 + 1)
+                                 / (tf + k1 * (1 - b + b * lengths[row_of] / average)),
+                                 counts.indices, counts.indptr), shape=counts.shape)
     return weights.tocsc(), idf
 
 
-def _rows_by(labels_per_row) -> dict[str, np.ndarray]:
-    rows: dict[str, list[int]] = {}
-    for i, labels in enumerate(labels_per_row):
-        for label in labels:
-            rows.setdefault(label, []).append(i)
-    return {k: np.asarray(v, dtype=np.int64) for k, v in rows.items()}
-
-
-def _top(score: np.ndarray, k: int) -> list[int]:
-    """Positions of the `k` best finite scores, best first, ties by position."""
-    finite = np.flatnonzero(np.isfinite(score))
-    if finite.size == 0:
-        return []
-    if finite.size > k:
-        finite = finite[np.argpartition(-score[finite], k - 1)[:k]]
-    return sorted(finite.tolist(), key=lambda i: (-score[i], i))
+def _pages_by(domains_per_page, n_pages: int) -> dict[str, np.ndarray]:
+    pages: dict[str, list[int]] = {}
+    for page, domains in enumerate(domains_per_page):
+        for domain in domains:
+            pages.setdefault(domain, []).append(page)
+    return {k: np.asarray(v, dtype=np.int64) for k, v in pages.items()}

@@ -85,7 +85,7 @@ def lookup_knowledge(query: str, *, index: KnowledgeIndex, config: LookupConfig 
         query, category, top_k = _validate(query, category, top_k, config)
     except ValueError as exc:
         if recorder is not None:
-            recorder(ToolInvocation(TOOL_NAME, str(query), arguments, "error", _ms(started), config.to_dict(), {},
+            recorder(ToolInvocation(TOOL_NAME, str(query), arguments, "error", _ms(started), _recorded_config(config, index), {},
                                     error=f"{type(exc).__name__}: {exc}", run_id=run_id, query_id=query_id))
         raise
     timings: dict[str, float] = {}
@@ -107,7 +107,7 @@ def lookup_knowledge(query: str, *, index: KnowledgeIndex, config: LookupConfig 
     details = RetrievalDetails(layer, hints, decision, final.outcome,
                                Counts(final.candidate_count, len(blocks), final.merged), blocks, relevance, timings)
     payload = details.to_dict()
-    invocation = ToolInvocation(TOOL_NAME, query, arguments, "ok", timings["total"], config.to_dict(), payload,
+    invocation = ToolInvocation(TOOL_NAME, query, arguments, "ok", timings["total"], _recorded_config(config, index), payload,
                                 run_id=run_id, query_id=query_id)
     if recorder is not None:
         recorder(invocation)
@@ -188,6 +188,12 @@ def _filtered(query: str, probe: _Ranked, decision: FilterDecision, hints: L0Hin
     widening = guard(best_score(filtered.blocks), best_score(probe.blocks), config.filter_widen_ratio)
     decision = replace(decision, widening=widening)
     return (probe if widening.widened else filtered), decision
+
+
+def _recorded_config(config: LookupConfig, index: KnowledgeIndex) -> dict[str, Any]:
+    """The call's settings plus the index's as it was built (`index.svd_dims` asked for, `l1_dimensions`
+    what the corpus allowed), so a trace never claims settings the index did not use."""
+    return {**config.to_dict(), "index": index.settings()}
 
 
 def _timed(timings: dict[str, float], stage: str, work):

@@ -13,9 +13,9 @@ import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import repeat
+from typing import Any
 
 import numpy as np
-from scipy import sparse
 
 from .text import _STEMMER, _WORD, STOP_WORDS, tokenize
 
@@ -29,8 +29,8 @@ class TermCounts:
 
     unigrams: tuple[str, ...]
     pair_keys: np.ndarray  # sorted int64 keys first * len(unigrams) + second, one per pair column
-    chunks: sparse.csr_matrix
-    pages: sparse.csr_matrix
+    chunks: Any  # scipy.sparse.csr_matrix
+    pages: Any  # scipy.sparse.csr_matrix
 
 
 class TermCounter:
@@ -98,7 +98,9 @@ def vocabulary_of(unigrams: Sequence[str]) -> dict[str, int]:
     return dict(zip(unigrams, range(len(unigrams)), strict=True))
 
 
-def _counts(rows: np.ndarray, columns: np.ndarray, shape: tuple[int, int]) -> sparse.csr_matrix:
+def _counts(rows: np.ndarray, columns: np.ndarray, shape: tuple[int, int]) -> Any:
+    from scipy import sparse
+
     matrix = sparse.csr_matrix((np.ones(rows.size, dtype=np.float32), (rows, columns)), shape=shape)
     matrix.sum_duplicates()
     return matrix

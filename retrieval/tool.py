@@ -9,7 +9,7 @@ from typing import Any
 from .config import LookupConfig
 from .index import KnowledgeIndex
 from .invocation import Recorder
-from .lookup import TOOL_NAME, lookup_knowledge
+from .lookup import TOOL_NAME, LookupResult, lookup_knowledge
 
 TOOL_DESCRIPTION = (
     "Look up the product knowledge base. Returns evidence blocks (source, title, breadcrumb, content, "
@@ -42,9 +42,29 @@ def tool_definition(domains: list[str] | None = None) -> dict[str, Any]:
     }
 
 
+def agent_payload(result: LookupResult) -> dict[str, Any]:
+    """What the agent reads: each evidence block once, `primary` and `supplement` as references to them
+    (position, source, title), relevance, and a compact trace reference. The full `retrieval_details` stay
+    in the trace (`tool_invocation`, by `invocation_id`): an agent's context is worth more than a copy."""
+    blocks = [b.to_dict() for b in result.evidence_blocks]
+    references = [{"block": i, "source": b["source"], "title": b["title"]} for i, b in enumerate(blocks)]
+    details = result.retrieval_details
+    filter_decision = details.get("filter", {})
+    return {"query": result.query, "evidence_blocks": blocks,
+            "primary": references[0] if references else None, "supplement": references[1:],
+            "relevance": result.relevance.to_dict(), "retrieval_layer": result.retrieval_layer,
+            "invocation_id": result.invocation_id,
+            "trace": {"table": "tool_invocation", "invocation_id": result.invocation_id,
+                      "filter": {"decision": filter_decision.get("decision"),
+                                 "applied": filter_decision.get("applied")},
+                      "l1_status": details.get("l1", {}).get("status"),
+                      "candidate_count": details.get("candidate_count"), "evidence_count": details.get("evidence_count")}}
+
+
 @dataclass
 class LookupTool:
-    """A callable tool for agent frameworks: `tool(query, category=None, top_k=None) -> dict`."""
+    """A callable tool for agent frameworks: `tool(query, category=None, top_k=None) -> dict` (see
+    `agent_payload`; `lookup_knowledge(...).to_dict()` is the full form with every detail)."""
 
     index: KnowledgeIndex
     config: LookupConfig = field(default_factory=LookupConfig)
@@ -53,7 +73,7 @@ class LookupTool:
     def __call__(self, query: str, category: str | None = None, top_k: int | None = None) -> dict[str, Any]:
         result = lookup_knowledge(query, index=self.index, config=self.config, category=category, top_k=top_k,
                                   recorder=self.recorder)
-        return result.to_dict()
+        return agent_payload(result)
 
     def definition(self) -> dict[str, Any]:
         return tool_definition(sorted({d for e in self.index.kb.entries for d in e.domains}))

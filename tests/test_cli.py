@@ -99,8 +99,11 @@ def test_readme_examples_run_as_written(command, tmp_path):
 
 def test_index_cache_keeps_only_the_newest_files(kb_dir, tmp_path, monkeypatch):
     from retrieval import index as index_module
+    from retrieval import index_cache
 
-    monkeypatch.setattr(index_module, "KEEP_CACHED", 2)
+    monkeypatch.setattr(index_cache, "KEEP_CACHED", 2)
     for dims in (8, 16, 32):
         index_module.open_index(kb_dir, svd_dims=dims, cache_dir=tmp_path)
-    assert len(list(tmp_path.glob("*.pkl"))) == 2
+    kept = [p for p in tmp_path.iterdir() if (p / "manifest.json").is_file()]
+    assert len(kept) == 2
+    assert {json.loads((p / "manifest.json").read_text())["index_config"]["svd_dims"] for p in kept} == {16, 32}

@@ -187,7 +187,7 @@ def test_fingerprint_and_cache_key_differ_with_excluded_paths(tmp_path, monkeypa
     assert not cut.from_cache and cut.kb.entry("news/release.md") is None
     assert full.kb.entry("news/release.md") is not None
     assert open_index(root, svd_dims=8, exclude_paths=["news/"]).from_cache
-    assert len(list((tmp_path / "cache").glob("*.pkl"))) == 2
+    assert len(list((tmp_path / "cache").glob("*/manifest.json"))) == 2
 
 
 def test_exclusions_change_nothing_when_empty(tmp_path):

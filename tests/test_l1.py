@@ -103,18 +103,40 @@ def test_a_real_l1_exception_falls_back_to_l0(index, monkeypatch):
     assert result.primary.source == "billing/invoices.md" and not result.relevance.semantic_support
 
 
-def test_query_scoring_matches_scikit_learns_transforms(index):
-    """The hand-rolled query path (term ids, sublinear TF-IDF, projection) equals sklearn's transforms."""
+def test_query_scoring_matches_the_chunk_vectors(index):
+    """The query path (term ids, sublinear TF-IDF, projection) puts a chunk's own text where the build put
+    that chunk: its LSA cosine with itself is 1."""
     import numpy as np
-    from sklearn.preprocessing import normalize
 
     l1 = index.l1
-    for query in ("alert escalation routing routing", "rotate the OAuth token", "retention rollups"):
-        scores = l1.score(query, tfidf_weight=0.0)
-        counts = l1.vectorizer.transform([query])
-        expected = l1.lsa @ normalize(np.asarray(l1.tfidf.transform(counts) @ l1._projection)).ravel()
-        assert np.allclose(scores.lsa, expected, atol=1e-5)
-        assert np.array_equal(np.sort(counts.indices), np.sort(l1._query_terms(query)[0]))
+    for row in (0, len(l1.chunks) // 2, len(l1.chunks) - 1):
+        chunk = l1.chunks[row]
+        scores = l1.score(f"{chunk.breadcrumb}\n{chunk.text}", tfidf_weight=0.0)
+        assert np.isclose(l1.lsa_scores(scores, np.asarray([row]))[0], 1.0, atol=1e-4)
+        assert scores.lexical[row] == scores.lexical.max() > 0
+
+
+def test_bounded_selection_equals_the_exact_scan(index, monkeypatch):
+    """Pages scored in order of their bound give exactly what scoring every chunk gives (blocks of one
+    page, so the sample's few pages are pruned as a large base's are)."""
+    from retrieval import l1 as l1_module
+
+    monkeypatch.setattr(l1_module, "FIRST_BLOCK_PAGES", 1)
+    pruned = 0
+    queries = ("alert escalation routing", "rotate the OAuth token", "invoice refund", "retention rollups",
+               "silence notifications during maintenance", "zzzz unknown words")
+    for query in queries:
+        for filters in (None, {"category": "alerting"}, {"category": "billing"}):
+            for top_k, min_score in ((1, 0.0), (3, 0.05), (30, 0.3)):
+                fast = index.l1.search(query, top_k=top_k, filters=filters, min_score=min_score,
+                                       tfidf_weight=0.9, page_weight=0.5)
+                exact = index.l1.search(query, top_k=top_k, filters=filters, min_score=min_score,
+                                        tfidf_weight=0.9, page_weight=0.5, exact=True)
+                assert [(c.chunk.chunk_id, c.score) for c in fast.candidates] == \
+                    [(c.chunk.chunk_id, c.score) for c in exact.candidates]
+                assert fast.rows_scored <= exact.rows_scored
+                pruned += fast.rows_scored < exact.rows_scored
+    assert pruned > 0
 
 
 def test_last_scores_are_reused_only_for_the_same_query(index):

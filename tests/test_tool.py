@@ -53,3 +53,18 @@ def test_unknown_setting_lists_the_known_ones():
 def test_malformed_assignment_shows_the_expected_form():
     with pytest.raises(ValueError, match="key=value"):
         parse_assignments(["top_k"])
+
+
+def test_agent_payload_carries_each_block_once_with_a_trace_reference(index, store):
+    payload = LookupTool(index, LookupConfig(), store)("how do I silence alerts")
+    text = json.dumps(payload)
+    blocks = payload["evidence_blocks"]
+    assert len(blocks) >= 2
+    for block in blocks:
+        assert text.count(json.dumps(block["content"])) == 1
+    assert payload["primary"] == {"block": 0, "source": blocks[0]["source"], "title": blocks[0]["title"]}
+    assert [s["block"] for s in payload["supplement"]] == list(range(1, len(blocks)))
+    assert "retrieval_details" not in payload
+    trace = payload["trace"]
+    assert trace["invocation_id"] == payload["invocation_id"] == store.invocations().iloc[0]["id"]
+    assert trace["l1_status"] == "ok" and trace["evidence_count"] == len(blocks)
