@@ -26,6 +26,7 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # time this tree's TraceStore, as the spawned servers (cwd ROOT) run it
 TARGET_MS = 20.0
 WARM_UP_CALLS = 5
 
