@@ -60,6 +60,13 @@ def build_parser() -> argparse.ArgumentParser:
     index = commands.add_parser("index", help="build (or load from cache) the index and print a summary")
     _add_kb_flags(index)
     index.add_argument("--svd-dims", dest="svd_dims", type=int, default=LookupConfig.svd_dims)
+    mcp = commands.add_parser("mcp", help="serve lookup_knowledge as an MCP tool (stdio; needs the [mcp] extra)")
+    _add_kb_flags(mcp)
+    mcp.add_argument("--traces", default=None, help="DuckDB trace file (default: traces.duckdb)")
+    mcp.add_argument("--no-trace", action="store_true", help="do not record invocations")
+    mcp.add_argument("--http", type=int, default=None, metavar="PORT",
+                     help="serve streamable HTTP on 127.0.0.1:PORT instead of stdio")
+    add_config_flags(mcp)
     definition = commands.add_parser("tool-definition", help="print the agent tool definition as JSON")
     _add_kb_flags(definition)
     return parser
@@ -79,12 +86,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, TraceStoreError) as exc:  # KnowledgeBaseError is a ValueError
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    print(output)
+    if output is not None:  # the mcp server has already used stdout for the protocol
+        print(output)
     return 0
 
 
-def _run(args: argparse.Namespace) -> str:
+def _run(args: argparse.Namespace) -> str | None:
     kb = args.kb or default_kb()
+    if args.command == "mcp":
+        return _serve_mcp(args, kb)
     if args.command == "lookup":
         if not args.query.strip():
             raise ValueError('the query is empty; pass the question in quotes, e.g. lookup "reset my API token"')
@@ -106,3 +116,18 @@ def _run(args: argparse.Namespace) -> str:
                        build_seconds=round(index.build_seconds, 3), l1_unavailable=index.l1_unavailable_reason)
         return json.dumps(summary, indent=2)
     return json.dumps(tool_definition(sorted({d for e in index.kb.entries for d in e.domains})), indent=2)
+
+
+def _serve_mcp(args: argparse.Namespace, kb: Any) -> None:
+    """Load the index once, then serve until the client leaves; `mcp` is imported only here."""
+    try:
+        from .mcp_server import serve
+    except ImportError as exc:
+        raise ValueError(f"the MCP server needs the mcp package ({exc}); "
+                         f"install it with pip install 'lookup-knowledge[mcp]'") from None
+    if args.http is not None and not 1 <= args.http <= 65535:
+        raise ValueError(f"--http takes a port from 1 to 65535, got {args.http}")
+    config = config_from_args(args)
+    store = None if args.no_trace else TraceStore(args.traces or default_traces())
+    index = open_index(kb, svd_dims=config.svd_dims, strict=args.strict, use_cache=not args.no_cache)
+    serve(index, config, store, transport="http" if args.http is not None else "stdio", port=args.http or 0)
