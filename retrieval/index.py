@@ -145,11 +145,12 @@ def file_signature(path: str | Path) -> str:
     if not root.is_dir():
         digest.update(_stat_line(str(root), root.name))
         return digest.hexdigest()
+    prefix = len(str(root)) + 1
     for folder, subfolders, names in os.walk(root):
         subfolders.sort()
         for name in sorted(names):
-            full = os.path.join(folder, name)
-            digest.update(_stat_line(full, os.path.relpath(full, root)))
+            full = f"{folder}/{name}"
+            digest.update(_stat_line(full, full[prefix:]))
     return digest.hexdigest()
 
 

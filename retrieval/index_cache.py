@@ -1,11 +1,13 @@
 """The on-disk index cache: data only, checked on load. No pickle, so a planted file cannot run code.
 
-One folder per cache key holds the L1 arrays as `.npy` files (read with `allow_pickle=False`; the LSA
-matrix memory-mapped), the knowledge base's entries as JSON, and `manifest.json` naming every file with
+One folder per cache key holds the L1 arrays and the chunks' text columns as `.npy` files (read with
+`allow_pickle=False`), the knowledge base's entries as JSON, and `manifest.json` naming every file with
 its dtype, shape and SHA-256. A folder is written under a temporary name and renamed into place, so a
 reader never sees half of one. Any mismatch on load (missing file, wrong checksum, shape or type) is a
-warning and a rebuild, never a wrong index. The folder is bounded: `MAX_CACHE_BYTES` in all (default
-4 GiB, `$LOOKUP_KNOWLEDGE_CACHE_MAX_MB` to change it) and `KEEP_CACHED` indexes; the oldest go first.
+warning and a rebuild, never a wrong index. Every array is memory-mapped read-only, so the checksum
+pass is the only read, and processes that open the same index share its pages. The folder is bounded:
+4 GiB in all by default (`$LOOKUP_KNOWLEDGE_CACHE_MAX_MB` to change it) and `KEEP_CACHED` indexes; the
+oldest go first.
 """
 
 from __future__ import annotations
@@ -32,7 +34,6 @@ KEEP_CACHED = 16
 DEFAULT_MAX_MB = 4096
 MANIFEST = "manifest.json"
 ENTRIES = "entries.json"
-MEMORY_MAPPED = frozenset({"lsa"})
 
 
 class CacheWarning(UserWarning):
@@ -132,19 +133,22 @@ def _read(folder: Path) -> CachedIndex:
         raise ValueError(f"manifest format is not {FORMAT}")
     files = manifest["files"]
     heads = _read_json(folder, manifest["entries"])
-    columns = {name: _read_array(folder, files[name], False) for name in STORE_ARRAYS}
-    store = ChunkStore(tuple(_head(h) for h in heads), columns["chunk_entry"], columns["chunk_position"],
+    columns = {name: _read_array(folder, files[name], True) for name in STORE_ARRAYS}
+    shells = [_entry(h, ()) for h in heads]
+    store = ChunkStore(tuple((e.source, e.title, e.domains) for e in shells), columns["chunk_entry"],
+                       columns["chunk_position"],
                        TextColumn(columns["breadcrumb_blob"], columns["breadcrumb_offsets"]),
                        TextColumn(columns["text_blob"], columns["text_offsets"]))
     _check_store(store, heads)
     starts = np.r_[0, np.cumsum([int(h["chunk_count"]) for h in heads])]
-    entries = [_entry(h, ChunkRows(store, np.arange(starts[i], starts[i + 1]))) for i, h in enumerate(heads)]
+    entries = [dataclasses.replace(e, chunks=ChunkRows(store, np.arange(starts[i], starts[i + 1])))
+               for i, e in enumerate(shells)]
     kb = _kb(manifest["kb"], entries)
     arrays, l1_rows = None, None
     if "l1_rows" in files:
-        arrays = L1Arrays(**{f.name: _read_array(folder, files[f.name], f.name in MEMORY_MAPPED)
+        arrays = L1Arrays(**{f.name: _read_array(folder, files[f.name], True)
                              for f in dataclasses.fields(L1Arrays)})
-        l1_rows = _read_array(folder, files["l1_rows"], False)
+        l1_rows = _read_array(folder, files["l1_rows"], True)
         if l1_rows.size and (l1_rows.min() < 0 or l1_rows.max() >= len(store)):
             raise ValueError("l1_rows names chunks the base does not hold")
     return CachedIndex(kb, arrays, l1_rows, manifest["l1_unavailable_reason"],
@@ -225,11 +229,6 @@ def _entry_dict(entry: Entry) -> dict[str, Any]:
     return {"source": entry.source, "title": entry.title, "categories": list(entry.categories),
             "keywords": list(entry.keywords), "entities": list(entry.entities), "description": entry.description,
             "chunk_count": len(entry.chunks)}
-
-
-def _head(data: dict[str, Any]) -> tuple[str, str, tuple[str, ...]]:
-    entry = _entry(data, ())
-    return entry.source, entry.title, entry.domains
 
 
 def _entry(data: dict[str, Any], chunks: Any) -> Entry:

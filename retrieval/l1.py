@@ -92,7 +92,8 @@ class L1Arrays:
     page_weights: np.ndarray
     page_idf: np.ndarray
     lsa_idf: np.ndarray  # float32, smoothed idf of the sublinear TF-IDF the SVD saw
-    projection: np.ndarray  # float32 (unigrams, dims): the SVD's components, transposed
+    projection: np.ndarray  # float32 (terms the SVD saw, dims): the SVD's components, transposed
+    projection_row: np.ndarray  # int32 per unigram: its row of `projection`, -1 for a term the SVD never saw
     lsa: np.ndarray  # float32 (chunks, dims), rows L2-normalised
     page_of_chunk: np.ndarray  # int64 per chunk
     page_row_starts: np.ndarray  # int64 (pages + 1): chunks of page p are page_row_order[starts[p]:starts[p+1]]
@@ -157,7 +158,8 @@ class L1Index:
         if self.dimensions and word_ids.size:
             # the sublinear TF-IDF of the query, projected (its L2 norm cancels in the final normalisation)
             query_tfidf = ((1.0 + np.log(word_counts)) * a.lsa_idf[word_ids]).astype(np.float32)
-            projected = query_tfidf @ a.projection[word_ids]
+            rows = a.projection_row[word_ids]
+            projected = query_tfidf[rows >= 0] @ a.projection[rows[rows >= 0]]
             norm = float(np.linalg.norm(projected))
             query_vector = projected / norm if norm > 0 else None
         return L1Scores(lexical, pages, query_vector, tfidf_weight)
@@ -325,7 +327,7 @@ def build_arrays(chunks: Sequence[Chunk], config: IndexConfig) -> L1Arrays:
         raise ValueError("L1 needs at least one chunk with an indexable term")
     section_weights, section_idf = _bm25_weights(counts.chunks, config.k1, config.b)
     page_weights, page_idf = _bm25_weights(counts.pages, config.k1, config.page_b)
-    lsa_idf, projection, lsa = _fit_lsa(counts.chunks, config)
+    lsa_idf, projection, projection_row, lsa = _fit_lsa(counts.chunks, config)
     order = np.argsort(page_of_chunk, kind="stable")
     starts = np.r_[0, np.cumsum(np.bincount(page_of_chunk, minlength=len(page_number)))].astype(np.int64)
     terms = TermIndex.of(counts.unigrams)
@@ -333,11 +335,11 @@ def build_arrays(chunks: Sequence[Chunk], config: IndexConfig) -> L1Arrays:
     return L1Arrays(column.blob, column.offsets, terms.hashes, terms.ids, counts.pair_keys, section_weights.indptr.astype(np.int64),
                     section_weights.indices, section_weights.data.astype(np.float32), section_idf,
                     page_weights.indptr.astype(np.int64), page_weights.indices,
-                    page_weights.data.astype(np.float32), page_idf, lsa_idf, projection, lsa, page_of_chunk,
+                    page_weights.data.astype(np.float32), page_idf, lsa_idf, projection, projection_row, lsa, page_of_chunk,
                     starts, order.astype(np.int64))
 
 
-def _fit_lsa(counts, config: IndexConfig) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _fit_lsa(counts, config: IndexConfig) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Sublinear, smoothed-idf, L2-normalised TF-IDF; TruncatedSVD fitted on a row sample (the LSA space
     of 20k sections matches that of all of them closely, and a fit is quadratic in what it sees);
     then every chunk projected and L2-normalised."""
@@ -359,17 +361,19 @@ def _fit_lsa(counts, config: IndexConfig) -> tuple[np.ndarray, np.ndarray, np.nd
     least = 1 if sample.size == n_rows else 2
     seen = np.flatnonzero(np.bincount(fitted.indices, minlength=n_terms) >= least)
     dims = min(config.svd_dims, seen.size - 1, sample.size - 1)
+    projection_row = np.full(n_terms, -1, dtype=np.int32)
     if dims < 2:
-        return idf, np.zeros((n_terms, 0), dtype=np.float32), np.zeros((n_rows, 0), dtype=np.float32)
+        return idf, np.zeros((0, 0), dtype=np.float32), projection_row, np.zeros((n_rows, 0), dtype=np.float32)
     svd = TruncatedSVD(n_components=dims, random_state=config.random_state).fit(fitted[:, seen])
-    projection = np.zeros((n_terms, dims), dtype=np.float32)
-    projection[seen] = svd.components_.T
+    projection = np.ascontiguousarray(svd.components_.T, dtype=np.float32)
+    projection_row[seen] = np.arange(seen.size, dtype=np.int32)
+    seen_only = tfidf[:, seen].tocsr()  # the terms the SVD never saw project to nothing
     lsa = np.empty((n_rows, dims), dtype=np.float32)
     for start in range(0, n_rows, 50_000):
-        part = np.asarray(tfidf[start:start + 50_000] @ projection, dtype=np.float32)
+        part = np.asarray(seen_only[start:start + 50_000] @ projection, dtype=np.float32)
         norms = np.linalg.norm(part, axis=1, keepdims=True)
         lsa[start:start + 50_000] = part / np.where(norms > 0, norms, 1.0)
-    return idf, projection, lsa
+    return idf, projection, projection_row, lsa
 
 
 def _best_pages_sections(rows: np.ndarray, fused: np.ndarray, page_of_chunk: np.ndarray, top_k: int) -> list[int]:
