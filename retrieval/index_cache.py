@@ -191,7 +191,8 @@ def _read_array(folder: Path, spec: dict[str, Any], memory_mapped: bool) -> np.n
     if array.dtype.str != spec["dtype"] or list(array.shape) != spec["shape"]:
         raise ValueError(f"{path.name} holds {array.dtype.str}{list(array.shape)}, the manifest says "
                          f"{spec['dtype']}{spec['shape']}")
-    return array
+    # a plain read-only ndarray over the mapping: np.memmap wraps every scalar read in a new memmap object
+    return array.view(np.ndarray) if isinstance(array, np.memmap) else array
 
 
 def _write_json(path: Path, value: Any) -> dict[str, Any]:
