@@ -3,12 +3,13 @@
 The orchestrator trusts L1 only through these: a result of the wrong type or with a non-finite score
 is an L1 failure (falls back to L0, never claims semantic support), and a call past `l1_timeout_ms`
 is abandoned (status `timeout`). The abandoned call keeps running in its daemon thread; its result
-is dropped.
+is dropped, and the thread serves later calls once it is free.
 """
 
 from __future__ import annotations
 
 import math
+import queue
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -39,21 +40,58 @@ class GuardedCall:
 
 
 def guarded_search(search: Callable[[], Any], timeout_ms: float) -> GuardedCall:
-    """Run `search()` in a daemon thread and check its result; never raises, never waits past `timeout_ms`."""
-    box: dict[str, GuardedCall] = {}
-
-    def target() -> None:
-        try:  # the one broad catch: any L1 failure falls back to L0 evidence, recorded with its cause
-            box["call"] = GuardedCall(result=validated(search()))
-        except Exception as exc:  # noqa: BLE001
-            box["call"] = GuardedCall(error=exc)
-
-    thread = threading.Thread(target=target, name="l1-search", daemon=True)
-    thread.start()
-    thread.join(timeout_ms / 1000.0)
-    if thread.is_alive() or "call" not in box:
+    """Run `search()` on an idle worker thread and check its result; never raises, never waits past
+    `timeout_ms`. A worker is reused once its call ends (a fresh thread per call cost ~0.2-2 ms)."""
+    job = _Job(search)
+    _idle_worker().jobs.put(job)
+    if not job.done.wait(timeout_ms / 1000.0):
         return GuardedCall(error=L1Timeout(f"L1 did not answer within {timeout_ms:g} ms (l1_timeout_ms)"))
-    return box["call"]
+    return job.call
+
+
+class _Job:
+    """One L1 call handed to a worker: the work, and the event set when `call` is filled."""
+
+    def __init__(self, search: Callable[[], Any]) -> None:
+        self.search = search
+        self.done = threading.Event()
+        self.call = GuardedCall()
+
+    def run(self) -> None:
+        try:  # the one broad catch: any L1 failure falls back to L0 evidence, recorded with its cause
+            self.call = GuardedCall(result=validated(self.search()))
+        except Exception as exc:  # noqa: BLE001
+            self.call = GuardedCall(error=exc)
+        self.done.set()
+
+
+class _Worker:
+    """A daemon thread running jobs one at a time; it offers itself back to the idle list after each."""
+
+    def __init__(self) -> None:
+        self.jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
+        threading.Thread(target=self._loop, name="l1-search", daemon=True).start()
+
+    def _loop(self) -> None:
+        while True:
+            self.jobs.get().run()
+            with _IDLE_LOCK:
+                if len(_IDLE) >= MAX_IDLE_WORKERS:
+                    return
+                _IDLE.append(self)
+
+
+MAX_IDLE_WORKERS = 8
+_IDLE: list[_Worker] = []
+_IDLE_LOCK = threading.Lock()
+
+
+def _idle_worker() -> _Worker:
+    """A worker with nothing to do: a returning one, or a new one when all are busy (or stuck past a timeout)."""
+    with _IDLE_LOCK:
+        if _IDLE:
+            return _IDLE.pop()
+    return _Worker()
 
 
 def validated(result: Any) -> L1Result:
