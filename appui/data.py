@@ -18,6 +18,7 @@ import pandas as pd
 
 from appui import sql_box
 from retrieval import TraceStore
+from retrieval.export_safe import csv_safe, markdown_cell
 from retrieval.trace_store import TABLE, iter_rows
 
 TIME_RANGES = {"All time": None, "Last hour": timedelta(hours=1), "Last 24 hours": timedelta(days=1),
@@ -127,7 +128,7 @@ def export_traces(frame: pd.DataFrame, fmt: str, *, title: str = "Traces") -> by
     if fmt not in FORMATS:
         raise ValueError(f"unknown export format {fmt!r}; choose one of {', '.join(FORMATS)}")
     if fmt == "CSV":
-        return frame.to_csv(index=False).encode()
+        return csv_safe(frame).to_csv(index=False).encode()
     if fmt == "Parquet":
         buffer = io.BytesIO()
         frame.to_parquet(buffer, index=False)
@@ -141,12 +142,8 @@ def export_traces(frame: pd.DataFrame, fmt: str, *, title: str = "Traces") -> by
 
 
 def markdown_table(frame: pd.DataFrame) -> str:
-    def cell(value: Any) -> str:
-        return "" if value is None or (isinstance(value, float) and pd.isna(value)) else \
-            str(value).replace("|", "\\|").replace("\n", " ")
-
-    lines = ["| " + " | ".join(map(str, frame.columns)) + " |", "|" + " --- |" * len(frame.columns)]
-    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in frame.itertuples(index=False)]
+    lines = ["| " + " | ".join(map(markdown_cell, frame.columns)) + " |", "|" + " --- |" * len(frame.columns)]
+    lines += ["| " + " | ".join(markdown_cell(v) for v in row) + " |" for row in frame.itertuples(index=False)]
     return "\n".join(lines)
 
 
