@@ -62,7 +62,8 @@ def list_markdown(root: Path, prefixes: tuple[str, ...] = ()) -> Listing:
             if prefixes and is_excluded(source, prefixes):
                 excluded += 1  # never read: counted from the listing only
                 continue
-            problem = _unusable(path, source, real_root, is_folder=name in dirs)
+            problem = _unusable(path, source, real_root, is_folder=name in dirs,
+                                valid_name=_valid_utf8(path.relative_to(root).as_posix()))
             if problem is not None:
                 problems.append(problem)
             else:
@@ -85,9 +86,10 @@ def _valid_utf8(text: str) -> bool:
     return True
 
 
-def _unusable(path: Path, source: str, real_root: Path, *, is_folder: bool) -> LoadProblem | None:
+def _unusable(path: Path, source: str, real_root: Path, *, is_folder: bool,
+              valid_name: bool) -> LoadProblem | None:
     """Why `path` cannot be read as a knowledge-base file, or None when it can be."""
-    if not _valid_utf8(str(path)):
+    if not valid_name:
         return LoadProblem(source, 0, "file name is not valid UTF-8; rename the file")
     if path.is_symlink():
         try:

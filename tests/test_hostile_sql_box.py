@@ -206,3 +206,24 @@ def test_data_read_only_query_uses_the_sandbox(box, tmp_path):
     with pytest.raises(data.ReadOnlyError):
         data.read_only_query(store, f"SELECT * FROM read_text('{box['secret']}')")
     assert data.read_only_query(store, "SELECT count(*) AS n FROM tool_invocation")["n"].tolist() == [0]
+
+
+@pytest.mark.parametrize("sql", ["SELECT content FROM read_text('/etc/passwd')",
+                                 "/* x */ EXPLAIN SELECT * FROM read_text('/etc/passwd')",
+                                 "SELECT * FROM enable_logging(storage := 'file', storage_path := 'logs')"])
+def test_traces_page_refuses_host_reads_without_a_traceback(tmp_path, monkeypatch, sql):
+    from streamlit.testing.v1 import AppTest
+
+    from tests.kb_fixture import write_kb
+
+    monkeypatch.setenv("LOOKUP_KNOWLEDGE_KB", str(write_kb(tmp_path / "kb")))
+    monkeypatch.setenv("LOOKUP_KNOWLEDGE_TRACES", str(tmp_path / "traces.duckdb"))
+    monkeypatch.chdir(tmp_path)
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=60).run()
+    at = at.switch_page("appui/traces_page.py").run()
+    at.text_area(key="sql_text").set_value(sql)
+    at = at.button(key="sql_run").click().run()
+    assert not at.exception
+    assert at.error and at.error[0].value.startswith("Refused")
+    assert not any("root:" in str(frame.value) for frame in at.dataframe)
+    assert not (tmp_path / "logs").exists()
