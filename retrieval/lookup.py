@@ -144,12 +144,14 @@ def _validate(query: Any, category: Any, top_k: Any, config: LookupConfig) -> tu
 
 def _run_l1(query: str, filters: dict[str, str] | None, index: KnowledgeIndex, config: LookupConfig,
             top_k: int) -> L1Outcome:
-    """One L1 search under `filters`, or the outcome that stands in for it (disabled, unavailable, failed)."""
+    """One L1 search under `filters`, or the outcome that stands in for it (disabled, unavailable, failed,
+    timeout)."""
     if not config.l1_enabled:
         return L1Outcome("disabled")
     if index.l1 is None:
         return L1Outcome("unavailable", error={"type": "L1Unavailable",
                                                "message": index.l1_unavailable_reason or "no L1 index"})
+
     def search() -> object:
         if config.simulate_l1_failure:
             raise SimulatedL1Failure("simulated L1 failure (simulate_l1_failure drill)")
