@@ -210,3 +210,18 @@ def test_jsonl_bad_lines_are_skipped_with_their_line_numbers(tmp_path):
     assert "null" in problems[2] and "list" in problems[3] and "str" in problems[4]
     assert "not UTF-8" in problems[5] and "metadata" in problems[6] and "duplicate _id 'a'" in problems[7]
     assert all(p.path == "corpus.jsonl" for p in kb.problems)
+
+
+def test_cli_lookup_counts_skipped_files_and_names_them_on_stderr(tmp_path, capsys):
+    from retrieval.cli import main
+
+    root = tmp_path / "kb"
+    root.mkdir()
+    (root / "good.md").write_text("# Good\nRotate the keys monthly.\n")
+    (root / "bad.md").write_bytes(b"caf\xe9\n")
+    os.symlink("/etc/passwd", root / "passwd.md")
+    assert main(["lookup", "rotate keys", "--kb", str(root), "--no-trace", "--no-cache"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["retrieval_details"]["kb"]["skipped_count"] == 2
+    assert "2 knowledge-base file(s)" in captured.err and "bad.md:1" in captured.err and "passwd.md" in captured.err
+    assert "root:" not in captured.out
