@@ -16,13 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .exclusions import ExcludePathError, is_excluded_id, normalize_prefixes
-from .kb_files import (
-    FileSkipped,
-    LoadProblem,
-    list_markdown,
-    read_markdown_file,
-    read_regular_file,
-)
+from .kb_files import FileSkipped, LoadProblem, decode_text, list_markdown, read_regular_file
 from .kb_jsonl import JsonlRecord, read_records
 from .markdown import FrontMatterError, first_heading, split_front_matter, split_sections
 from .text import normalize_label
@@ -149,18 +143,21 @@ def fingerprint(path: str | Path, *, exclude_fields: Iterable[str] = (), exclude
         digest.update(_jsonl_bytes(root))
         return digest.hexdigest()
     for file in list_markdown(root, prefixes).files:
-        digest.update(_file_digest_part(file, root))
+        source = file.relative_to(root).as_posix()
+        digest.update(_digest_part(source, _file_bytes(file, source)[0]))
     return digest.hexdigest()
 
 
-def _file_digest_part(file: Path, root: Path) -> bytes:
-    """What one file adds to the fingerprint: its path and bytes, or its path and why it cannot be read."""
-    source = file.relative_to(root).as_posix().encode("utf-8", "surrogateescape")
+def _file_bytes(file: Path, source: str) -> tuple[bytes, LoadProblem | None]:
+    """A file's bytes, read once for both the fingerprint and the load; or a marker and why it is unreadable."""
     try:
-        content = read_regular_file(file, file.name)
+        return read_regular_file(file, source), None
     except FileSkipped as exc:
-        content = b"\0unreadable:" + exc.problem.message.encode()
-    return source + b"\0" + content + b"\0"
+        return b"\0unreadable:" + exc.problem.message.encode(), exc.problem
+
+
+def _digest_part(source: str, content: bytes) -> bytes:
+    return source.encode("utf-8", "surrogateescape") + b"\0" + content + b"\0"
 
 
 def _jsonl_bytes(path: Path) -> bytes:
@@ -189,9 +186,13 @@ def _load_markdown(root: Path, strict: bool, excluded: frozenset[str], prefixes:
     entries, problems = [], list(listing.problems)
     for file in listing.files:
         source = file.relative_to(root).as_posix()
-        digest.update(_file_digest_part(file, root))
+        raw, unreadable = _file_bytes(file, source)
+        digest.update(_digest_part(source, raw))
+        if unreadable is not None:
+            problems.append(unreadable)
+            continue
         try:
-            entries.append(parse_markdown_entry(source, read_markdown_file(file, source), excluded, max_words))
+            entries.append(parse_markdown_entry(source, decode_text(raw, source), excluded, max_words))
         except FrontMatterError as exc:
             problems.append(LoadProblem(exc.path, exc.line, exc.problem))
         except FileSkipped as exc:

@@ -105,11 +105,6 @@ def _unusable(path: Path, source: str, real_root: Path, *, is_folder: bool,
     return None
 
 
-def read_markdown_file(path: Path, source: str) -> str:
-    """The text of one Markdown file (BOM dropped, line ends as LF); FileSkipped when it cannot be used."""
-    return decode_text(read_regular_file(path, source), source)
-
-
 def read_regular_file(path: Path, source: str, max_bytes: int = MAX_FILE_BYTES) -> bytes:
     """The bytes of a regular file of at most `max_bytes`; never blocks on a FIFO or device."""
     try:
