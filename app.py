@@ -6,8 +6,6 @@ and the trace file ($LOOKUP_KNOWLEDGE_TRACES, else traces.duckdb here) are share
 
 from __future__ import annotations
 
-import logging
-
 import streamlit as st
 
 from appui import state
@@ -23,8 +21,4 @@ PAGES = [
 st.set_page_config(page_title="lookup-knowledge", page_icon=":material/search:", layout="wide")
 page = st.navigation(PAGES)
 state.remember(state.sidebar_context())
-try:
-    page.run()
-except Exception as exc:  # noqa: BLE001 - the last guard: a message in the page, never a traceback
-    logging.getLogger("lookup_knowledge.app").exception("page %s failed", page.title)
-    st.error(f"Something went wrong on this page: {type(exc).__name__}: {exc}")
+page.run()  # an unexpected error shows its type only; the traceback goes to the log (.streamlit/config.toml)

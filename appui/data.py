@@ -9,22 +9,21 @@ from __future__ import annotations
 import html
 import io
 import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-import duckdb
 import pandas as pd
 
+from appui import sql_box
 from retrieval import TraceStore
+from retrieval.export_safe import csv_safe, markdown_cell
 from retrieval.trace_store import TABLE, iter_rows
 
 TIME_RANGES = {"All time": None, "Last hour": timedelta(hours=1), "Last 24 hours": timedelta(days=1),
                "Last 7 days": timedelta(days=7)}
 NO_RUN, ANY = "(interactive lookups)", "(all)"
-READ_ONLY = {"SELECT"}
 FORMATS = {"CSV": ("csv", "text/csv"), "Parquet": ("parquet", "application/vnd.apache.parquet"),
            "JSONL": ("jsonl", "application/x-ndjson"), "Markdown": ("md", "text/markdown"),
            "HTML": ("html", "text/html")}
@@ -32,8 +31,7 @@ SUMMARY_COLUMNS = ["created_at", "query", "retrieval_layer", "filter_decision", 
                    "l1_candidate_count", "evidence_count", "latency_ms", "status", "run_id", "id"]
 
 
-class ReadOnlyError(ValueError):
-    """The SQL box was given a statement that could change data, or several statements."""
+ReadOnlyError = sql_box.SqlRefused  # the SQL box's refusal, under the name the pages and tests use
 
 
 @dataclass(frozen=True)
@@ -93,37 +91,13 @@ def stamp(store: TraceStore) -> tuple[int, str]:
 
 
 def check_read_only(sql: str) -> str:
-    """The one statement of `sql` if it only reads (SELECT, or EXPLAIN of a SELECT); else ReadOnlyError."""
-    try:
-        statements = duckdb.extract_statements(sql)
-    except duckdb.Error as exc:
-        raise ReadOnlyError(f"cannot parse the SQL: {exc}") from None
-    if len(statements) != 1:
-        raise ReadOnlyError(f"run one statement at a time (found {len(statements)})")
-    statement = statements[0]
-    kind = statement.type.name
-    if kind == "EXPLAIN":
-        inner = re.sub(r"^\s*explain\s+(analyze\s+)?", "", statement.query, flags=re.IGNORECASE)
-        check_read_only(inner)
-        return statement.query
-    if kind not in READ_ONLY:
-        raise ReadOnlyError(f"{kind} statements can change data; the SQL box only runs read-only "
-                            f"queries (SELECT, WITH … SELECT, SHOW, DESCRIBE, EXPLAIN)")
-    return statement.query
+    """The one statement of `sql` if the SQL box may run it (see appui.sql_box); else ReadOnlyError."""
+    return sql_box.check_statement(sql)
 
 
 def read_only_query(store: TraceStore, sql: str, *, max_rows: int = 10_000) -> pd.DataFrame:
-    """Run a checked read-only query inside a transaction that is always rolled back."""
-    statement = check_read_only(sql)
-    with store.connect() as con:
-        con.execute("BEGIN TRANSACTION")
-        try:
-            relation = con.execute(statement)
-            rows = relation.fetchmany(max_rows) if relation.description else []
-            columns = [d[0] for d in relation.description or []]
-        finally:
-            con.execute("ROLLBACK")
-    return pd.DataFrame(rows, columns=columns)
+    """Run a checked statement on a sealed in-memory copy of the trace tables (see appui.sql_box)."""
+    return sql_box.run(sql_box.snapshot(store.query), sql, max_rows=max_rows).frame
 
 
 def result_changes(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
@@ -154,7 +128,7 @@ def export_traces(frame: pd.DataFrame, fmt: str, *, title: str = "Traces") -> by
     if fmt not in FORMATS:
         raise ValueError(f"unknown export format {fmt!r}; choose one of {', '.join(FORMATS)}")
     if fmt == "CSV":
-        return frame.to_csv(index=False).encode()
+        return csv_safe(frame).to_csv(index=False).encode()
     if fmt == "Parquet":
         buffer = io.BytesIO()
         frame.to_parquet(buffer, index=False)
@@ -168,12 +142,8 @@ def export_traces(frame: pd.DataFrame, fmt: str, *, title: str = "Traces") -> by
 
 
 def markdown_table(frame: pd.DataFrame) -> str:
-    def cell(value: Any) -> str:
-        return "" if value is None or (isinstance(value, float) and pd.isna(value)) else \
-            str(value).replace("|", "\\|").replace("\n", " ")
-
-    lines = ["| " + " | ".join(map(str, frame.columns)) + " |", "|" + " --- |" * len(frame.columns)]
-    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in frame.itertuples(index=False)]
+    lines = ["| " + " | ".join(map(markdown_cell, frame.columns)) + " |", "|" + " --- |" * len(frame.columns)]
+    lines += ["| " + " | ".join(markdown_cell(v) for v in row) + " |" for row in frame.itertuples(index=False)]
     return "\n".join(lines)
 
 

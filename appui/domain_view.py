@@ -14,7 +14,7 @@ import pandas as pd
 import streamlit as st
 
 NUMBERS = {1: "One", 2: "Two", 3: "Three", 4: "Four", 5: "Five"}
-L1_NOT_RUN = ("failed", "disabled", "unavailable")
+L1_NOT_RUN = ("failed", "timeout", "disabled", "unavailable")
 COLUMNS = ["domain", "vote share", "L0 coverage", "accepted", "supporting pages"]
 
 

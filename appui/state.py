@@ -13,6 +13,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, TypeVar
 
+import duckdb
 import streamlit as st
 
 from retrieval import (
@@ -180,10 +181,8 @@ def guarded(work: Callable[[], T]) -> T | None:
     """Run `work`; known failures become an st.error naming the cause instead of a traceback."""
     try:
         return work()
-    except (ValueError, KeyError, KnowledgeBaseError, TraceStoreError, OSError) as exc:
-        st.error(f"{_kind(exc)}: {exc}")
-    except Exception as exc:  # noqa: BLE001 - e.g. duckdb.Error: still a message, never a traceback
-        st.error(f"{type(exc).__name__}: {exc}")
+    except (ValueError, KnowledgeBaseError, TraceStoreError, OSError, duckdb.Error) as exc:
+        st.error(f"{_kind(exc)}: {exc}")  # a KeyError is a bug, not a known failure: it is not caught
     return None
 
 

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import altair as alt
+import duckdb
 import pandas as pd
 import streamlit as st
 
-from appui import data, state, views
+from appui import data, sql_box, state, views
 from retrieval import TraceStore
+from retrieval.trace_store import TraceStoreError
 
 DEFAULT_SQL = ("SELECT retrieval_layer, l1_status, count(*) AS calls, round(avg(latency_ms), 1) AS avg_ms\n"
                "FROM tool_invocation GROUP BY ALL ORDER BY calls DESC")
+SQL_MAX_ROWS, SQL_TIMEOUT_S = 10_000, 5.0
 
 
 @st.cache_data(show_spinner=False, max_entries=64, ttl=60)
@@ -74,21 +77,24 @@ def _table(frame: pd.DataFrame) -> None:
 
 def _sql_box(store: TraceStore) -> None:
     st.subheader("SQL (read-only)")
-    st.caption("One SELECT / WITH / SHOW / DESCRIBE / EXPLAIN over the trace file; it runs in a transaction "
-               "that is always rolled back, and statements that change data are refused.")
+    st.caption(f"One SELECT / WITH / SHOW / DESCRIBE / EXPLAIN over a private copy of the trace tables: no "
+               f"files, no extensions, at most {SQL_MAX_ROWS:,} rows and {SQL_TIMEOUT_S:g} s.")
     st.text_area("SQL", key="sql_text", value=DEFAULT_SQL, height=110, label_visibility="collapsed")
     if st.button("Run SQL", key="sql_run"):
+        st.session_state.pop("sql_result", None)
         try:
-            st.session_state["sql_result"] = data.read_only_query(store, st.session_state["sql_text"])
-        except data.ReadOnlyError as exc:
-            st.session_state.pop("sql_result", None)
+            result = sql_box.run(sql_box.snapshot(store.query), st.session_state["sql_text"],
+                                 max_rows=SQL_MAX_ROWS, timeout_s=SQL_TIMEOUT_S)
+            st.session_state["sql_result"] = result
+        except sql_box.SqlRefused as exc:
             st.error(f"Refused: {exc}")
-        except Exception as exc:  # noqa: BLE001 - duckdb errors (bad column, syntax) as messages
-            st.session_state.pop("sql_result", None)
-            st.error(f"The query failed: {exc}")
+        except (duckdb.Error, TraceStoreError) as exc:  # bad column, syntax, sandbox refusal: a message
+            st.error(f"The query failed: {str(exc).splitlines()[0]}")
     result = st.session_state.get("sql_result")
     if result is not None:
-        st.dataframe(result, hide_index=True, key="sql_table")
+        if result.truncated:
+            st.caption(f"Showing the first {SQL_MAX_ROWS:,} rows.")
+        st.dataframe(result.frame, hide_index=True, key="sql_table")
 
 
 def render() -> None:

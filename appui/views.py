@@ -15,7 +15,8 @@ import streamlit as st
 from appui import domain_view
 
 LAYER_COLOURS = {"L0": "orange", "L1": "blue", "L0+L1": "green", "none": "gray"}
-L1_COLOURS = {"ok": "green", "empty": "orange", "failed": "red", "unavailable": "red", "disabled": "gray"}
+L1_COLOURS = {"ok": "green", "empty": "orange", "failed": "red", "timeout": "red", "unavailable": "red",
+              "disabled": "gray"}
 
 
 def badge(text: str, colours: Mapping[str, str]) -> str:

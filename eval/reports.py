@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 
 from retrieval import TraceStore
+from retrieval.export_safe import csv_safe, markdown_cell
 from retrieval.trace_store import iter_rows
 
 from .compare import Comparison
@@ -59,7 +60,7 @@ def render(obj: RunResult | Comparison, fmt: str, *, store: TraceStore | None = 
     if fmt in ("csv", "parquet"):
         frame = _flat(obj.per_query) if fmt == "csv" else obj.per_query
         if fmt == "csv":
-            return frame.to_csv(index=False)
+            return csv_safe(frame).to_csv(index=False)
         buffer = io.BytesIO()
         frame.to_parquet(buffer, index=False)
         return buffer.getvalue()
@@ -196,11 +197,8 @@ def _markdown(sections: list[Section]) -> str:
 def _markdown_table(table: pd.DataFrame) -> str:
     if table.empty:
         return "_none_"
-    def esc(text: str) -> str:
-        return text.replace("|", "\\|").replace("\n", " ")
-
-    lines = ["| " + " | ".join(esc(str(c)) for c in table.columns) + " |", "|" + " --- |" * len(table.columns)]
-    lines.extend("| " + " | ".join(esc(_cell(v)) for v in row) + " |" for row in table.itertuples(index=False))
+    lines = ["| " + " | ".join(markdown_cell(c) for c in table.columns) + " |", "|" + " --- |" * len(table.columns)]
+    lines.extend("| " + " | ".join(markdown_cell(_cell(v)) for v in row) + " |" for row in table.itertuples(index=False))
     return "\n".join(lines)
 
 

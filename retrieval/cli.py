@@ -107,6 +107,10 @@ def _run(args: argparse.Namespace) -> str | None:
                                       top_k=args.top_k, recorder=store)
         for warning in caught:
             print(f"warning: {warning.message}", file=sys.stderr)
+        if index.kb.problems:  # the count is in retrieval_details.kb; the names go to stderr
+            named = "; ".join(f"{p.path}:{p.line}: {p.message}" for p in index.kb.problems[:3])
+            print(f"warning: {len(index.kb.problems)} knowledge-base file(s) or line(s) skipped ({named}"
+                  f"{'; …' if len(index.kb.problems) > 3 else ''}); `index` lists them all", file=sys.stderr)
         return json.dumps(result.to_dict(), indent=None if args.compact else 2, ensure_ascii=False)
     index = open_index(kb, svd_dims=getattr(args, "svd_dims", LookupConfig.svd_dims), strict=args.strict,
                        use_cache=not args.no_cache)

@@ -38,6 +38,8 @@ class LookupConfig:
                                            "beats uncategorised pages); exactly one carried domain is the filter")
     l0_domain_min_coverage: float = _opt(0.8, "an L0 match whose fields hold this share of the query's IDF mass "
                                               "carries its domains too")
+    l1_timeout_ms: int = _opt(2000, "stop waiting for L1 after this many milliseconds and answer from L0 (status "
+                                    "`timeout`)")
     filter_widen_ratio: float = _opt(0.8, "widen an L0-derived filter when its best score is below this share of "
                                           "the unfiltered best (0: never widen)")
 
@@ -53,6 +55,7 @@ class LookupConfig:
         _check_range("snippet_chars", self.snippet_chars, 20, 1_000_000)
         _check_range("l0_max_matches", self.l0_max_matches, 0, 1000)
         _check_range("l1_pool", self.l1_pool, 1, 100_000)
+        _check_range("l1_timeout_ms", self.l1_timeout_ms, 1, 3_600_000)
         _check_range("l0_domain_top_n", self.l0_domain_top_n, 1, 1000)
         _check_range("l0_domain_temperature", self.l0_domain_temperature, 0.0, 100.0)
         for name in ("l1_min_score", "l1_tfidf_weight", "l0_min_score_ratio", "l0_domain_min_share",

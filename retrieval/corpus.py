@@ -9,18 +9,18 @@ files out (see retrieval.exclusions: Markdown files under a prefix are never rea
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .exclusions import ExcludePathError, is_excluded, is_excluded_id, normalize_prefixes
+from .exclusions import ExcludePathError, is_excluded_id, normalize_prefixes
+from .kb_files import FileSkipped, LoadProblem, decode_text, list_markdown, read_regular_file
+from .kb_jsonl import JsonlRecord, read_records
 from .markdown import FrontMatterError, first_heading, split_front_matter, split_sections
 from .text import normalize_label
 
-MARKDOWN_SUFFIXES = (".md", ".markdown")
 CATEGORY_FIELDS = ("categories", "category", "domain", "domains")
 KEYWORD_FIELDS = ("keywords", "tags")
 
@@ -69,15 +69,6 @@ class Entry:
 
 
 @dataclass(frozen=True)
-class LoadProblem:
-    """A file skipped by a lenient load, with the line to look at."""
-
-    path: str
-    line: int
-    message: str
-
-
-@dataclass(frozen=True)
 class KnowledgeBase:
     """Loaded entries plus what the load skipped and a fingerprint of the inputs (the index cache key)."""
 
@@ -106,7 +97,7 @@ class KnowledgeBase:
                 "excluded_paths": list(self.excluded_paths), "files_excluded": self.files_excluded,
                 "chunks": sum(len(e.chunks) for e in self.entries),
                 "domains": sorted({d for e in self.entries for d in e.domains}),
-                "skipped": [p.__dict__ for p in self.problems]}
+                "skipped_count": len(self.problems), "skipped": [p.__dict__ for p in self.problems]}
 
 
 def load_knowledge_base(path: str | Path, *, strict: bool = False, exclude_fields: Iterable[str] = (),
@@ -149,17 +140,37 @@ def fingerprint(path: str | Path, *, exclude_fields: Iterable[str] = (), exclude
         root = root / "corpus.jsonl"
     digest = hashlib.sha256(_options(exclude_fields, prefixes, max_chunk_words))
     if root.is_file():
-        digest.update(root.read_bytes())
+        digest.update(_jsonl_bytes(root))
         return digest.hexdigest()
-    for file in _markdown_files(root, prefixes)[0]:
-        digest.update(file.relative_to(root).as_posix().encode() + b"\0" + file.read_bytes() + b"\0")
+    for file in list_markdown(root, prefixes).files:
+        source = file.relative_to(root).as_posix()
+        digest.update(_digest_part(source, _file_bytes(file, source)[0]))
     return digest.hexdigest()
+
+
+def _file_bytes(file: Path, source: str) -> tuple[bytes, LoadProblem | None]:
+    """A file's bytes, read once for both the fingerprint and the load; or a marker and why it is unreadable."""
+    try:
+        return read_regular_file(file, source), None
+    except FileSkipped as exc:
+        return b"\0unreadable:" + exc.problem.message.encode(), exc.problem
+
+
+def _digest_part(source: str, content: bytes) -> bytes:
+    return source.encode("utf-8", "surrogateescape") + b"\0" + content + b"\0"
+
+
+def _jsonl_bytes(path: Path) -> bytes:
+    try:  # a corpus is one file: no size limit beyond memory, but a FIFO or a folder is refused
+        return read_regular_file(path, path.name, max_bytes=1 << 40)
+    except FileSkipped as exc:
+        raise KnowledgeBaseError(f"cannot read the JSONL corpus {path}: {exc.problem.message}") from None
 
 
 def markdown_sources(root: str | Path, *, exclude_paths: Iterable[str] = ()) -> list[str]:
     """The sources (relative paths) a Markdown load of `root` would read, without reading any file."""
     base = Path(root)
-    return [f.relative_to(base).as_posix() for f in _markdown_files(base, exclude_prefixes(exclude_paths))[0]]
+    return [f.relative_to(base).as_posix() for f in list_markdown(base, exclude_prefixes(exclude_paths)).files]
 
 
 def _options(exclude_fields: Iterable[str], prefixes: tuple[str, ...], max_words: int) -> bytes:
@@ -168,42 +179,33 @@ def _options(exclude_fields: Iterable[str], prefixes: tuple[str, ...], max_words
     return repr(options).encode()
 
 
-def _markdown_files(root: Path, prefixes: tuple[str, ...] = ()) -> tuple[list[Path], int]:
-    """Markdown files under `root` (hidden parts skipped) and how many `prefixes` excluded."""
-    files, excluded = [], 0
-    for p in sorted(root.rglob("*")):
-        relative = p.relative_to(root)
-        if (p.suffix.lower() not in MARKDOWN_SUFFIXES or any(part.startswith(".") for part in relative.parts)
-                or not p.is_file()):
-            continue
-        if prefixes and is_excluded(relative.as_posix(), prefixes):
-            excluded += 1  # never read: counted from the listing only
-        else:
-            files.append(p)
-    return files, excluded
-
-
 def _load_markdown(root: Path, strict: bool, excluded: frozenset[str], prefixes: tuple[str, ...],
                    max_words: int) -> KnowledgeBase:
-    files, files_excluded = _markdown_files(root, prefixes)
+    listing = list_markdown(root, prefixes)
     digest = hashlib.sha256(_options(excluded, prefixes, max_words))
-    entries, problems = [], []
-    for file in files:
+    entries, problems = [], list(listing.problems)
+    for file in listing.files:
         source = file.relative_to(root).as_posix()
-        raw = file.read_bytes()
-        digest.update(source.encode() + b"\0" + raw + b"\0")
+        raw, unreadable = _file_bytes(file, source)
+        digest.update(_digest_part(source, raw))
+        if unreadable is not None:
+            problems.append(unreadable)
+            continue
         try:
-            entries.append(parse_markdown_entry(source, raw.decode("utf-8", errors="replace"), excluded, max_words))
+            entries.append(parse_markdown_entry(source, decode_text(raw, source), excluded, max_words))
         except FrontMatterError as exc:
-            if strict:
-                raise KnowledgeBaseError(f"{exc} (strict mode; fix the file or load without --strict to "
-                                         f"skip it)") from exc
             problems.append(LoadProblem(exc.path, exc.line, exc.problem))
-    if not files:
+        except FileSkipped as exc:
+            problems.append(exc.problem)
+    if strict and problems:
+        first = problems[0]
+        raise KnowledgeBaseError(f"{first.path}:{first.line}: {first.message} (strict mode; fix the file or "
+                                 f"load without --strict to skip it)")
+    if not listing.files and not listing.problems:
         left_out = f" outside the excluded paths {', '.join(prefixes)}" if prefixes else ""
         raise KnowledgeBaseError(f"no Markdown files (*.md) under {root}{left_out}")
-    return KnowledgeBase(str(root), tuple(entries), tuple(problems), digest.hexdigest(), len(files), prefixes,
-                         files_excluded)
+    return KnowledgeBase(str(root), tuple(entries), tuple(problems), digest.hexdigest(),
+                         len(listing.files) + len(listing.problems), prefixes, listing.excluded)
 
 
 def parse_markdown_entry(source: str, text: str, exclude_fields: frozenset[str] = frozenset(),
@@ -224,20 +226,16 @@ def parse_markdown_entry(source: str, text: str, exclude_fields: frozenset[str] 
 
 
 def _load_jsonl(path: Path, excluded: frozenset[str], prefixes: tuple[str, ...], max_words: int) -> KnowledgeBase:
-    raw = path.read_bytes()
+    raw = _jsonl_bytes(path)
     digest = hashlib.sha256(_options(excluded, prefixes, max_words) + raw)
     entries, problems, skipped = [], [], 0
-    for number, line in enumerate(raw.decode("utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-            if prefixes and is_excluded_id(str(record["_id"]), prefixes):
-                skipped += 1
-                continue
-            entries.append(jsonl_entry(record, excluded, max_words))
-        except (json.JSONDecodeError, KeyError, TypeError) as exc:
-            problems.append(LoadProblem(path.name, number, f"bad JSONL record: {exc}"))
+    for item in read_records(raw, path.name):
+        if not isinstance(item, JsonlRecord):
+            problems.append(item)
+        elif prefixes and is_excluded_id(str(item.record["_id"]), prefixes):
+            skipped += 1
+        else:
+            entries.append(jsonl_entry(item.record, excluded, max_words))
     return KnowledgeBase(str(path), tuple(entries), tuple(problems), digest.hexdigest(),
                          len(entries) + len(problems), prefixes, skipped)
 
@@ -308,7 +306,9 @@ def _labels(meta: Mapping[str, Any], fields: Iterable[str]) -> tuple[str, ...]:
     for name in fields:
         value = meta.get(name)
         items = value if isinstance(value, (list, tuple)) else [value]
-        values.extend(" ".join(str(v).split()) for v in items if v is not None and str(v).strip())
+        # a label is a scalar: nested lists and mappings (`categories: {a: 1}`) are not labels
+        values.extend(" ".join(str(v).split()) for v in items
+                      if v is not None and not isinstance(v, (dict, list, tuple)) and str(v).strip())
     return _dedupe(values, key=normalize_label)
 
 
@@ -320,7 +320,9 @@ def _dedupe(values: Iterable[str], key=lambda v: v) -> tuple[str, ...]:
 
 
 def _text(value: Any) -> str:
-    return " ".join(str(value).split()) if value is not None else ""
+    if isinstance(value, (list, tuple)):  # `title: [a, b]` reads as "a b"; a mapping is no text
+        return " ".join(_text(v) for v in value if not isinstance(v, (dict, list, tuple))).strip()
+    return " ".join(str(value).split()) if value is not None and not isinstance(value, dict) else ""
 
 
 def _title_from_path(source: str) -> str:

@@ -102,8 +102,8 @@ def default_cache_dir() -> Path:
 def _code_fingerprint() -> str:
     """Hash of the modules that shape an index, so a code change never reuses a stale cache."""
     digest = hashlib.sha256()
-    for name in ("corpus", "exclusions", "markdown", "text", "terms", "l0", "l1", "index", "index_cache",
-                 "index_config"):
+    for name in ("corpus", "exclusions", "markdown", "kb_files", "kb_jsonl", "surrogates", "text", "terms",
+                 "postings", "chunk_store", "l0", "l1", "index", "index_cache", "index_config"):
         digest.update((Path(__file__).parent / f"{name}.py").read_bytes())
     return digest.hexdigest()
 

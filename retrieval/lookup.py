@@ -23,7 +23,9 @@ from .index import KnowledgeIndex
 from .invocation import Recorder, ToolInvocation
 from .l0 import L0Hints
 from .l1 import L1Candidate
+from .l1_guard import guarded_search
 from .relevance import Relevance, assess
+from .surrogates import replace_surrogates
 from .text import normalize_label
 
 __all__ = ["L1Outcome", "LookupResult", "SimulatedL1Failure", "lookup_knowledge"]
@@ -80,12 +82,14 @@ def lookup_knowledge(query: str, *, index: KnowledgeIndex, config: LookupConfig 
     """Answer `query` from the knowledge base; every call (failed ones too) goes to `recorder`."""
     config = config or LookupConfig()
     started = time.perf_counter()
+    query, category, replaced = _valid_unicode(query, category)
     arguments = {"query": query, "category": category, "top_k": top_k}
     try:
         query, category, top_k = _validate(query, category, top_k, config)
     except ValueError as exc:
         if recorder is not None:
-            recorder(ToolInvocation(TOOL_NAME, str(query), arguments, "error", _ms(started), _recorded_config(config, index), {},
+            recorder(ToolInvocation(TOOL_NAME, str(query), arguments, "error", _ms(started),
+                                    _recorded_config(config, index), {},
                                     error=f"{type(exc).__name__}: {exc}", run_id=run_id, query_id=query_id))
         raise
     timings: dict[str, float] = {}
@@ -107,11 +111,25 @@ def lookup_knowledge(query: str, *, index: KnowledgeIndex, config: LookupConfig 
     details = RetrievalDetails(layer, hints, decision, final.outcome,
                                Counts(final.candidate_count, len(blocks), final.merged), blocks, relevance, timings)
     payload = details.to_dict()
-    invocation = ToolInvocation(TOOL_NAME, query, arguments, "ok", timings["total"], _recorded_config(config, index), payload,
+    payload["input"] = {"surrogates_replaced": replaced}  # lone surrogates in query/category, made U+FFFD
+    payload["kb"] = {"skipped_count": len(index.kb.problems)}  # the list: index.kb.summary()["skipped"]
+    invocation = ToolInvocation(TOOL_NAME, query, arguments, "ok", timings["total"], _recorded_config(config, index),
+                                payload,
                                 run_id=run_id, query_id=query_id)
     if recorder is not None:
         recorder(invocation)
     return LookupResult(query, blocks, relevance, layer, payload, invocation.id, details)
+
+
+def _valid_unicode(query: Any, category: Any) -> tuple[Any, Any, dict[str, int]]:
+    """Query and category with lone surrogates replaced (they cannot be stored), and how many were."""
+    counts = {}
+    for name, value in (("query", query), ("category", category)):
+        counts[name] = 0
+        if isinstance(value, str):
+            cleaned, counts[name] = replace_surrogates(value)
+            query, category = (cleaned, category) if name == "query" else (query, cleaned)
+    return query, category, counts
 
 
 def _validate(query: Any, category: Any, top_k: Any, config: LookupConfig) -> tuple[str, str | None, int]:
@@ -128,21 +146,26 @@ def _validate(query: Any, category: Any, top_k: Any, config: LookupConfig) -> tu
 
 def _run_l1(query: str, filters: dict[str, str] | None, index: KnowledgeIndex, config: LookupConfig,
             top_k: int) -> L1Outcome:
-    """One L1 search under `filters`, or the outcome that stands in for it (disabled, unavailable, failed)."""
+    """One L1 search under `filters`, or the outcome that stands in for it (disabled, unavailable, failed,
+    timeout)."""
     if not config.l1_enabled:
         return L1Outcome("disabled")
     if index.l1 is None:
         return L1Outcome("unavailable", error={"type": "L1Unavailable",
                                                "message": index.l1_unavailable_reason or "no L1 index"})
-    try:  # the one broad catch: any L1 failure falls back to L0 evidence, recorded with its cause
+
+    def search() -> object:
         if config.simulate_l1_failure:
             raise SimulatedL1Failure("simulated L1 failure (simulate_l1_failure drill)")
-        result = index.l1.search(query, top_k=max(config.l1_pool, top_k), filters=filters,
-                                 min_score=config.l1_min_score, tfidf_weight=config.l1_tfidf_weight,
-                                 page_weight=config.page_weight)
-    except Exception as exc:  # noqa: BLE001
-        return L1Outcome("failed", error={"type": type(exc).__name__, "message": str(exc)})
-    return L1Outcome("ok" if result.candidates else "empty", result)
+        return index.l1.search(query, top_k=max(config.l1_pool, top_k), filters=filters,
+                               min_score=config.l1_min_score, tfidf_weight=config.l1_tfidf_weight,
+                               page_weight=config.page_weight)
+
+    call = guarded_search(search, config.l1_timeout_ms)  # checked, time-limited, never raises
+    if call.error is not None:
+        error = {"type": type(call.error).__name__, "message": str(call.error)}
+        return L1Outcome("timeout" if call.timed_out else "failed", error=error)
+    return L1Outcome("ok" if call.result.candidates else "empty", call.result)
 
 
 def _ranked(hints: L0Hints, outcome: L1Outcome, index: KnowledgeIndex, config: LookupConfig,

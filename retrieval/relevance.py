@@ -40,7 +40,7 @@ def assess(blocks: Sequence[EvidenceBlock], hints: L0Hints, l1_status: str) -> R
     primary = blocks[0]
     l1_score = primary.l1_score
     if l1_score is None:
-        why = {"empty": "L1 returned no candidates", "failed": "L1 failed",
+        why = {"empty": "L1 returned no candidates", "failed": "L1 failed", "timeout": "L1 timed out",
                "disabled": "L1 is disabled", "unavailable": "L1 is unavailable"}.get(
             l1_status, "L1 did not find this entry")
         return Relevance("low", False, f"L0 only: {why}; the primary matched on "

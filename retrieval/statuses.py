@@ -6,7 +6,7 @@ from typing import Any, Literal, get_args
 
 Layer = Literal["L0+L1", "L0", "L1", "none"]
 FilterStatus = Literal["applied", "skipped_no_domain", "skipped_ambiguous", "disabled", "caller"]
-L1Status = Literal["ok", "empty", "failed", "disabled", "unavailable"]
+L1Status = Literal["ok", "empty", "failed", "timeout", "disabled", "unavailable"]
 RelevanceLevel = Literal["high", "medium", "low", "none"]
 
 

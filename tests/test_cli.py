@@ -71,6 +71,15 @@ def test_flags_reach_the_config(kb_dir, tmp_path, capsys):
     assert config["retrieval_details"]["l1"]["status"] == "disabled"
 
 
+def test_l1_min_score_flag_drops_weaker_candidates(kb_dir, capsys):
+    main(["lookup", "invoice", "--kb", str(kb_dir), "--no-trace", "--l1-min-score", "0"])
+    lenient = json.loads(capsys.readouterr().out)["retrieval_details"]["l1"]
+    main(["lookup", "invoice", "--kb", str(kb_dir), "--no-trace", "--l1-min-score", "0.99"])
+    strict = json.loads(capsys.readouterr().out)["retrieval_details"]["l1"]
+    assert lenient["dropped_below_min_score"] == 0 and lenient["candidate_count"] > 0
+    assert strict["dropped_below_min_score"] > 0 and strict["candidate_count"] < lenient["candidate_count"]
+
+
 def test_second_run_loads_the_index_from_cache(kb_dir, capsys):
     main(["index", "--kb", str(kb_dir), "--no-cache"])
     assert json.loads(capsys.readouterr().out)["from_cache"] is False

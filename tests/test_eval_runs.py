@@ -194,7 +194,10 @@ def test_sweep_rejects_an_unknown_setting_before_running(dataset, store):
 def test_compare_gives_means_deltas_significance_and_losses_first(dataset, store):
     a = runs.run_evaluation(dataset, CONFIG, store=store, metrics=METRICS)
     b = runs.run_evaluation(dataset, CONFIG.with_overrides({"l1_enabled": False}), store=store, metrics=METRICS)
-    comparison = compare_runs(store, a.run_id, b.run_id[:20] + b.run_id[20:])
+    prefix = next(b.run_id[:n] for n in range(1, len(b.run_id)) if not a.run_id.startswith(b.run_id[:n]))
+    assert prefix != b.run_id  # a true prefix, so the lookup by prefix is what is tested
+    comparison = compare_runs(store, a.run_id, prefix)
+    assert comparison.run_b == b.run_id
     stats_ = comparison.metrics["ndcg@5"]
     assert stats_["mean_a"] == pytest.approx(a.metrics["ndcg@5"], abs=1e-4)
     assert stats_["delta"] == pytest.approx(b.metrics["ndcg@5"] - a.metrics["ndcg@5"], abs=1e-3)

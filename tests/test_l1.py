@@ -46,8 +46,13 @@ def test_candidates_below_min_score_are_dropped_and_counted(index):
 
 
 def test_min_score_one_keeps_only_perfect_matches(index):
-    result = index.l1.search("invoice", top_k=10, min_score=1.0)
-    assert all(np.isclose(c.score, 1.0) for c in result.candidates)
+    everything = index.l1.search("invoice", top_k=10, min_score=0.0)
+    assert everything.candidates and all(c.score < 1.0 for c in everything.candidates)  # none is perfect here
+    strict = index.l1.search("invoice", top_k=10, min_score=1.0)
+    assert not strict.candidates and strict.dropped_below_min_score >= len(everything.candidates)
+    best = everything.candidates[0].score  # the threshold is inclusive: the best candidate passes its own score
+    top = index.l1.search("invoice", top_k=10, min_score=best)
+    assert top.candidates and all(c.score >= best or np.isclose(c.score, best) for c in top.candidates)
 
 
 def test_unknown_filter_key_names_the_supported_ones(index):

@@ -1,0 +1,69 @@
+"""Exports carry hostile text as text: no spreadsheet formulas, no broken or HTML-carrying Markdown tables."""
+
+from __future__ import annotations
+
+import io
+
+import pandas as pd
+import pytest
+
+from appui import data
+from retrieval.export_safe import csv_cell, csv_safe, markdown_cell
+
+FORMULAS = ["=HYPERLINK(\"http://x\",\"y\")", "+1+1", "-2+3", "@SUM(A1)", "\tTAB", "\rCR"]
+
+
+@pytest.mark.parametrize("text", FORMULAS)
+def test_csv_formula_cells_are_neutralised(text):
+    assert csv_cell(text) == "'" + text
+
+
+@pytest.mark.parametrize("value", ["plain", "a=b", "", 3, -4.5, None])
+def test_ordinary_csv_cells_are_unchanged(value):
+    assert csv_cell(value) == value
+
+
+def test_csv_safe_covers_cells_and_column_names_and_keeps_numbers():
+    frame = pd.DataFrame({"query": FORMULAS, "=cmd": [1] * len(FORMULAS), "score": [-1.5] * len(FORMULAS)})
+    safe = csv_safe(frame)
+    assert all(v.startswith("'") for v in safe["query"]) and list(safe.columns) == ["query", "'=cmd", "score"]
+    assert safe["score"].tolist() == [-1.5] * len(FORMULAS)
+    assert frame["query"].tolist() == FORMULAS  # the input frame is not changed
+
+
+def test_app_csv_export_has_no_cell_starting_like_a_formula():
+    frame = pd.DataFrame({"query": FORMULAS, "status": ["ok"] * len(FORMULAS)})
+    exported = pd.read_csv(io.BytesIO(data.export_traces(frame, "CSV")), keep_default_na=False)
+    assert not any(str(v).startswith(("=", "+", "-", "@", "\t", "\r")) for v in exported["query"])
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    ("a|b", "a\\|b"), ("a\\|b", "a\\\\\\|b"), ("line\r\nnext\rthird\nfourth", "line next third fourth"),
+    ("<script>alert(1)</script>", "&lt;script&gt;alert(1)&lt;/script&gt;"), ("a & b", "a &amp; b"),
+    (None, ""), (float("nan"), "")])
+def test_markdown_cells_are_escaped(value, expected):
+    assert markdown_cell(value) == expected
+
+
+def test_markdown_export_keeps_one_row_per_trace_and_no_raw_html():
+    frame = pd.DataFrame({"query": ["a | b\r\nc", "x \\| y", "<img src=x onerror=alert(1)>"], "status": ["ok"] * 3})
+    table = data.markdown_table(frame)
+    rows = table.split("\n")
+    assert len(rows) == 2 + 3 and "<img" not in table
+    assert all(_unescaped_pipes(row) == 3 for row in rows[2:])
+
+
+def _unescaped_pipes(row: str) -> int:
+    count, escaped = 0, False
+    for char in row:
+        if char == "|" and not escaped:
+            count += 1
+        escaped = char == "\\" and not escaped
+    return count
+
+
+def test_report_markdown_tables_escape_cells_too():
+    from eval import reports
+
+    table = reports._markdown_table(pd.DataFrame({"query": ["a|b\rc <b>x</b>"], "ndcg@10": [0.5]}))
+    assert "<b>" not in table and "a\\|b c" in table and len(table.split("\n")) == 3

@@ -1,0 +1,229 @@
+"""The SQL box against hostile statements: none reads the host, writes a file, or changes the trace file."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+import pytest
+
+from appui import data, sql_box
+from retrieval import TraceStore
+from retrieval.invocation import ToolInvocation
+
+SECRET = "HOST-SECRET-7f3a"
+FILE_READERS = ["read_text", "read_blob", "read_csv", "read_csv_auto", "read_json", "read_json_auto",
+                "read_json_objects", "read_json_objects_auto", "read_ndjson", "read_ndjson_auto",
+                "read_ndjson_objects", "read_parquet", "parquet_scan", "parquet_metadata", "parquet_schema",
+                "parquet_file_metadata", "parquet_kv_metadata", "parquet_full_metadata", "sniff_csv",
+                "read_duckdb", "glob"]
+HOSTILE = [
+    *(f"SELECT * FROM {name}('{{secret}}')" for name in FILE_READERS),
+    "SELECT * FROM read_csv('/etc/passwd', sep=':')",
+    "SELECT content FROM read_text('/etc/shadow')",
+    "SELECT * FROM glob('{home}/*')",
+    "SELECT * FROM glob('/root/**')",
+    "FROM '{secret}'",
+    "SELECT * FROM '{secret}'",
+    "SELECT * FROM \"{secret}\"",
+    "DESCRIBE '{secret}'",
+    "SUMMARIZE '{secret}'",
+    "SELECT * FROM \"read_text\"('{secret}')",
+    "SELECT * FROM main.read_text('{secret}')",
+    "SELECT * FROM system.main.read_text('{secret}')",
+    "SELECT (SELECT content FROM read_text('{secret}'))",
+    "WITH x AS (SELECT * FROM read_text('{secret}')) SELECT * FROM x",
+    "SELECT * FROM tool_invocation WHERE query IN (SELECT content FROM read_text('{secret}'))",
+    "SELECT * FROM query('SELECT * FROM read_text(''{secret}'')')",
+    "SELECT * FROM query_table('tool_invocation')",
+    "SELECT * FROM enable_logging(storage := 'file', storage_path := '{dir}/logs')",
+    "SELECT * FROM enable_profiling()",
+    "SELECT * FROM truncate_duckdb_logs()",
+    "SELECT current_setting('home_directory')",
+    "SELECT current_setting('secret_directory')",
+    "SELECT getenv('HOME')",
+    "SELECT * FROM duckdb_settings()",
+    "SELECT * FROM duckdb_settings",
+    "SELECT * FROM duckdb_extensions()",
+    "SELECT * FROM duckdb_secrets()",
+    "SELECT * FROM duckdb_databases()",
+    "SELECT * FROM pragma_version()",
+    "SELECT * FROM information_schema.tables",
+    "SELECT * FROM pg_catalog.pg_settings",
+    "SELECT * FROM json_execute_serialized_sql(json_serialize_sql('SELECT 1'))",
+    "SELECT * FROM checkpoint()",
+    "SELECT * FROM which_secret('{secret}', 's3')",
+    "INSTALL httpfs",
+    "LOAD httpfs",
+    "FORCE INSTALL sqlite",
+    "ATTACH '{dir}/other.duckdb' AS other",
+    "ATTACH '{trace}' AS t2",
+    "DETACH memory",
+    "COPY tool_invocation TO '{dir}/out.csv'",
+    "COPY (SELECT 1) TO '{dir}/out.parquet' (FORMAT parquet)",
+    "EXPORT DATABASE '{dir}/dump'",
+    "IMPORT DATABASE '{dir}'",
+    "PRAGMA enable_profiling",
+    "PRAGMA database_list",
+    "SET enable_external_access = true",
+    "RESET enable_external_access",
+    "SET lock_configuration = false",
+    "SET home_directory = '/root'",
+    "CALL pragma_version()",
+    "CALL enable_logging()",
+    "CREATE TABLE stolen AS SELECT * FROM read_text('{secret}')",
+    "CREATE SECRET (TYPE s3, KEY_ID 'x', SECRET 'y')",
+    "DELETE FROM tool_invocation",
+    "UPDATE tool_invocation SET query = 'x'",
+    "DROP TABLE tool_invocation",
+    "INSERT INTO tool_invocation (id) VALUES ('x')",
+    "SELECT 1; SELECT * FROM read_text('{secret}')",
+    "SELECT 1; DELETE FROM tool_invocation",
+    "/* SELECT */ DELETE FROM tool_invocation",
+    "-- SELECT\nDELETE FROM tool_invocation",
+    "/* a */ -- b\n/* c */ EXPLAIN SELECT * FROM read_text('{secret}')",
+    "EXPLAIN ANALYZE SELECT * FROM read_text('{secret}')",
+    "EXPLAIN ANALYZE DELETE FROM tool_invocation",
+    "EXPLAIN EXPLAIN SELECT 1",
+    "EXPLAIN COPY tool_invocation TO '{dir}/out.csv'",
+    "SELECT * FROM read_text('{secret}') -- ; SELECT 1",
+    "SELECT/**/content/**/FROM/**/read_text('{secret}')",
+    "PIVOT tool_invocation ON query",
+    "VACUUM",
+    "CHECKPOINT",
+    "USE memory",
+]
+
+
+@pytest.fixture(scope="module")
+def box(tmp_path_factory):
+    """A trace file with one row, a secret file beside it, and the trace file's checksum."""
+    folder = tmp_path_factory.mktemp("sqlbox")
+    secret = folder / "secret.csv"
+    secret.write_text(f"name,value\n{SECRET},1\n", encoding="utf-8")
+    trace = folder / "traces.duckdb"
+    store = TraceStore(trace)
+    store.record(ToolInvocation("lookup_knowledge", "rotate a token", {}, "ok", 1.0, {}, {"retrieval_layer": "L0"}))
+    tables = sql_box.snapshot(store.query)
+    return {"folder": folder, "secret": secret, "trace": trace, "tables": tables,
+            "checksum": hashlib.sha256(trace.read_bytes()).hexdigest(), "files": sorted(folder.rglob("*"))}
+
+
+def _fill(statement: str, box: dict) -> str:
+    return statement.format(secret=box["secret"], dir=box["folder"], trace=box["trace"], home=Path.home())
+
+
+def test_at_least_fifty_hostile_statements_are_tried():
+    assert len(HOSTILE) >= 50
+    assert len(set(HOSTILE)) == len(HOSTILE)
+
+
+@pytest.mark.parametrize("statement", HOSTILE)
+def test_hostile_statement_returns_no_host_data_and_writes_nothing(box, statement):
+    sql = _fill(statement, box)
+    try:
+        result = sql_box.run(box["tables"], sql, timeout_s=5.0)
+    except (sql_box.SqlRefused, duckdb.Error):
+        result = None
+    if result is not None:  # a harmless statement (e.g. EXPLAIN of a refused read) may run, but shows nothing
+        rendered = result.frame.to_csv()
+        assert SECRET not in rendered and "root:" not in rendered and "/root" not in rendered
+    assert sorted(box["folder"].rglob("*")) == box["files"]
+    assert hashlib.sha256(box["trace"].read_bytes()).hexdigest() == box["checksum"]
+
+
+@pytest.mark.parametrize("name", FILE_READERS)
+def test_every_file_reader_is_refused_by_the_allow_list(box, name):
+    with pytest.raises(sql_box.SqlRefused, match=name):
+        sql_box.check_statement(f"SELECT * FROM {name}('{box['secret']}')")
+
+
+@pytest.mark.parametrize("sql", ["SELECT * FROM read_text('{secret}')", "SELECT * FROM '{secret}'",
+                                 "SELECT * FROM glob('{dir}/*')", "SELECT * FROM read_csv('/etc/passwd')",
+                                 "ATTACH '{dir}/x.duckdb'", "INSTALL httpfs", "LOAD httpfs",
+                                 "SET enable_external_access = true", "SET lock_configuration = false",
+                                 "COPY tool_invocation TO '{dir}/x.csv'"])
+def test_sealed_sandbox_alone_refuses_files_and_settings(box, sql):
+    """Even a statement that slipped past the allow-list cannot reach the host from the sandbox."""
+    with sql_box.sandbox(box["tables"]) as con, pytest.raises(duckdb.Error):
+        con.execute(_fill(sql, box)).fetchall()
+    assert sorted(box["folder"].rglob("*")) == box["files"]
+
+
+def test_sandbox_hides_host_paths_in_settings(box):
+    with sql_box.sandbox(box["tables"]) as con:
+        values = " ".join(str(v) for (v,) in con.execute("SELECT value FROM duckdb_settings()").fetchall())
+    assert str(Path.home()) + "/" not in values and "/root" not in values
+
+
+def test_comment_before_explain_is_parsed_without_recursion(box):
+    sql = "/* x */ -- y\n" * 2000 + "EXPLAIN SELECT count(*) FROM tool_invocation"
+    started = time.perf_counter()
+    result = sql_box.run(box["tables"], sql)
+    assert len(result.frame) >= 1 and time.perf_counter() - started < 5
+
+
+def test_nested_explain_is_refused_not_recursed():
+    with pytest.raises(sql_box.SqlRefused):
+        sql_box.check_statement("/* c */ EXPLAIN /* c */ EXPLAIN SELECT 1")
+
+
+def test_strip_leading_comments_handles_many_comments_in_a_loop():
+    assert sql_box.strip_leading_comments("-- a\n/* b */ " * 5000 + "SELECT 1") == "SELECT 1"
+
+
+def test_ordinary_queries_still_run(box):
+    frame = sql_box.run(box["tables"], "WITH x AS (SELECT query FROM tool_invocation) SELECT * FROM x").frame
+    assert frame["query"].tolist() == ["rotate a token"]
+    assert not sql_box.run(box["tables"], "SHOW TABLES").frame.empty
+    assert not sql_box.run(box["tables"], "DESCRIBE tool_invocation").frame.empty
+
+
+def test_row_limit_cuts_the_result_and_says_so():
+    result = sql_box.run({}, "SELECT * FROM range(50)", max_rows=10)
+    assert len(result.frame) == 10 and result.truncated
+    assert not sql_box.run({}, "SELECT * FROM range(5)", max_rows=10).truncated
+
+
+def test_time_limit_interrupts_a_runaway_query():
+    started = time.perf_counter()
+    with pytest.raises(sql_box.SqlRefused, match="longer than"):
+        sql_box.run({}, "SELECT count(*) FROM range(100000000000) a, range(1000) b", timeout_s=0.3)
+    assert time.perf_counter() - started < 5
+
+
+def test_python_variables_are_not_visible_to_the_sandbox():
+    leaked = pd.DataFrame({"secret": [SECRET]})  # noqa: F841 - a replacement scan would find this frame
+    with pytest.raises(duckdb.Error):
+        sql_box.run({}, "SELECT * FROM leaked")
+
+
+def test_data_read_only_query_uses_the_sandbox(box, tmp_path):
+    store = TraceStore(tmp_path / "t.duckdb")
+    with pytest.raises(data.ReadOnlyError):
+        data.read_only_query(store, f"SELECT * FROM read_text('{box['secret']}')")
+    assert data.read_only_query(store, "SELECT count(*) AS n FROM tool_invocation")["n"].tolist() == [0]
+
+
+@pytest.mark.parametrize("sql", ["SELECT content FROM read_text('/etc/passwd')",
+                                 "/* x */ EXPLAIN SELECT * FROM read_text('/etc/passwd')",
+                                 "SELECT * FROM enable_logging(storage := 'file', storage_path := 'logs')"])
+def test_traces_page_refuses_host_reads_without_a_traceback(tmp_path, monkeypatch, sql):
+    from streamlit.testing.v1 import AppTest
+
+    from tests.kb_fixture import write_kb
+
+    monkeypatch.setenv("LOOKUP_KNOWLEDGE_KB", str(write_kb(tmp_path / "kb")))
+    monkeypatch.setenv("LOOKUP_KNOWLEDGE_TRACES", str(tmp_path / "traces.duckdb"))
+    monkeypatch.chdir(tmp_path)
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=60).run()
+    at = at.switch_page("appui/traces_page.py").run()
+    at.text_area(key="sql_text").set_value(sql)
+    at = at.button(key="sql_run").click().run()
+    assert not at.exception
+    assert at.error and at.error[0].value.startswith("Refused")
+    assert not any("root:" in str(frame.value) for frame in at.dataframe)
+    assert not (tmp_path / "logs").exists()
