@@ -38,7 +38,7 @@ class KnowledgeIndex:
 
     def settings(self) -> dict:
         """The index settings as built (`svd_dims` asked for; `l1_dimensions` what the corpus allowed)."""
-        return {**self.index_config.to_dict(), "l1_dimensions": self.l1.dimensions if self.l1 else 0}
+        return {**self.index_config.to_dict(), "l1_dimensions": int(getattr(self.l1, "dimensions", 0) or 0)}
 
 
 def build_index(kb: KnowledgeBase, *, svd_dims: int | None = None, config: IndexConfig | None = None,

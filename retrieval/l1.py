@@ -54,8 +54,10 @@ class L1Candidate:
 
 @dataclass(frozen=True)
 class L1Result:
-    """Candidates best first; how many rows the filter left, how many of the rows scored fell below the
-    minimum score, and how many rows had their LSA vector scored (the whole filtered set when exact)."""
+    """Candidates best first; how many rows the filter left, how many fell below the minimum score (rows
+    scored below it, plus rows with a lexical match proved below it unscored; rows with no lexical match
+    are counted only when scored), and how many rows had their LSA vector scored (every allowed row when
+    exact)."""
 
     candidates: tuple[L1Candidate, ...]
     rows_searched: int
@@ -183,8 +185,10 @@ class L1Index:
         if exact:
             rows = (np.arange(len(self.chunks)) if allowed is None else self._rows_of(allowed))
             lsa = self.lsa_scores(scores, rows)
+            proved_below = 0
         else:
-            rows, lsa = self._bounded_rows(scores, page_relative, allowed, top_k, page_weight, min_score)
+            rows, lsa, proved_below = self._bounded_rows(scores, page_relative, allowed, top_k, page_weight,
+                                                         min_score)
         w = scores.tfidf_weight
         blended = w * scores.lexical[rows] + (1 - w) * np.clip(lsa, 0.0, None)
         positive = blended > 0
@@ -199,7 +203,8 @@ class L1Index:
             candidates.append(L1Candidate(self.chunks[row], float(blended[i]), float(scores.lexical[row]),
                                           float(lsa[i]) if has_lsa else None,
                                           float(page_relative[self.arrays.page_of_chunk[row]])))
-        return L1Result(tuple(candidates), searched, int(positive.sum() - kept.sum()), int(rows.size))
+        dropped = int(positive.sum() - kept.sum()) + proved_below
+        return L1Result(tuple(candidates), searched, dropped, int(rows.size))
 
     def search(self, query: str, *, top_k: int, filters: Mapping[str, str] | None = None,
                min_score: float = 0.0, tfidf_weight: float = 0.5, page_weight: float = 0.0,
@@ -210,8 +215,9 @@ class L1Index:
                            min_score=min_score, page_weight=page_weight, exact=exact)
 
     def _bounded_rows(self, scores: L1Scores, page_relative: np.ndarray, allowed: np.ndarray | None, top_k: int,
-                      page_weight: float, min_score: float) -> tuple[np.ndarray, np.ndarray]:
-        """The rows that can be among the result, with their LSA cosines; every other row is proved unable.
+                      page_weight: float, min_score: float) -> tuple[np.ndarray, np.ndarray, int]:
+        """The rows that can be among the result, with their LSA cosines, and how many rows with a lexical
+        match were proved below the minimum score; every other row is proved unable.
 
         A row's fused score is at most `w * lexical + (1 - w) + page_weight * page score` (a cosine is at
         most 1). Round one scores the rows with the best bounds; its `top_k`-th best page gives a threshold
@@ -230,6 +236,7 @@ class L1Index:
             matched = matched[inside[a.page_of_chunk[matched]]]
         blend_bound = w * lexical[matched] + cap
         reachable = (blend_bound >= floor) & (blend_bound > 0)
+        proved_below = int(reachable.size - reachable.sum())  # matched rows that cannot reach the minimum
         matched = matched[reachable]
         matched_bound = blend_bound[reachable] + page_weight * page_relative[a.page_of_chunk[matched]]
         # rows without a lexical match blend to at most `cap`: one bound per page
@@ -253,7 +260,7 @@ class L1Index:
         if extra.size:
             extra_lsa = self.lsa_scores(scores, extra)
             rows, lsa = np.concatenate([rows, extra]), np.concatenate([lsa, extra_lsa])
-        return rows, lsa
+        return rows, lsa, proved_below
 
     def _fused(self, scores: L1Scores, rows: np.ndarray, page_relative: np.ndarray, page_weight: float,
                floor: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -49,7 +49,10 @@ def test_min_score_one_keeps_only_perfect_matches(index):
     everything = index.l1.search("invoice", top_k=10, min_score=0.0)
     assert everything.candidates and all(c.score < 1.0 for c in everything.candidates)  # none is perfect here
     strict = index.l1.search("invoice", top_k=10, min_score=1.0)
-    assert not strict.candidates and strict.dropped_below_min_score >= len(everything.candidates)
+    lexical = [c for c in everything.candidates if c.lexical_score > 0]
+    assert not strict.candidates and strict.dropped_below_min_score >= len(lexical) > 0
+    exact = index.l1.search("invoice", top_k=10, min_score=1.0, exact=True)  # every row scored, so counted
+    assert not exact.candidates and exact.dropped_below_min_score >= len(everything.candidates)
     best = everything.candidates[0].score  # the threshold is inclusive: the best candidate passes its own score
     top = index.l1.search("invoice", top_k=10, min_score=best)
     assert top.candidates and all(c.score >= best or np.isclose(c.score, best) for c in top.candidates)
