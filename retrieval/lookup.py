@@ -107,10 +107,12 @@ def lookup_knowledge(query: str, *, index: KnowledgeIndex, config: LookupConfig 
     details = RetrievalDetails(layer, hints, decision, final.outcome,
                                Counts(final.candidate_count, len(blocks), final.merged), blocks, relevance, timings)
     payload = details.to_dict()
-    invocation = ToolInvocation(TOOL_NAME, query, arguments, "ok", timings["total"], config.to_dict(), payload,
-                                run_id=run_id, query_id=query_id)
+    invocation = ToolInvocation(TOOL_NAME, query, arguments, "ok", _ms(started), config.to_dict(), payload,
+                                run_id=run_id, query_id=query_id)  # a TraceStore adds its own time
     if recorder is not None:
+        recording = time.perf_counter()
         recorder(invocation)
+        payload["timings_ms"]["record"] = round(_ms(recording), 3)
     return LookupResult(query, blocks, relevance, layer, payload, invocation.id, details)
 
 

@@ -96,7 +96,8 @@ def test_locked_file_spools_rows_names_the_holder_and_adds_them_later(tmp_path):
     try:
         assert holder.stdout.readline().strip() == "ready"
         with pytest.warns(TraceStoreLockedWarning, match=rf"locked by process {holder.pid} \(.*python"):
-            store.record(_invocation("while locked"))
+            store.record(_invocation("while locked"))  # spooled at once; the write to DuckDB waits
+            store.flush()
         assert "while locked" in store.spool_path.read_text()
     finally:
         holder.kill()
