@@ -131,7 +131,13 @@ def _json_column(name: str, value: Any) -> str | None:
             raise RejectedLine(f"{name} holds text that is not JSON: {value!r:.40}") from None
     if not isinstance(value, (dict, list)):
         raise RejectedLine(f"{name} must be a JSON object, got {type(value).__name__}")
-    return _dumps(value).decode("utf-8")
+    try:  # the stored text keeps json.dumps' default layout (ASCII, ", " and ": ")
+        text = json.dumps(value, allow_nan=False, default=str)
+    except ValueError:
+        text = json.dumps(scrub(value), default=str)
+    if "\\ud" in text:  # a surrogate escape: a lone one (DuckDB refuses it) or half of a valid pair
+        text = json.dumps(scrub(value), default=str)
+    return text
 
 
 def insert(con: duckdb.DuckDBPyConnection, rows: Sequence[Row]) -> list[tuple[int, str]]:
