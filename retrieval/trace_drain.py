@@ -13,7 +13,7 @@ import threading
 import weakref
 from typing import Protocol
 
-INTERVAL = 0.5  # seconds between background drains while rows are pending
+INTERVAL = 1.0  # seconds between background drains while rows are pending
 EXIT_TIMEOUT = 5.0  # seconds `atexit` waits for the trace file's lock before leaving rows in the spool
 
 

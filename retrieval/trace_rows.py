@@ -21,14 +21,14 @@ from .trace_schema import COLUMN_TYPES, COLUMNS, TABLE
 
 if TYPE_CHECKING:
     import duckdb
+    import pyarrow as pa
 
 Row = tuple[Any, ...]  # one value per COLUMNS entry, typed for DuckDB
 REQUIRED_TEXT = ("id", "tool_name", "query", "status")
 OPTIONAL_TEXT = ("error", "retrieval_layer", "filter_decision", "l1_status", "run_id", "query_id")
 INTEGERS = ("l0_match_count", "l1_candidate_count", "candidate_count", "evidence_count")
 INT32 = 2**31
-INSERT = (f"INSERT OR IGNORE INTO {TABLE} ({', '.join(COLUMNS)}) SELECT "
-          + ", ".join(f"unnest(?::{kind}[])" for kind in COLUMN_TYPES).replace("JSON[]", "VARCHAR[]"))
+INSERT = f"INSERT OR IGNORE INTO {TABLE} BY NAME SELECT * FROM _incoming"
 
 
 class RejectedLine(ValueError):
@@ -140,10 +140,22 @@ def _json_column(name: str, value: Any) -> str | None:
     return text
 
 
-def insert(con: duckdb.DuckDBPyConnection, rows: Sequence[Row]) -> list[tuple[int, str]]:
+def to_table(rows: Sequence[Row]) -> pa.Table:
+    """The rows as an Arrow table (built before the file is opened: DuckDB scans it without copying)."""
+    import pyarrow as pa
+
+    types = {"VARCHAR": pa.string(), "JSON": pa.string(), "TIMESTAMP": pa.timestamp("us"), "DOUBLE": pa.float64(),
+             "INTEGER": pa.int32()}
+    columns = list(zip(*rows, strict=True)) if rows else [()] * len(COLUMNS)
+    return pa.table({name: pa.array(list(values), type=types[kind])
+                     for name, kind, values in zip(COLUMNS, COLUMN_TYPES, columns, strict=True)})
+
+
+def insert(con: duckdb.DuckDBPyConnection, rows: Sequence[Row], table: pa.Table | None = None) -> list[tuple[int, str]]:
     """Insert `rows` (ids already stored are ignored); returns (position, reason) of rows DuckDB refuses.
 
-    One statement per batch; only when it fails on a row's content is the batch inserted row by row.
+    One statement per batch (from `table`, their Arrow form, when given); only when it fails on a row's
+    content is the batch inserted row by row.
     """
     import duckdb
 
@@ -151,12 +163,15 @@ def insert(con: duckdb.DuckDBPyConnection, rows: Sequence[Row]) -> list[tuple[in
                       duckdb.OutOfRangeException)
     if not rows:
         return []
+    con.register("_incoming", table if table is not None else to_table(rows))
     try:
-        con.execute(INSERT, [list(column) for column in zip(*rows, strict=True)])
+        con.execute(INSERT)
         return []
     except content_errors as exc:
         if len(rows) == 1:
             return [(0, f"refused by DuckDB: {exc}")]
+    finally:
+        con.unregister("_incoming")
     return [(position, reason) for position, row in enumerate(rows) for _, reason in insert(con, [row])]
 
 

@@ -143,6 +143,13 @@ class Spool:
             pass
         return bool(glob.glob(glob.escape(str(self.path)) + ".*.draining"))
 
+    def generation(self) -> int:
+        """The live spool's inode number: a new one after every rotation (by any process)."""
+        try:
+            return os.stat(self.path).st_ino
+        except FileNotFoundError:
+            return -1
+
     def pending_files(self) -> list[Path]:
         """The live spool and every batch file not yet drained."""
         batches = glob.glob(glob.escape(str(self.path)) + ".*.draining")

@@ -9,6 +9,7 @@ write never raises into the caller: it is a warning, and the rows wait in the sp
 
 from __future__ import annotations
 
+import random
 import threading
 import time
 import warnings
@@ -21,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 from . import trace_db, trace_drain
 from .invocation import ToolInvocation
 from .trace_db import TraceStoreError, TraceStoreLocked
-from .trace_rows import RejectedLine, decode, encode, fallback_line, insert
+from .trace_pending import Pending
+from .trace_rows import encode, fallback_line
 from .trace_schema import COLUMNS, JSON_COLUMNS, MIGRATIONS, SCHEMA_VERSION, TABLE, migrate
 from .trace_spool import Spool
 
@@ -34,7 +36,7 @@ __all__ = ["COLUMNS", "JSON_COLUMNS", "MIGRATIONS", "SCHEMA_VERSION", "TABLE", "
            "iter_rows"]
 
 MAX_MEMORY_ROWS = 10_000  # rows kept in memory when even the spool cannot be written
-BACKGROUND_WAIT = 1.0  # seconds a background drain waits for the lock before trying again later
+MAX_AGE = 2.0  # seconds spooled rows wait for a background drain (readers drain at once); fewer, larger batches
 
 
 class TraceStoreWriteWarning(UserWarning):
@@ -71,6 +73,7 @@ class TraceStore:
         self._memory: deque[bytes] = deque()
         self._ready, self._closed, self._unsent = False, False, 0
         self._since: float | None = None  # when undrained rows were first seen
+        self._generation = -1  # the live spool's inode when last looked at: it changes when anyone drains
         self._retry_at, self._backoff, self._warned = 0.0, 0.0, ""
         with self.connect():  # checks and migrates the file, adds rows left by earlier processes
             pass
@@ -83,6 +86,10 @@ class TraceStore:
     @property
     def rejected_path(self) -> Path:
         return self._spool.rejected_path
+
+    def spool_files(self) -> list[Path]:
+        """The spool and its batch files (`*.draining`) that still hold rows not yet in the table."""
+        return self._spool.pending_files()
 
     def __call__(self, invocation: ToolInvocation) -> None:
         """A TraceStore is a recorder: `lookup_knowledge(..., recorder=store)`."""
@@ -143,12 +150,19 @@ class TraceStore:
         """A short read-write connection with every spooled row added; retried while another process
         holds the lock (up to `timeout`, default `lock_timeout`), then TraceStoreLocked."""
         with self._lock:
-            con = trace_db.connect(self.path, timeout=self.lock_timeout if timeout is None else timeout)
             try:
-                self._prepare(con)
-                yield con
+                pending = Pending.collect(self._spool, self._memory, self.batch_size)
+            except OSError as exc:
+                raise TraceStoreError(f"cannot read the spool {self.spool_path}: {exc}") from None
+            try:
+                con = trace_db.connect(self.path, timeout=self.lock_timeout if timeout is None else timeout)
+                try:
+                    self._prepare(con, pending)
+                    yield con
+                finally:
+                    con.close()
             finally:
-                con.close()
+                pending.release(self._memory)
 
     def drain_in_background(self) -> None:
         """Called by the drainer thread: drain if rows wait, backing off while the file is unavailable."""
@@ -157,67 +171,43 @@ class TraceStore:
         if not (self._memory or self._spool.has_rows()):
             self._since = None
             return
-        self._since = self._since or time.monotonic()
-        if not self._lock.acquire(blocking=False):
+        generation = self._spool.generation()
+        if generation != self._generation or self._since is None:  # someone drained: rows start ageing anew
+            self._generation, self._since = generation, time.monotonic()
+        due = self._memory or self._unsent >= self.batch_size or time.monotonic() - self._since >= MAX_AGE
+        if not due or not self._lock.acquire(blocking=False):
             return  # a reader or flush is draining right now
-        try:
-            with self.connect(timeout=min(self.lock_timeout, BACKGROUND_WAIT)):
+        try:  # one attempt: a background drain never queues for the lock ahead of readers
+            with self.connect(timeout=0):
                 pass
         except (TraceStoreError, OSError) as exc:
-            self._backoff = min(max(self._backoff * 2, 0.25), 5.0)
-            self._retry_at = time.monotonic() + self._backoff
+            self._backoff = min(max(self._backoff * 2, 0.25), 4.0)
+            self._retry_at = time.monotonic() + self._backoff * (0.5 + random.random())
             self._warn_once(exc)
         finally:
             self._lock.release()
 
-    def _prepare(self, con: duckdb.DuckDBPyConnection) -> None:
-        """Check and migrate the file once, then add every spooled row."""
+    def _prepare(self, con: duckdb.DuckDBPyConnection, pending: Pending) -> None:
+        """Check and migrate the file once, then insert the pending rows and set bad lines aside."""
         import duckdb
 
+        self._unsent = 0
         try:
             if not self._ready:
                 migrate(con, self.path)
                 self._ready = True
-            self._drain(con)
+            bad = pending.store(con)
         except duckdb.Error as exc:
             raise trace_db.file_error(self.path, exc) from None
-        except OSError as exc:
-            raise TraceStoreError(f"cannot drain the spool {self.spool_path}: {exc}") from None
-        self._since, self._backoff, self._warned = None, 0.0, ""
-
-    def _drain(self, con: duckdb.DuckDBPyConnection) -> None:
-        self._unsent = 0
-        self._spool.rotate()
-        batches = self._spool.claim()
         try:
-            for batch in batches:
-                self._store_lines(con, batch.lines)
-                batch.done()
-        finally:
-            for batch in batches:
-                batch.release()
-        while self._memory:
-            lines = [self._memory.popleft() for _ in range(min(len(self._memory), self.batch_size))]
-            try:
-                self._store_lines(con, lines)
-            except BaseException:
-                self._memory.extendleft(reversed(lines))
-                raise
-
-    def _store_lines(self, con: duckdb.DuckDBPyConnection, lines: list[bytes]) -> None:
-        rows, bad = [], []
-        for line in lines:
-            try:
-                rows.append((decode(line), line))
-            except RejectedLine as exc:
-                bad.append((line, str(exc)))
-        for start in range(0, len(rows), self.batch_size):
-            chunk = rows[start:start + self.batch_size]
-            bad.extend((chunk[i][1], reason) for i, reason in insert(con, [row for row, _ in chunk]))
-        if bad:
-            self._spool.reject(bad)
-            warnings.warn(f"{len(bad)} spooled row(s) of {self.path} are not valid rows (first: {bad[0][1]}); "
-                          f"moved to {self.rejected_path}", TraceSpoolRejectedWarning, stacklevel=2)
+            if bad:
+                self._spool.reject(bad)
+                warnings.warn(f"{len(bad)} spooled row(s) of {self.path} are not valid rows (first: {bad[0][1]}); "
+                              f"moved to {self.rejected_path}", TraceSpoolRejectedWarning, stacklevel=4)
+            pending.finish()
+        except OSError as exc:
+            raise TraceStoreError(f"cannot clear the spool {self.spool_path}: {exc}") from None
+        self._since, self._backoff, self._warned = None, 0.0, ""
 
     def _encode(self, invocation: ToolInvocation, entered: float | None) -> bytes:
         try:
@@ -252,7 +242,7 @@ class TraceStore:
         if key == self._warned and not force:
             return
         self._warned = key
-        where = ", ".join(str(p.name) for p in self._spool.pending_files()) or "memory"
+        where = ", ".join(str(p.name) for p in self.spool_files()) or "memory"
         kind = TraceStoreLockedWarning if locked else TraceStoreWriteWarning
         warnings.warn(f"{exc}; recorded rows are kept in {where} beside it and added by the next write",
                       kind, stacklevel=3)
