@@ -95,6 +95,8 @@ def _run(args: argparse.Namespace) -> str:
             warnings.simplefilter("always")
             result = lookup_knowledge(args.query, index=index, config=config, category=args.category,
                                       top_k=args.top_k, recorder=store)
+            if store is not None:
+                store.close()  # flush now, so a problem is one `warning:` line (the row stays spooled)
         for warning in caught:
             print(f"warning: {warning.message}", file=sys.stderr)
         return json.dumps(result.to_dict(), indent=None if args.compact else 2, ensure_ascii=False)

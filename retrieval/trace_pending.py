@@ -42,9 +42,19 @@ class Pending:
             except RejectedLine as exc:
                 pending.bad.append((line, str(exc)))
         for start in range(0, len(rows), batch_size):
-            chunk = [row for row, _ in rows[start:start + batch_size]]
-            pending.chunks.append((chunk, [line for _, line in rows[start:start + batch_size]], to_table(chunk)))
+            pending._add_chunk(rows[start:start + batch_size])
         return pending
+
+    def _add_chunk(self, rows: list[tuple[Row, bytes]]) -> None:
+        try:
+            self.chunks.append(([row for row, _ in rows], [line for _, line in rows], to_table([r for r, _ in rows])))
+            return
+        except (ValueError, TypeError, OverflowError):  # pyarrow's ArrowInvalid / ArrowTypeError: find the row
+            if len(rows) == 1:
+                self.bad.append((rows[0][1], "a value Arrow cannot hold"))
+                return
+        for row in rows:
+            self._add_chunk([row])
 
     def store(self, con: duckdb.DuckDBPyConnection) -> list[tuple[bytes, str]]:
         """Insert every row, a batch per statement; returns the lines to reject (undecodable or refused)."""
