@@ -115,10 +115,10 @@ def run_evaluation(dataset: Dataset, config: LookupConfig | None = None, *, stor
            "split": dataset.split, "n_queries": len(dataset.queries), "top_k": depth, "config": config.to_dict(),
            "overrides": overrides, "dataset_info": dataset.describe(), "metric_names": [m.name for m in parsed]}
     start_run(store, run)
+    plan = _Plan(dataset, config, index, store, tuple(parsed), progress, baseline, oracle, batch_size)
     finished = False
     try:
-        _score_and_save(dataset, config, index, store, run, parsed, progress, done, baseline, oracle, started,
-                        batch_size)
+        _score_and_save(plan, run, done, started)
         finished = True
     finally:
         if not finished:
@@ -127,13 +127,27 @@ def run_evaluation(dataset: Dataset, config: LookupConfig | None = None, *, stor
     return load_run(store, run_id)
 
 
-def _score_and_save(dataset: Dataset, config: LookupConfig, index: KnowledgeIndex, store: TraceStore,
-                    run: dict[str, Any], parsed: Sequence[metric_lib.Metric], progress: Progress | None,
-                    done: Mapping[str, _Recorded], baseline: bool | BM25Baseline, oracle: bool,
-                    started: float, batch_size: int) -> None:
+@dataclass(frozen=True, eq=False)
+class _Plan:
+    """What one run works with, as `run_evaluation` resolved it."""
+
+    dataset: Dataset
+    config: LookupConfig
+    index: KnowledgeIndex
+    store: TraceStore
+    parsed: tuple[metric_lib.Metric, ...]
+    progress: Progress | None
+    baseline: bool | BM25Baseline
+    oracle: bool
+    batch_size: int
+
+
+def _score_and_save(plan: _Plan, run: dict[str, Any], done: Mapping[str, _Recorded], started: float) -> None:
     """The lookups, the baseline and the oracle filter of one run, scored and stored as `complete`."""
-    run_id, depth = run["run_id"], run["top_k"]
-    rows, metric_rows = _lookups(dataset, config, index, store, run_id, parsed, progress, done, batch_size)
+    dataset, config, index, store, parsed = plan.dataset, plan.config, plan.index, plan.store, plan.parsed
+    baseline, oracle, run_id, depth = plan.baseline, plan.oracle, run["run_id"], run["top_k"]
+    rows, metric_rows = _lookups(dataset, config, index, store, run_id, parsed, plan.progress, done,
+                                 plan.batch_size)
     baseline_means = None
     if baseline:
         engine = baseline if isinstance(baseline, BM25Baseline) else BM25Baseline.build(index.kb)
