@@ -150,6 +150,7 @@ class TraceStore:
         """A short read-write connection with every spooled row added; retried while another process
         holds the lock (up to `timeout`, default `lock_timeout`), then TraceStoreLocked."""
         with self._lock:
+            trace_db.check_file(self.path)  # a foreign file is refused before the spool is touched
             try:
                 pending = Pending.collect(self._spool, self._memory, self.batch_size)
             except OSError as exc:
