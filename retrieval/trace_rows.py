@@ -141,10 +141,14 @@ def _json_column(name: str, value: Any) -> str | None:
 
 
 def to_table(rows: Sequence[Row]) -> pa.Table:
-    """The rows as an Arrow table (built before the file is opened: DuckDB scans it without copying)."""
+    """The rows as an Arrow table (built before the file is opened: DuckDB scans it without copying).
+
+    JSON columns are already valid JSON (decode re-serialised them), so they go in as Arrow's JSON type.
+    """
     import pyarrow as pa
 
-    types = {"VARCHAR": pa.string(), "JSON": pa.string(), "TIMESTAMP": pa.timestamp("us"), "DOUBLE": pa.float64(),
+    json_type = pa.json_() if hasattr(pa, "json_") else pa.string()  # arrow.json: DuckDB skips re-parsing
+    types = {"VARCHAR": pa.string(), "JSON": json_type, "TIMESTAMP": pa.timestamp("us"), "DOUBLE": pa.float64(),
              "INTEGER": pa.int32()}
     columns = list(zip(*rows, strict=True)) if rows else [()] * len(COLUMNS)
     return pa.table({name: pa.array(list(values), type=types[kind])

