@@ -4,6 +4,9 @@
 file run against a docs folder in place; `--kb DIR --known-item FIELD` works too); `--exclude
 PREFIX,...` leaves path prefixes of the knowledge base out of the index with either.
 
+`runs` lists every run with its status (complete, incomplete, running); `run --resume RUN_ID` finishes
+an incomplete run and `runs --delete RUN_ID` removes one.
+
 Bad input (unknown metric, setting, dataset, run id or format) prints one `error: ...` line on stderr
 and exits with status 2.
 """
