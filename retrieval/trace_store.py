@@ -113,6 +113,8 @@ class TraceStore:
 
     def flush(self, timeout: float | None = None) -> bool:
         """Move every spooled row into the table now; False (with a warning) if the file stayed unavailable."""
+        if not (self._memory or self._spool.has_rows()):
+            return True  # nothing waits: the file is not opened (at exit, its folder may be gone)
         try:
             with self.connect(timeout=timeout):
                 return True
