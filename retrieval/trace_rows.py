@@ -8,6 +8,7 @@ field's type, so a bad line is rejected with a reason instead of stopping the dr
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import time
@@ -147,12 +148,29 @@ def to_table(rows: Sequence[Row]) -> pa.Table:
     """
     import pyarrow as pa
 
-    json_type = pa.json_() if hasattr(pa, "json_") else pa.string()  # arrow.json: DuckDB skips re-parsing
-    types = {"VARCHAR": pa.string(), "JSON": json_type, "TIMESTAMP": pa.timestamp("us"), "DOUBLE": pa.float64(),
+    types = {"VARCHAR": pa.string(), "JSON": _json_type(), "TIMESTAMP": pa.timestamp("us"), "DOUBLE": pa.float64(),
              "INTEGER": pa.int32()}
     columns = list(zip(*rows, strict=True)) if rows else [()] * len(COLUMNS)
     return pa.table({name: pa.array(list(values), type=types[kind])
                      for name, kind, values in zip(COLUMNS, COLUMN_TYPES, columns, strict=True)})
+
+
+@functools.cache
+def _json_type() -> pa.DataType:
+    """Arrow's JSON type if this pyarrow and DuckDB both know it (DuckDB then skips re-parsing), else string."""
+    import duckdb
+    import pyarrow as pa
+
+    if not hasattr(pa, "json_"):
+        return pa.string()
+    probe = pa.table({"j": pa.array(['{"a": 1}'], type=pa.json_())})
+    try:
+        with duckdb.connect() as con:
+            con.register("probe", probe)
+            kind = con.execute("SELECT typeof(j) FROM probe").fetchone()[0]
+    except duckdb.Error:
+        return pa.string()
+    return pa.json_() if kind == "JSON" else pa.string()
 
 
 def insert(con: duckdb.DuckDBPyConnection, rows: Sequence[Row], table: pa.Table | None = None) -> list[tuple[int, str]]:
