@@ -170,6 +170,8 @@ def _recorded_lookup(ctx: AppContext, index: KnowledgeIndex, query: str, config:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         result = lookup_knowledge(query, index=index, config=config, category=category or None, recorder=ctx.store)
+        if ctx.store is not None:  # an analyst's lookup is in the table at once (record() only spools it)
+            ctx.store.flush()
     for warning in caught:
         st.warning(str(warning.message))
     if ctx.store is None:

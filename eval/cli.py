@@ -4,6 +4,9 @@
 file run against a docs folder in place; `--kb DIR --known-item FIELD` works too); `--exclude
 PREFIX,...` leaves path prefixes of the knowledge base out of the index with either.
 
+`runs` lists every run with its status (complete, incomplete, running); `run --resume RUN_ID` finishes
+an incomplete run and `runs --delete RUN_ID` removes one.
+
 Bad input (unknown metric, setting, dataset, run id or format) prints one `error: ...` line on stderr
 and exits with status 2.
 """
@@ -26,7 +29,7 @@ from .compare import compare_runs
 from .datasets import Dataset, load_dataset, load_query_set
 from .metrics import parse_metrics
 from .reports import FORMATS, export, render
-from .runs import DEFAULT_METRICS, RunResult, list_runs, load_run, run_evaluation, run_sweep
+from .runs import DEFAULT_METRICS, RunResult, delete_run, list_runs, load_run, run_evaluation, run_sweep
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -49,7 +52,14 @@ def build_parser() -> argparse.ArgumentParser:
     for sub in (compare, report):
         sub.add_argument("--format", default="markdown" if sub is report else None, help=", ".join(FORMATS))
         sub.add_argument("--output", default=None, help="file to write (default: stdout)")
-    runs = commands.add_parser("runs", help="list stored runs, newest first")
+    run.add_argument("--resume", default=None, metavar="RUN_ID",
+                     help="finish an incomplete run (same dataset flags and --set values): recorded lookups "
+                          "are reused, the missing ones are run")
+    runs = commands.add_parser("runs", help="list stored runs, newest first, with their status "
+                                            "(complete, incomplete, running)")
+    runs.add_argument("--incomplete", action="store_true", help="list only runs that are not complete")
+    runs.add_argument("--delete", default=None, metavar="RUN_ID",
+                      help="delete a run: its eval rows and its recorded lookups")
     for sub in (run, sweep, compare, report, runs):
         sub.add_argument("--traces", default=None, help="DuckDB trace file (default: traces.duckdb)")
         sub.add_argument("--json", action="store_true", help="print JSON")
@@ -105,7 +115,12 @@ def _dispatch(args: argparse.Namespace) -> str | bytes:
     if args.command == "report":
         run = load_run(store, args.run)
         return _emit(run, args.format, args.output, store)
-    frame = list_runs(store)
+    if args.delete:
+        counts = delete_run(store, args.delete)
+        return json.dumps(counts) if args.json else (
+            f"deleted {counts['eval_run']} run, {counts['tool_invocation']} recorded lookup(s), "
+            f"{counts['eval_query']} query row(s) and {counts['eval_query_metric']} metric row(s)")
+    frame = list_runs(store, incomplete_only=args.incomplete)
     return frame.to_json(orient="records", date_format="iso") if args.json else frame.to_string(index=False)
 
 
@@ -114,7 +129,8 @@ def _run(args: argparse.Namespace, store: TraceStore) -> str:
     top_k = config.top_k if "top_k" in overrides else None
     with _progress(args, f"{dataset.name}/{dataset.split}") as progress:
         result = run_evaluation(dataset, config, store=store, metrics=metrics, progress=progress, top_k=top_k,
-                                overrides=overrides, baseline=not args.no_baseline, oracle=not args.no_oracle)
+                                overrides=overrides, baseline=not args.no_baseline, oracle=not args.no_oracle,
+                                resume=args.resume)
     return json.dumps(result.to_dict(), indent=2, default=str) if args.json else _summary(result)
 
 

@@ -1,7 +1,10 @@
 """Evaluation runs and sweeps over `lookup_knowledge`: a run = dataset + split + configuration.
 
 Every lookup goes through the one core with `run_id` and `query_id`, and is recorded as a
-`tool_invocation` (in batches). Per-query metrics and diagnostics are stored beside it (eval.storage).
+`tool_invocation` as it happens (the store spools it: acknowledged rows survive a killed run). The run
+is stored as `started` before its first lookup and as `complete` at the end (eval.storage); a run that
+stopped can be resumed: lookups already recorded are reused, the others are run.
+Per-query metrics and diagnostics are stored beside it (eval.storage).
 Lookups retrieve `top_k` = the deepest metric cutoff (100 for recall@100) unless a top_k is given.
 The oracle filter diagnostic (eval.oracle) looks every query up again with its true category; its
 metrics are stored as a third system beside the lookup and the BM25 baseline.
@@ -9,7 +12,9 @@ metrics are stored as a third system beside the lookup and the BM25 baseline.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+import json
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -19,7 +24,7 @@ from typing import Any
 
 import pandas as pd
 
-from retrieval import KnowledgeIndex, LookupConfig, TraceStore, lookup_knowledge, open_index
+from retrieval import KnowledgeIndex, LookupConfig, TraceStore, TraceStoreError, lookup_knowledge, open_index
 from retrieval.invocation import ToolInvocation
 
 from . import metrics as metric_lib
@@ -28,10 +33,21 @@ from .baseline import NAME as BASELINE
 from .baseline import BM25Baseline
 from .datasets import Dataset, Query
 from .diagnostics import query_diagnostics, summarize
-from .storage import LOOKUP, list_runs, load_per_query, load_run_row, save_run
+from .storage import (
+    COMPLETE,
+    LOOKUP,
+    RUNNING,
+    delete_run,
+    list_runs,
+    load_per_query,
+    load_run_row,
+    mark_incomplete,
+    save_run,
+    start_run,
+)
 
-__all__ = ["DEFAULT_METRICS", "RunResult", "list_runs", "load_run", "open_dataset_index", "run_evaluation",
-           "run_sweep"]
+__all__ = ["DEFAULT_METRICS", "RunResult", "delete_run", "list_runs", "load_run", "open_dataset_index",
+           "run_evaluation", "run_sweep"]
 
 DEFAULT_METRICS = ("ndcg@10", "recall@10", "recall@100", "mrr@10", "map@100", "hit@10", "p@10")
 BATCH_SIZE = 200
@@ -73,11 +89,15 @@ def run_evaluation(dataset: Dataset, config: LookupConfig | None = None, *, stor
                    metrics: Sequence[str] = DEFAULT_METRICS, progress: Progress | None = None,
                    top_k: int | None = None, overrides: Mapping[str, Any] | None = None,
                    index: KnowledgeIndex | None = None, baseline: bool | BM25Baseline = True,
-                   sweep_id: str | None = None, batch_size: int = BATCH_SIZE, oracle: bool = True) -> RunResult:
+                   sweep_id: str | None = None, batch_size: int = BATCH_SIZE, oracle: bool = True,
+                   resume: str | None = None) -> RunResult:
     """Look up every query of `dataset`, score it, record traces and metrics in `store`, and return the run.
 
     With `oracle` (the default) every query is also looked up with its true category as the caller's
     filter (eval.oracle); `diagnostics["oracle"]` holds its metrics and headroom, or why it was skipped.
+    With `resume` (a run id or prefix), an incomplete run of the same dataset and configuration is
+    finished: its recorded lookups are reused and only the missing queries are looked up.
+    Recorded lookups are spooled every `batch_size` queries: a killed run keeps every spooled one.
     """
     parsed = metric_lib.parse_metrics(metrics)
     depth = top_k or metric_lib.depth(parsed)
@@ -86,9 +106,48 @@ def run_evaluation(dataset: Dataset, config: LookupConfig | None = None, *, stor
     if not dataset.queries:
         raise ValueError(f"dataset {dataset.name} has no queries to evaluate")
     started, created = time.perf_counter(), datetime.now(timezone.utc)
+    run_id, done = f"run-{created:%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}", {}
+    if resume:
+        run_id, created, done = _resumable(store, resume, dataset, config)
     index = index or open_dataset_index(dataset, config.svd_dims)
-    run_id = f"run-{created:%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
-    rows, metric_rows = _lookups(dataset, config, index, store, run_id, parsed, progress, batch_size)
+    run = {"run_id": run_id, "created_at": created.replace(tzinfo=None), "sweep_id": sweep_id,
+           "dataset": dataset.name, "dataset_kind": dataset.kind, "dataset_path": dataset.path,
+           "split": dataset.split, "n_queries": len(dataset.queries), "top_k": depth, "config": config.to_dict(),
+           "overrides": overrides, "dataset_info": dataset.describe(), "metric_names": [m.name for m in parsed]}
+    start_run(store, run)
+    plan = _Plan(dataset, config, index, store, tuple(parsed), progress, baseline, oracle, batch_size)
+    finished = False
+    try:
+        _score_and_save(plan, run, done, started)
+        finished = True
+    finally:
+        if not finished:
+            with contextlib.suppress(TraceStoreError):
+                mark_incomplete(store, run_id)
+    return load_run(store, run_id)
+
+
+@dataclass(frozen=True, eq=False)
+class _Plan:
+    """What one run works with, as `run_evaluation` resolved it."""
+
+    dataset: Dataset
+    config: LookupConfig
+    index: KnowledgeIndex
+    store: TraceStore
+    parsed: tuple[metric_lib.Metric, ...]
+    progress: Progress | None
+    baseline: bool | BM25Baseline
+    oracle: bool
+    batch_size: int
+
+
+def _score_and_save(plan: _Plan, run: dict[str, Any], done: Mapping[str, _Recorded], started: float) -> None:
+    """The lookups, the baseline and the oracle filter of one run, scored and stored as `complete`."""
+    dataset, config, index, store, parsed = plan.dataset, plan.config, plan.index, plan.store, plan.parsed
+    baseline, oracle, run_id, depth = plan.baseline, plan.oracle, run["run_id"], run["top_k"]
+    rows, metric_rows = _lookups(dataset, config, index, store, run_id, parsed, plan.progress, done,
+                                 plan.batch_size)
     baseline_means = None
     if baseline:
         engine = baseline if isinstance(baseline, BM25Baseline) else BM25Baseline.build(index.kb)
@@ -103,14 +162,43 @@ def run_evaluation(dataset: Dataset, config: LookupConfig | None = None, *, stor
     means = _means(metric_frame, LOOKUP, parsed)
     diagnostics = summarize(per_query)
     diagnostics["oracle"] = _oracle_diagnostics(oracle, metric_frame, means, categories, parsed)
-    run = {"run_id": run_id, "created_at": created.replace(tzinfo=None), "sweep_id": sweep_id,
-           "dataset": dataset.name, "dataset_kind": dataset.kind, "dataset_path": dataset.path,
-           "split": dataset.split, "n_queries": len(dataset.queries), "top_k": depth,
-           "seconds": time.perf_counter() - started, "config": config.to_dict(), "overrides": overrides,
-           "metrics": means, "baseline": baseline_means, "diagnostics": diagnostics,
-           "dataset_info": dataset.describe(), "metric_names": [m.name for m in parsed]}
-    save_run(store, run, per_query, metric_frame)
-    return load_run(store, run_id)
+    results = {"seconds": time.perf_counter() - started, "metrics": means, "baseline": baseline_means,
+               "diagnostics": diagnostics}
+    save_run(store, {**run, **results}, per_query, metric_frame)
+
+
+@dataclass(frozen=True)
+class _Recorded:
+    """A lookup an interrupted run already recorded: what its query row and metrics need."""
+
+    invocation_id: str
+    latency_ms: float
+    details: dict[str, Any]
+
+    @property
+    def ranked(self) -> list[str]:
+        return list(self.details.get("evidence_sources") or [])
+
+
+def _resumable(store: TraceStore, text: str, dataset: Dataset,
+               config: LookupConfig) -> tuple[str, datetime, dict[str, _Recorded]]:
+    """The id, start time and recorded lookups of an incomplete run that this dataset and config can finish."""
+    row = load_run_row(store, text, allow_incomplete=True)
+    run_id = row["run_id"]
+    if row["status"] in (COMPLETE, RUNNING):
+        raise ValueError(f"run {run_id} is {row['status']}; only an incomplete run can be resumed")
+    wanted = json.loads(json.dumps(config.to_dict(), default=str))
+    changed = sorted(k for k in set(wanted) | set(row["config"] or {}) if wanted.get(k) != (row["config"] or {}).get(k))
+    theirs = (row["dataset"], row["split"], int(row["n_queries"]))
+    ours = (dataset.name, dataset.split, len(dataset.queries))
+    if changed or theirs != ours:
+        raise ValueError(f"run {run_id} was started on {theirs} with other settings ({', '.join(changed) or 'none'}) "
+                         f"than this resume on {ours}; pass the same dataset flags and --set values")
+    frame = store.query("SELECT query_id, id, latency_ms, retrieval_details FROM tool_invocation "
+                        "WHERE run_id = ? AND status = 'ok' AND query_id IS NOT NULL", [run_id])
+    done = {q: _Recorded(i, float(ms), json.loads(d)) for q, i, ms, d in frame.itertuples(index=False)}
+    created = pd.Timestamp(row["created_at"]).to_pydatetime().replace(tzinfo=timezone.utc)
+    return run_id, created, done
 
 
 def _oracle_diagnostics(enabled: bool, metric_frame: pd.DataFrame, means: dict[str, float],
@@ -123,20 +211,22 @@ def _oracle_diagnostics(enabled: bool, metric_frame: pd.DataFrame, means: dict[s
 
 
 def _lookups(dataset: Dataset, config: LookupConfig, index: KnowledgeIndex, store: TraceStore, run_id: str,
-             parsed: Sequence[metric_lib.Metric], progress: Progress | None,
+             parsed: Sequence[metric_lib.Metric], progress: Progress | None, done: Mapping[str, _Recorded],
              batch_size: int) -> tuple[list[dict[str, Any]], list[tuple]]:
-    """Run every lookup through the core, flushing recorded invocations every `batch_size` queries."""
+    """Run every lookup not `done` through the core, spooling recorded invocations every `batch_size` queries."""
     buffer: list[ToolInvocation] = []
     rows, metric_rows = [], []
     total = len(dataset.queries)
     for position, query in enumerate(dataset.queries):
-        result = lookup_knowledge(query.text, index=index, config=config, top_k=config.top_k,
-                                  recorder=buffer.append, run_id=run_id, query_id=query.id)
-        ranked = [block.source for block in result.evidence_blocks]
-        rows.append(_query_row(query, position, result.invocation_id, ranked, result.retrieval_details,
-                               buffer[-1].latency_ms, index))
+        recorded = done.get(query.id)
+        if recorded is None:
+            result = lookup_knowledge(query.text, index=index, config=config, top_k=config.top_k,
+                                      recorder=buffer.append, run_id=run_id, query_id=query.id)
+            recorded = _Recorded(result.invocation_id, buffer[-1].latency_ms, result.retrieval_details)
+        rows.append(_query_row(query, position, recorded.invocation_id, recorded.ranked, recorded.details,
+                               recorded.latency_ms, index))
         metric_rows.extend((run_id, query.id, LOOKUP, name, value)
-                           for name, value in metric_lib.score(ranked, query.qrels, parsed).items())
+                           for name, value in metric_lib.score(recorded.ranked, query.qrels, parsed).items())
         if len(buffer) >= batch_size:
             store.record_many(buffer)
             buffer.clear()

@@ -8,11 +8,18 @@
 
 Columns added after a table was first created are listed in MIGRATIONS and added to existing trace files
 (ALTER TABLE ... ADD COLUMN IF NOT EXISTS) whenever the tables are ensured; old rows read them as null.
+
+A run's `eval_run` row is written with `status = 'started'` (and the process's `pid` and `host`) before
+its first lookup, and replaced by the finished row (`complete`) at the end; a run that stops with an
+exception is marked `incomplete`. A `started` row whose process is gone (killed) reads as `incomplete`
+too, and a null status (runs stored before this column) as `complete`.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import socket
 from typing import Any
 
 import pandas as pd
@@ -41,12 +48,18 @@ SCHEMA = (
         run_id VARCHAR NOT NULL, query_id VARCHAR NOT NULL, system VARCHAR NOT NULL, metric VARCHAR NOT NULL,
         value DOUBLE, PRIMARY KEY (run_id, query_id, system, metric))""",
 )
-MIGRATIONS = (("eval_query", "filter_widened", "BOOLEAN"),)  # (table, column, type) added since the first schema
+MIGRATIONS = (("eval_query", "filter_widened", "BOOLEAN"),  # (table, column, type) added since the first schema
+              ("eval_run", "status", "VARCHAR"), ("eval_run", "pid", "INTEGER"), ("eval_run", "host", "VARCHAR"))
+STARTED, COMPLETE, INCOMPLETE, RUNNING = "started", "complete", "incomplete", "running"
 BOOLEAN_COLUMNS = ("filter_correct", "filter_harm", "filter_harm_missed", "filter_widened")
 
 
 class UnknownRunError(ValueError):
     """No stored run has this id (or the prefix matches several)."""
+
+
+class IncompleteRunError(ValueError):
+    """The run has no results: it stopped (or is still running) before its end."""
 
 
 def ensure_tables(store: TraceStore) -> None:
@@ -58,10 +71,31 @@ def ensure_tables(store: TraceStore) -> None:
             con.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {column} {kind}")
 
 
-def save_run(store: TraceStore, run: dict[str, Any], per_query: pd.DataFrame, metric_frame: pd.DataFrame) -> None:
-    """Insert one run: its `eval_run` row, its `eval_query` rows and its long-form metrics, in one transaction."""
+def start_run(store: TraceStore, run: dict[str, Any]) -> None:
+    """Write the run's `eval_run` row as `started` by this process, before its first lookup."""
     ensure_tables(store)
     row = {k: (json.dumps(v, default=str) if k in RUN_JSON else v) for k, v in run.items()}
+    row.update(status=STARTED, pid=os.getpid(), host=socket.gethostname())
+    with store.connect() as con:
+        con.execute("BEGIN TRANSACTION")
+        con.execute("DELETE FROM eval_run WHERE run_id = ?", [row["run_id"]])
+        con.execute(f"INSERT INTO eval_run ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
+                    list(row.values()))
+        con.execute("COMMIT")
+
+
+def mark_incomplete(store: TraceStore, run_id: str) -> None:
+    """A run that stopped with an exception: `started` becomes `incomplete` (it can be resumed)."""
+    with store.connect() as con:
+        con.execute("UPDATE eval_run SET status = ? WHERE run_id = ? AND status = ?", [INCOMPLETE, run_id, STARTED])
+
+
+def save_run(store: TraceStore, run: dict[str, Any], per_query: pd.DataFrame, metric_frame: pd.DataFrame) -> None:
+    """Store one finished run: its `eval_run` row (replacing the `started` one), its `eval_query` rows and
+    its long-form metrics, in one transaction."""
+    ensure_tables(store)
+    row = {k: (json.dumps(v, default=str) if k in RUN_JSON else v) for k, v in run.items()}
+    row.update(status=COMPLETE, pid=None, host=None)
     queries = per_query.reindex(columns=list(QUERY_COLUMNS)).copy()
     for name in ("relevant", "categories", "top_sources"):
         queries[name] = queries[name].map(json.dumps)
@@ -69,6 +103,8 @@ def save_run(store: TraceStore, run: dict[str, Any], per_query: pd.DataFrame, me
         queries[name] = queries[name].astype("boolean")
     with store.connect() as con:
         con.execute("BEGIN TRANSACTION")
+        for table in ("eval_run", "eval_query", "eval_query_metric"):
+            con.execute(f"DELETE FROM {table} WHERE run_id = ?", [row["run_id"]])
         con.execute(f"INSERT INTO eval_run ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
                     list(row.values()))
         for table, frame in (("eval_query", queries), ("eval_query_metric", metric_frame)):
@@ -94,12 +130,57 @@ def resolve_run_id(store: TraceStore, text: str) -> str:
     raise UnknownRunError(f"unknown run id {text!r} in {store.path}; {hint} (see `python -m eval runs`)")
 
 
-def load_run_row(store: TraceStore, run_id: str) -> dict[str, Any]:
+def load_run_row(store: TraceStore, run_id: str, *, allow_incomplete: bool = False) -> dict[str, Any]:
+    """The `eval_run` row (JSON decoded, `status` derived); IncompleteRunError for a run without results."""
     run_id = resolve_run_id(store, run_id)
     row = store.query("SELECT * FROM eval_run WHERE run_id = ?", [run_id]).iloc[0].to_dict()
     for name in RUN_JSON:
         row[name] = json.loads(row[name]) if isinstance(row.get(name), str) else row.get(name)
+    row["status"] = run_status(row.get("status"), row.get("pid"), row.get("host"))
+    if row["status"] != COMPLETE and not allow_incomplete:
+        raise IncompleteRunError(f"run {run_id} is {row['status']}: it has no results yet; "
+                                 + _next_step(run_id, row["status"]))
     return row
+
+
+def run_status(status: Any, pid: Any, host: Any) -> str:
+    """`complete`, `incomplete`, or `running` (started by a process on this host that is still alive)."""
+    if status is None or (isinstance(status, float) and pd.isna(status)) or status == COMPLETE:
+        return COMPLETE
+    if status == STARTED and host == socket.gethostname() and _alive(pid):
+        return RUNNING
+    return INCOMPLETE
+
+
+def _alive(pid: Any) -> bool:
+    try:
+        os.kill(int(pid), 0)
+    except (ValueError, TypeError, ProcessLookupError):
+        return False
+    except PermissionError:  # exists, owned by another user
+        return True
+    return True
+
+
+def _next_step(run_id: str, status: str) -> str:
+    if status == RUNNING:
+        return "wait for it to finish"
+    return (f"resume it with `python -m eval run ... --resume {run_id}` (the same dataset flags) or delete it "
+            f"with `python -m eval runs --delete {run_id}`")
+
+
+def delete_run(store: TraceStore, run_id: str) -> dict[str, int]:
+    """Delete a run (not one still running): its eval rows and its recorded lookups; returns row counts."""
+    row = load_run_row(store, run_id, allow_incomplete=True)
+    if row["status"] == RUNNING:
+        raise IncompleteRunError(f"run {row['run_id']} is still running in process {row['pid']}; stop it first")
+    counts = {}
+    with store.connect() as con:
+        con.execute("BEGIN TRANSACTION")
+        for table in ("tool_invocation", "eval_query_metric", "eval_query", "eval_run"):
+            counts[table] = con.execute(f"DELETE FROM {table} WHERE run_id = ?", [row["run_id"]]).fetchone()[0]
+        con.execute("COMMIT")
+    return counts
 
 
 def load_per_query(store: TraceStore, run_id: str) -> pd.DataFrame:
@@ -116,13 +197,19 @@ def load_per_query(store: TraceStore, run_id: str) -> pd.DataFrame:
     return queries.merge(wide, on="query_id", how="left")
 
 
-def list_runs(store: TraceStore) -> pd.DataFrame:
-    """Every stored run, newest first, with its mean metrics as columns."""
+def list_runs(store: TraceStore, *, incomplete_only: bool = False) -> pd.DataFrame:
+    """Every stored run, newest first, with its status, its recorded lookups and its mean metrics as columns."""
     ensure_tables(store)
-    frame = store.query("SELECT run_id, created_at, sweep_id, dataset, split, n_queries, top_k, seconds, "
-                        "overrides, metrics FROM eval_run ORDER BY created_at DESC")
+    frame = store.query("SELECT r.run_id, r.status, r.pid, r.host, coalesce(t.lookups, 0) AS lookups, r.created_at, "
+                        "r.sweep_id, r.dataset, r.split, r.n_queries, r.top_k, r.seconds, r.overrides, r.metrics "
+                        "FROM eval_run r LEFT JOIN (SELECT run_id, count(*) AS lookups FROM tool_invocation "
+                        "WHERE run_id IS NOT NULL GROUP BY run_id) t USING (run_id) ORDER BY r.created_at DESC")
+    frame["status"] = [run_status(*v) for v in zip(frame["status"], frame["pid"], frame["host"], strict=True)]
+    frame = frame.drop(columns=["pid", "host"])
+    if incomplete_only:
+        frame = frame[frame["status"] != COMPLETE].reset_index(drop=True)
     if frame.empty:
         return frame.drop(columns=["metrics"])
-    metrics = pd.DataFrame([json.loads(m) for m in frame["metrics"]], index=frame.index)
+    metrics = pd.DataFrame([json.loads(m) if isinstance(m, str) else {} for m in frame["metrics"]], index=frame.index)
     frame["overrides"] = frame["overrides"].map(lambda v: json.loads(v) if isinstance(v, str) else {})
     return pd.concat([frame.drop(columns=["metrics"]), metrics], axis=1)

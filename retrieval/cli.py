@@ -105,6 +105,8 @@ def _run(args: argparse.Namespace) -> str | None:
             warnings.simplefilter("always")
             result = lookup_knowledge(args.query, index=index, config=config, category=args.category,
                                       top_k=args.top_k, recorder=store)
+            if store is not None:
+                store.close()  # flush now, so a problem is one `warning:` line (the row stays spooled)
         for warning in caught:
             print(f"warning: {warning.message}", file=sys.stderr)
         if index.kb.problems:  # the count is in retrieval_details.kb; the names go to stderr

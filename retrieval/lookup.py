@@ -113,11 +113,12 @@ def lookup_knowledge(query: str, *, index: KnowledgeIndex, config: LookupConfig 
     payload = details.to_dict()
     payload["input"] = {"surrogates_replaced": replaced}  # lone surrogates in query/category, made U+FFFD
     payload["kb"] = {"skipped_count": len(index.kb.problems)}  # the list: index.kb.summary()["skipped"]
-    invocation = ToolInvocation(TOOL_NAME, query, arguments, "ok", timings["total"], _recorded_config(config, index),
-                                payload,
-                                run_id=run_id, query_id=query_id)
+    invocation = ToolInvocation(TOOL_NAME, query, arguments, "ok", _ms(started), _recorded_config(config, index),
+                                payload, run_id=run_id, query_id=query_id)  # a TraceStore adds its own time
     if recorder is not None:
+        recording = time.perf_counter()
         recorder(invocation)
+        payload["timings_ms"]["record"] = round(_ms(recording), 3)
     return LookupResult(query, blocks, relevance, layer, payload, invocation.id, details)
 
 

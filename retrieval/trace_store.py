@@ -1,66 +1,66 @@
-"""DuckDB trace store: the `tool_invocation` table, its schema migrations, and safe shared writes.
+"""DuckDB trace store: records tool invocations off the caller's critical path, shared safely by processes.
 
-DuckDB lets one process hold a file read-write, so connections are short (open, write, close) and
-retried while another process holds the lock. If the lock is still held after `lock_timeout`, rows go
-to a pending spool file beside the trace file (never dropped) and are added by the next write that
-gets the lock; the warning names the process holding it.
+`record()` appends one JSON line to the spool beside the trace file and returns: that write is the
+acknowledgement (it survives a SIGKILL; see trace_spool for the fsync policy). A background thread
+(trace_drain) moves spooled rows into `tool_invocation` in batches, holding the DuckDB file only for
+the insert; readers (`query`, `connect`) drain first, so they see every acknowledged row. A failed
+write never raises into the caller: it is a warning, and the rows wait in the spool.
 """
 
 from __future__ import annotations
 
-import fcntl
-import json
 import random
-import re
 import threading
 import time
 import warnings
+from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import duckdb
-import pandas as pd
-
+from . import trace_db, trace_drain
 from .invocation import ToolInvocation
+from .trace_db import TraceStoreError, TraceStoreLocked
+from .trace_pending import Pending
+from .trace_rows import encode, fallback_line
+from .trace_schema import COLUMNS, JSON_COLUMNS, MIGRATIONS, SCHEMA_VERSION, TABLE, migrate
+from .trace_spool import Spool
 
-TABLE = "tool_invocation"
-COLUMNS = ("id", "created_at", "tool_name", "query", "arguments", "status", "error", "latency_ms",
-           "retrieval_layer", "filter_decision", "l1_status", "l0_match_count", "l1_candidate_count",
-           "candidate_count", "evidence_count", "run_id", "query_id", "config", "retrieval_details")
-JSON_COLUMNS = ("arguments", "config", "retrieval_details")
+if TYPE_CHECKING:
+    import duckdb
+    import pandas as pd
 
-MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
-    (1, (
-        f"""CREATE TABLE {TABLE} (
-            id VARCHAR PRIMARY KEY, created_at TIMESTAMP NOT NULL, tool_name VARCHAR NOT NULL,
-            query VARCHAR NOT NULL, arguments JSON, status VARCHAR NOT NULL, error VARCHAR,
-            latency_ms DOUBLE, retrieval_layer VARCHAR, filter_decision VARCHAR, l1_status VARCHAR,
-            l0_match_count INTEGER, l1_candidate_count INTEGER, candidate_count INTEGER,
-            evidence_count INTEGER, run_id VARCHAR, query_id VARCHAR, config JSON, retrieval_details JSON)""",
-        f"CREATE INDEX IF NOT EXISTS tool_invocation_run ON {TABLE} (run_id)",
-    )),
-)
-SCHEMA_VERSION = MIGRATIONS[-1][0]
+__all__ = ["COLUMNS", "JSON_COLUMNS", "MIGRATIONS", "SCHEMA_VERSION", "TABLE", "TraceSpoolRejectedWarning",
+           "TraceStore", "TraceStoreError", "TraceStoreLocked", "TraceStoreLockedWarning", "TraceStoreWriteWarning",
+           "iter_rows"]
+
+MAX_MEMORY_ROWS = 10_000  # rows kept in memory when even the spool cannot be written
+MAX_AGE = 2.0  # seconds spooled rows wait for a background drain (readers drain at once); fewer, larger batches
 
 
-class TraceStoreError(RuntimeError):
-    """The trace file cannot be opened or written; the message says why and what to do."""
+class TraceStoreWriteWarning(UserWarning):
+    """Rows could not be written to the trace file yet; they are kept in the spool (or memory)."""
 
 
-class TraceStoreLockedWarning(UserWarning):
-    """Rows were spooled beside the trace file because another process held its lock."""
+class TraceStoreLockedWarning(TraceStoreWriteWarning):
+    """Rows wait in the spool because another process held the trace file's lock for too long."""
+
+
+class TraceSpoolRejectedWarning(UserWarning):
+    """Spool lines that are not valid rows were moved to the rejected file."""
 
 
 class TraceStore:
-    """Records tool invocations into a DuckDB file; safe across threads and processes."""
+    """Records tool invocations into a DuckDB file; safe across threads and processes.
 
-    def __init__(self, path: str | Path, *, lock_timeout: float = 10.0) -> None:
+    Use as a context manager, or call `close()`, to flush at a known point; `atexit` flushes the rest.
+    """
+
+    def __init__(self, path: str | Path, *, lock_timeout: float = 10.0, batch_size: int = 500,
+                 fsync: bool = False) -> None:
         self.path = Path(path)
-        self.lock_timeout = lock_timeout
-        self._lock = threading.Lock()
+        self.lock_timeout, self.batch_size = lock_timeout, batch_size
         if self.path.is_dir():
             raise TraceStoreError(f"trace file {self.path} is a folder; pass --traces with a file path "
                                   f"such as traces.duckdb")
@@ -68,37 +68,74 @@ class TraceStore:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise TraceStoreError(f"cannot create the folder of trace file {self.path}: {exc}") from None
-        with self.connect() as con:
-            _migrate(con, self.path)
+        self._spool = Spool(self.spool_path, fsync=fsync)
+        self._lock = threading.RLock()  # one DuckDB connection (and drain) at a time per store
+        self._memory: deque[bytes] = deque()
+        self._ready, self._closed, self._unsent = False, False, 0
+        self._since: float | None = None  # when undrained rows were first seen
+        self._generation = -1  # the live spool's inode when last looked at: it changes when anyone drains
+        self._retry_at, self._backoff, self._warned = 0.0, 0.0, ""
+        with self.connect():  # checks and migrates the file, adds rows left by earlier processes
+            pass
+        trace_drain.register(self)
 
     @property
     def spool_path(self) -> Path:
         return self.path.with_name(self.path.name + ".pending.jsonl")
 
+    @property
+    def rejected_path(self) -> Path:
+        return self._spool.rejected_path
+
+    def spool_files(self) -> list[Path]:
+        """The spool and its batch files (`*.draining`) that still hold rows not yet in the table."""
+        return self._spool.pending_files()
+
     def __call__(self, invocation: ToolInvocation) -> None:
         """A TraceStore is a recorder: `lookup_knowledge(..., recorder=store)`."""
         self.record(invocation)
 
+    def __enter__(self) -> TraceStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def record(self, invocation: ToolInvocation) -> None:
-        self.record_many([invocation])
+        """Spool one row and return (never raises). `latency_ms` gains the time spent here, and
+        `retrieval_details.timings_ms.record` says how much that was."""
+        self._append([self._encode(invocation, time.perf_counter())])
 
     def record_many(self, invocations: Sequence[ToolInvocation]) -> None:
-        """Insert rows in one statement; if the file stays locked, spool them instead of losing them."""
-        rows = [_row(inv) for inv in invocations]
-        if not rows:
-            return
+        """Spool rows as they are (latencies untouched) in one write; never raises."""
+        if invocations:
+            self._append([self._encode(inv, None) for inv in invocations])
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Move every spooled row into the table now; False (with a warning) if the file stayed unavailable."""
+        if not (self._memory or self._spool.has_rows()):
+            return True  # nothing waits: the file is not opened (at exit, its folder may be gone)
         try:
-            with self.connect() as con:
-                _insert(con, rows)
-        except TraceStoreLocked as exc:
-            self._spool(rows)
-            warnings.warn(f"{exc}; {len(rows)} invocation(s) kept in {self.spool_path} and added by the "
-                          f"next write", TraceStoreLockedWarning, stacklevel=2)
+            with self.connect(timeout=timeout):
+                return True
+        except TraceStoreError as exc:
+            self._warn_once(exc, force=True)
+            return False
+
+    def close(self, timeout: float | None = None) -> None:
+        """Flush and stop draining in the background; rows recorded later still go to the spool."""
+        self.flush(timeout)
+        self._closed = True
+        trace_drain.unregister(self)
+        self._spool.close()
 
     def query(self, sql: str, params: Sequence[Any] | None = None) -> pd.DataFrame:
-        """Run SQL against the trace file and return a DataFrame (callers guard what SQL they allow)."""
+        """Run SQL against the trace file, after adding spooled rows, and return a DataFrame."""
         with self.connect() as con:
-            return con.execute(sql, params or []).df()
+            try:
+                return con.execute(sql, params or []).df()
+            except trace_db.file_level_errors() as exc:
+                raise trace_db.file_error(self.path, exc) from None
 
     def invocations(self, *, run_id: str | None = None, limit: int | None = None) -> pd.DataFrame:
         """Rows of `tool_invocation`, newest first, optionally of one evaluation run."""
@@ -111,112 +148,113 @@ class TraceStore:
         return int(self.query(f"SELECT count(*) AS n FROM {TABLE}")["n"][0])
 
     @contextmanager
-    def connect(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        """A short read-write connection, retried while another process holds the lock; adds spooled rows."""
+    def connect(self, timeout: float | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A short read-write connection with every spooled row added; retried while another process
+        holds the lock (up to `timeout`, default `lock_timeout`), then TraceStoreLocked."""
         with self._lock:
-            con = self._open()
+            trace_db.check_file(self.path)  # a foreign file is refused before the spool is touched
             try:
-                self._drain_spool(con)
-                yield con
+                pending = Pending.collect(self._spool, self._memory, self.batch_size)
+            except OSError as exc:
+                raise TraceStoreError(f"cannot read the spool {self.spool_path}: {exc}") from None
+            try:
+                con = trace_db.connect(self.path, timeout=self.lock_timeout if timeout is None else timeout)
+                try:
+                    self._prepare(con, pending)
+                    yield con
+                finally:
+                    con.close()
             finally:
-                con.close()
+                pending.release(self._memory)
 
-    def _open(self) -> duckdb.DuckDBPyConnection:
-        deadline = time.monotonic() + self.lock_timeout
-        delay = 0.005
-        while True:
-            try:
-                return duckdb.connect(str(self.path))
-            except duckdb.IOException as exc:
-                message = str(exc)
-                if "lock" not in message.lower():
-                    raise TraceStoreError(f"cannot open trace file {self.path}: {message}; pass --traces "
-                                          f"with a DuckDB 1.x file or a new path") from None
-                if time.monotonic() >= deadline:
-                    raise TraceStoreLocked(f"trace file {self.path} is locked by {_lock_holder(message)} "
-                                           f"for over {self.lock_timeout:.0f}s") from None
-            except duckdb.Error as exc:
-                raise TraceStoreError(f"cannot open trace file {self.path}: {exc}") from None
-            time.sleep(delay * (1 + random.random()))
-            delay = min(delay * 2, 0.2)
-
-    def _spool(self, rows: list[dict[str, Any]]) -> None:
-        with self.spool_path.open("a", encoding="utf-8") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            handle.writelines(json.dumps(r, default=str) + "\n" for r in rows)
-
-    def _drain_spool(self, con: duckdb.DuckDBPyConnection) -> None:
-        if not self.spool_path.exists():
+    def drain_in_background(self) -> None:
+        """Called by the drainer thread: drain if rows wait, backing off while the file is unavailable."""
+        if self._closed or time.monotonic() < self._retry_at:
             return
-        with self.spool_path.open("r+", encoding="utf-8") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            rows = [json.loads(line) for line in handle if line.strip()]
-            if rows and _has_table(con):
-                for row in rows:
-                    row["created_at"] = datetime.fromisoformat(row["created_at"])
-                _insert(con, rows)
-                handle.truncate(0)
+        if not (self._memory or self._spool.has_rows()):
+            self._since = None
+            return
+        generation = self._spool.generation()
+        if generation != self._generation or self._since is None:  # someone drained: rows start ageing anew
+            self._generation, self._since = generation, time.monotonic()
+        due = self._memory or self._unsent >= self.batch_size or time.monotonic() - self._since >= MAX_AGE
+        if not due or not self._lock.acquire(blocking=False):
+            return  # a reader or flush is draining right now
+        try:  # one attempt: a background drain never queues for the lock ahead of readers
+            with self.connect(timeout=0):
+                pass
+        except (TraceStoreError, OSError) as exc:
+            self._backoff = min(max(self._backoff * 2, 0.25), 4.0)
+            self._retry_at = time.monotonic() + self._backoff * (0.5 + random.random())
+            self._warn_once(exc)
+        finally:
+            self._lock.release()
 
+    def _prepare(self, con: duckdb.DuckDBPyConnection, pending: Pending) -> None:
+        """Check and migrate the file once, then insert the pending rows and set bad lines aside."""
+        import duckdb
 
-class TraceStoreLocked(TraceStoreError):
-    """Another process held the trace file's lock for longer than the timeout."""
+        self._unsent = 0
+        try:
+            if not self._ready:
+                migrate(con, self.path)
+                self._ready = True
+            bad = pending.store(con)
+        except duckdb.Error as exc:
+            raise trace_db.file_error(self.path, exc) from None
+        try:
+            if bad:
+                self._spool.reject(bad)
+                warnings.warn(f"{len(bad)} spooled row(s) of {self.path} are not valid rows (first: {bad[0][1]}); "
+                              f"moved to {self.rejected_path}", TraceSpoolRejectedWarning, stacklevel=4)
+            pending.finish()
+        except OSError as exc:
+            raise TraceStoreError(f"cannot clear the spool {self.spool_path}: {exc}") from None
+        self._since, self._backoff, self._warned = None, 0.0, ""
 
+    def _encode(self, invocation: ToolInvocation, entered: float | None) -> bytes:
+        try:
+            return encode(invocation, entered)
+        except (TypeError, ValueError, AttributeError, RecursionError) as exc:
+            warnings.warn(f"invocation could not be encoded in full ({type(exc).__name__}: {exc}); "
+                          f"recorded with its error only", TraceStoreWriteWarning, stacklevel=3)
+            return fallback_line(invocation, exc)
 
-def _row(invocation: ToolInvocation) -> dict[str, Any]:
-    row = invocation.to_dict()
-    created = invocation.created_at.astimezone(timezone.utc).replace(tzinfo=None)
-    row["created_at"] = created.isoformat()
-    for name in JSON_COLUMNS:
-        row[name] = json.dumps(row[name], default=str)
-    return {name: row.get(name) for name in COLUMNS}
+    def _append(self, lines: list[bytes]) -> None:
+        try:
+            self._spool.append(b"".join(lines))
+        except OSError as exc:
+            kept = min(len(lines), MAX_MEMORY_ROWS - len(self._memory))
+            self._memory.extend(lines[:kept])
+            lost = f"; {len(lines) - kept} row(s) dropped (memory full)" if kept < len(lines) else ""
+            warnings.warn(f"cannot write the spool {self.spool_path} ({exc}); {kept} row(s) kept in memory "
+                          f"until the next drain{lost}", TraceStoreWriteWarning, stacklevel=3)
+        self._unsent += len(lines)
+        if self._closed:
+            self._closed = False
+            trace_drain.register(self)
+        trace_drain.notify(now=self._unsent >= self.batch_size)
 
-
-def _insert(con: duckdb.DuckDBPyConnection, rows: list[dict[str, Any]]) -> None:
-    frame = pd.DataFrame(rows, columns=list(COLUMNS))
-    frame["created_at"] = pd.to_datetime(frame["created_at"])
-    con.register("_incoming", frame)
-    try:
-        con.execute(f"INSERT OR IGNORE INTO {TABLE} BY NAME SELECT * FROM _incoming")
-    finally:
-        con.unregister("_incoming")
-
-
-def _has_table(con: duckdb.DuckDBPyConnection) -> bool:
-    found = con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [TABLE])
-    return bool(found.fetchone()[0])
-
-
-def _migrate(con: duckdb.DuckDBPyConnection, path: Path) -> None:
-    con.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL, applied_at TIMESTAMP)")
-    current = con.execute("SELECT coalesce(max(version), 0) FROM schema_version").fetchone()[0]
-    if current > SCHEMA_VERSION:
-        raise TraceStoreError(f"trace file {path} has schema v{current}, newer than this tool's "
-                              f"v{SCHEMA_VERSION}; upgrade lookup-knowledge or use another --traces file")
-    for version, statements in MIGRATIONS:
-        if version <= current:
-            continue
-        con.execute("BEGIN TRANSACTION")
-        for statement in statements:
-            con.execute(statement)
-        con.execute("INSERT INTO schema_version VALUES (?, now()::TIMESTAMP)", [version])
-        con.execute("COMMIT")
-
-
-def _lock_holder(message: str) -> str:
-    """'process 1234 (python app.py)' from DuckDB's lock error, reading the command line from /proc."""
-    match = re.search(r"held in (.+?) \(PID (\d+)\)", message)
-    if not match:
-        return "another process"
-    pid = match.group(2)
-    try:
-        command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
-    except OSError:
-        command = match.group(1)
-    return f"process {pid} ({command[:120]})"
+    def _warn_once(self, exc: BaseException, *, force: bool = False) -> None:
+        """One warning per kind of failure while it lasts; a lock only once rows waited `lock_timeout`."""
+        locked = isinstance(exc, TraceStoreLocked)
+        waited = self._since is not None and time.monotonic() - self._since >= self.lock_timeout
+        if locked and not (force or waited):
+            return
+        key = "locked" if locked else str(exc)
+        if key == self._warned and not force:
+            return
+        self._warned = key
+        where = ", ".join(str(p.name) for p in self.spool_files()) or "memory"
+        kind = TraceStoreLockedWarning if locked else TraceStoreWriteWarning
+        warnings.warn(f"{exc}; recorded rows are kept in {where} beside it and added by the next write",
+                      kind, stacklevel=3)
 
 
 def iter_rows(frame: pd.DataFrame) -> Iterable[dict[str, Any]]:
     """Rows of a `tool_invocation` frame with JSON columns decoded, for JSONL export."""
+    import json
+
     for record in frame.to_dict(orient="records"):
         for name in JSON_COLUMNS:
             if isinstance(record.get(name), str):

@@ -1,0 +1,114 @@
+"""Opening the DuckDB trace file: short connections, DuckDB's lock error, and one-line file errors.
+
+DuckDB lets one process hold a file read-write, so every connection is short and retried with
+jittered backoff while another process holds the lock. The lock is recognised by DuckDB's own error
+(an IOException saying "Could not set lock on file"), never by a substring such as "lock", which
+also matches "block" in a corrupt file's checksum error. Every connection switches off extension
+autoloading and autoinstalling, so a SQLite or other foreign file never triggers a download.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # duckdb is imported where a connection is opened
+    import duckdb
+
+CONNECT_CONFIG = {"autoload_known_extensions": False, "autoinstall_known_extensions": False}
+LOCK_ERROR = re.compile(r'^IO Error: Could not set lock on file "')
+OTHER_CONFIG_ERROR = "Can't open a connection to same database file with a different configuration"
+DUCKDB_MAGIC = b"DUCK"  # bytes 8-11 of every DuckDB database file
+FOREIGN_MAGIC = {b"SQLite format 3\x00": "a SQLite database", b"PAR1": "a Parquet file", b"\x89HDF": "an HDF5 file"}
+ADVICE = "pass --traces with a DuckDB 1.x trace file or a new path"
+
+
+class TraceStoreError(RuntimeError):
+    """The trace file cannot be opened or written; the message says why and what to do, in one line."""
+
+
+class TraceStoreLocked(TraceStoreError):
+    """Another process held the trace file's lock for longer than the timeout."""
+
+
+def one_line(text: object) -> str:
+    """DuckDB's message on one line (its errors span several), for CLI and app messages."""
+    return re.sub(r"\s+", " ", str(text)).strip()
+
+
+def is_lock_error(exc: BaseException) -> bool:
+    """True only for DuckDB's "Could not set lock on file" IOException: another process holds the file."""
+    import duckdb
+
+    return isinstance(exc, duckdb.IOException) and bool(LOCK_ERROR.match(str(exc)))
+
+
+def _is_busy_here(exc: BaseException) -> bool:
+    """This process has the file open with another configuration (e.g. a test's plain duckdb.connect)."""
+    import duckdb
+
+    return isinstance(exc, duckdb.ConnectionException) and OTHER_CONFIG_ERROR in str(exc)
+
+
+def check_file(path: Path) -> None:
+    """Refuse a file that is not a DuckDB database before DuckDB sees it (it would sniff the format)."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(16)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise TraceStoreError(f"cannot read trace file {path}: {one_line(exc)}") from None
+    if not head:
+        return  # an empty file: DuckDB initialises it
+    if len(head) < 12 or head[8:12] != DUCKDB_MAGIC:
+        kind = next((f"{name}, not" for magic, name in FOREIGN_MAGIC.items() if head.startswith(magic)), "not")
+        raise TraceStoreError(f"cannot open trace file {path}: it is {kind} a DuckDB database; {ADVICE}")
+
+
+def connect(path: Path, *, timeout: float) -> duckdb.DuckDBPyConnection:
+    """A read-write connection, retried with jittered backoff while the lock is held, up to `timeout` s."""
+    import duckdb
+
+    check_file(path)
+    deadline, delay = time.monotonic() + timeout, 0.002
+    while True:
+        try:
+            return duckdb.connect(str(path), config=dict(CONNECT_CONFIG))
+        except duckdb.Error as exc:
+            if not (is_lock_error(exc) or _is_busy_here(exc)):
+                raise file_error(path, exc) from None
+            if time.monotonic() >= deadline:
+                holder = lock_holder(str(exc)) if is_lock_error(exc) else "this process (another configuration)"
+                raise TraceStoreLocked(f"trace file {path} is locked by {holder} for over {timeout:.1f}s") from None
+        time.sleep(min(delay * (0.5 + random.random()), max(deadline - time.monotonic(), 0.0)))
+        delay = min(delay * 2, 0.1)
+
+
+def file_error(path: Path, exc: BaseException) -> TraceStoreError:
+    """A DuckDB failure about the file itself (corrupt, truncated, foreign) as a one-line TraceStoreError."""
+    return TraceStoreError(f"cannot open trace file {path}: {one_line(exc)}; {ADVICE}")
+
+
+def file_level_errors() -> tuple[type[BaseException], ...]:
+    """DuckDB exception types that describe the file, not the statement (translated to TraceStoreError)."""
+    import duckdb
+
+    return (duckdb.IOException, duckdb.InternalException, duckdb.SerializationException, duckdb.FatalException,
+            duckdb.PermissionException)
+
+
+def lock_holder(message: str) -> str:
+    """'process 1234 (python app.py)' from DuckDB's lock error, reading the command line from /proc."""
+    match = re.search(r"held in (.+?) \(PID (\d+)\)", message)
+    if not match:
+        return "another process"
+    pid = match.group(2)
+    try:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
+    except OSError:
+        command = match.group(1)
+    return f"process {pid} ({command[:120]})"

@@ -1,0 +1,76 @@
+"""One drain's worth of rows: collected and decoded *before* the DuckDB file is opened, so the file's
+lock is held only for the insert itself.
+
+`collect` rotates the spool, claims its batch files and takes the rows kept in memory; `store`
+inserts them (bad lines are set aside for the rejected file); `finish` removes the stored batches;
+`release` hands back whatever was not stored, for a later drain.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from .trace_rows import RejectedLine, Row, decode, insert, to_table
+from .trace_spool import Batch, Spool
+
+if TYPE_CHECKING:
+    import duckdb
+    import pyarrow as pa
+
+
+@dataclass
+class Pending:
+    """Rows waiting for one drain, with where they came from."""
+
+    batches: list[Batch]
+    memory: list[bytes]
+    chunks: list[tuple[list[Row], list[bytes], pa.Table]] = field(default_factory=list)
+    bad: list[tuple[bytes, str]] = field(default_factory=list)
+    stored: bool = False
+
+    @classmethod
+    def collect(cls, spool: Spool, memory: deque[bytes], batch_size: int) -> Pending:
+        spool.rotate()
+        taken = [memory.popleft() for _ in range(len(memory))]
+        pending = cls(spool.claim(), taken)
+        rows: list[tuple[Row, bytes]] = []
+        for line in [line for batch in pending.batches for line in batch.lines] + taken:
+            try:
+                rows.append((decode(line), line))
+            except RejectedLine as exc:
+                pending.bad.append((line, str(exc)))
+        for start in range(0, len(rows), batch_size):
+            pending._add_chunk(rows[start:start + batch_size])
+        return pending
+
+    def _add_chunk(self, rows: list[tuple[Row, bytes]]) -> None:
+        try:
+            self.chunks.append(([row for row, _ in rows], [line for _, line in rows], to_table([r for r, _ in rows])))
+            return
+        except (ValueError, TypeError, OverflowError):  # pyarrow's ArrowInvalid / ArrowTypeError: find the row
+            if len(rows) == 1:
+                self.bad.append((rows[0][1], "a value Arrow cannot hold"))
+                return
+        for row in rows:
+            self._add_chunk([row])
+
+    def store(self, con: duckdb.DuckDBPyConnection) -> list[tuple[bytes, str]]:
+        """Insert every row, a batch per statement; returns the lines to reject (undecodable or refused)."""
+        for rows, lines, table in self.chunks:
+            self.bad.extend((lines[i], reason) for i, reason in insert(con, rows, table))
+        self.stored = True
+        return self.bad
+
+    def finish(self) -> None:
+        """The rows are in the table: remove their batch files."""
+        for batch in self.batches:
+            batch.done()
+
+    def release(self, memory: deque[bytes]) -> None:
+        """Let go of unfinished batch files (drained later) and give back memory rows not stored."""
+        for batch in self.batches:
+            batch.release()
+        if not self.stored:
+            memory.extendleft(reversed(self.memory))

@@ -1,0 +1,74 @@
+"""The `tool_invocation` table: its columns, its migrations, and the check that a file's table is ours.
+
+A file whose `tool_invocation` lacks columns this tool writes (another tool's table, an older
+incompatible layout) is refused with a one-line message naming the file, before anything is written.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .trace_db import ADVICE, TraceStoreError
+
+if TYPE_CHECKING:
+    import duckdb
+
+TABLE = "tool_invocation"
+COLUMNS = ("id", "created_at", "tool_name", "query", "arguments", "status", "error", "latency_ms",
+           "retrieval_layer", "filter_decision", "l1_status", "l0_match_count", "l1_candidate_count",
+           "candidate_count", "evidence_count", "run_id", "query_id", "config", "retrieval_details")
+JSON_COLUMNS = ("arguments", "config", "retrieval_details")
+COLUMN_TYPES = ("VARCHAR", "TIMESTAMP", "VARCHAR", "VARCHAR", "JSON", "VARCHAR", "VARCHAR", "DOUBLE",
+                "VARCHAR", "VARCHAR", "VARCHAR", "INTEGER", "INTEGER", "INTEGER", "INTEGER", "VARCHAR", "VARCHAR",
+                "JSON", "JSON")
+
+MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
+    (1, (
+        f"""CREATE TABLE {TABLE} (
+            id VARCHAR PRIMARY KEY, created_at TIMESTAMP NOT NULL, tool_name VARCHAR NOT NULL,
+            query VARCHAR NOT NULL, arguments JSON, status VARCHAR NOT NULL, error VARCHAR,
+            latency_ms DOUBLE, retrieval_layer VARCHAR, filter_decision VARCHAR, l1_status VARCHAR,
+            l0_match_count INTEGER, l1_candidate_count INTEGER, candidate_count INTEGER,
+            evidence_count INTEGER, run_id VARCHAR, query_id VARCHAR, config JSON, retrieval_details JSON)""",
+        f"CREATE INDEX IF NOT EXISTS tool_invocation_run ON {TABLE} (run_id)",
+    )),
+)
+SCHEMA_VERSION = MIGRATIONS[-1][0]
+
+
+def migrate(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    """Bring the file to SCHEMA_VERSION; refuse newer files and foreign `tool_invocation` tables."""
+    existing = _columns(con)
+    current = _version(con)
+    if current > SCHEMA_VERSION:
+        raise TraceStoreError(f"trace file {path} has schema v{current}, newer than this tool's "
+                              f"v{SCHEMA_VERSION}; upgrade lookup-knowledge or use another --traces file")
+    missing = sorted(set(COLUMNS) - set(existing))
+    if existing and (missing or current == 0):
+        lacks = f"columns {', '.join(missing)}" if missing else "its schema_version table"
+        raise TraceStoreError(f"trace file {path} has a {TABLE} table that is not this tool's (it lacks "
+                              f"{lacks}); {ADVICE}")
+    con.execute("BEGIN TRANSACTION")
+    con.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL, applied_at TIMESTAMP)")
+    for version, statements in MIGRATIONS:
+        if version <= current:
+            continue
+        for statement in statements:
+            con.execute(statement)
+        con.execute("INSERT INTO schema_version VALUES (?, now()::TIMESTAMP)", [version])
+    con.execute("COMMIT")
+
+
+def _columns(con: duckdb.DuckDBPyConnection) -> list[str]:
+    found = con.execute("SELECT column_name FROM information_schema.columns WHERE table_name = ? "
+                        "AND table_schema = 'main' ORDER BY ordinal_position", [TABLE])
+    return [row[0] for row in found.fetchall()]
+
+
+def _version(con: duckdb.DuckDBPyConnection) -> int:
+    tables = con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'schema_version' "
+                         "AND table_schema = 'main'").fetchone()[0]
+    if not tables:
+        return 0
+    return int(con.execute("SELECT coalesce(max(version), 0) FROM schema_version").fetchone()[0])

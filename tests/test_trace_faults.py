@@ -1,0 +1,105 @@
+"""Trace-file faults: DuckDB's lock error recognised by type and message; corrupt, truncated, foreign or
+wrong-schema files refused in one line naming the file, fast, and without touching the network."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from retrieval import TraceStore, TraceStoreError
+from retrieval.cli import main as lookup_main
+from retrieval.invocation import ToolInvocation
+from retrieval.trace_db import CONNECT_CONFIG, is_lock_error
+
+
+def _filled(path: Path, rows: int = 300) -> Path:
+    with TraceStore(path) as store:
+        store.record_many([ToolInvocation("lookup_knowledge", f"query {i}", {}, "ok", 1.0, {}, {"pad": "x" * 500})
+                           for i in range(rows)])
+    return path
+
+
+def _refused(path: Path) -> str:
+    started = time.monotonic()
+    with pytest.raises(TraceStoreError) as caught:
+        TraceStore(path, lock_timeout=10).count()
+    message = str(caught.value)
+    assert time.monotonic() - started < 5, "a broken file must not be waited on like a locked one"
+    assert "\n" not in message and str(path) in message and "--traces" in message
+    return message
+
+
+def test_lock_error_detection_uses_duckdbs_lock_error_only():
+    lock = duckdb.IOException('IO Error: Could not set lock on file "/t.duckdb": Conflicting lock is held in '
+                              '/usr/bin/python3 (PID 7). See also https://duckdb.org/docs/stable/connect/concurrency')
+    corrupt = duckdb.IOException("IO Error: Corrupt database file: computed checksum 1 does not match stored "
+                                 "checksum 2 in block at location 12288")
+    assert is_lock_error(lock)
+    assert not is_lock_error(corrupt)
+    assert not is_lock_error(duckdb.CatalogException("the lock table does not exist"))
+    assert not is_lock_error(RuntimeError(str(lock)))
+
+
+def test_garbled_file_whose_error_says_block_is_not_treated_as_locked(tmp_path):
+    path = _filled(tmp_path / "garbled.duckdb")
+    data = bytearray(path.read_bytes())
+    data[12288 + 100:12288 + 116] = bytes(range(16))  # inside the first data block: a checksum mismatch
+    path.write_bytes(bytes(data))
+    message = _refused(path)
+    assert "block" in message and "locked" not in message
+
+
+def test_truncated_file_gives_a_one_line_error(tmp_path):
+    path = _filled(tmp_path / "truncated.duckdb")
+    path.write_bytes(path.read_bytes()[:10_000])
+    assert "cannot open trace file" in _refused(path)
+
+
+def test_wrong_tool_invocation_schema_gives_a_one_line_error(tmp_path):
+    path = tmp_path / "foreign.duckdb"
+    with duckdb.connect(str(path)) as con:
+        con.execute("CREATE TABLE tool_invocation (id INTEGER, payload VARCHAR)")
+    message = _refused(path)
+    assert "not this tool's" in message and "created_at" in message
+
+
+def test_sqlite_file_is_refused_without_loading_an_extension(tmp_path):
+    path = tmp_path / "traces.sqlite"
+    with sqlite3.connect(path) as con:
+        con.execute("CREATE TABLE tool_invocation (id TEXT)")
+    assert "a SQLite database, not a DuckDB database" in _refused(path)
+    assert sqlite3.connect(path).execute("SELECT count(*) FROM tool_invocation").fetchone() == (0,)
+
+
+def test_every_store_connection_has_extension_autoload_off(tmp_path):
+    with TraceStore(tmp_path / "t.duckdb").connect() as con:
+        settings = {name: con.execute(f"SELECT current_setting('{name}')").fetchone()[0] for name in CONNECT_CONFIG}
+    assert settings == dict.fromkeys(CONNECT_CONFIG, False)
+
+
+def test_cli_prints_one_line_for_a_broken_trace_file(tmp_path, capsys):
+    path = tmp_path / "t.duckdb"
+    path.write_bytes(b"\0" * 8 + b"DUCK" + b"\x07" * 5000)
+    assert lookup_main(["lookup", "PagerDuty", "--traces", str(path), "--kb", "data/kb"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: cannot open trace file") and "\n" not in err
+
+
+def test_a_held_lock_is_waited_for_and_then_named(tmp_path):
+    path = tmp_path / "held.duckdb"
+    TraceStore(path).close()
+    holder = subprocess.Popen([sys.executable, "-c", f"import duckdb, time; c = duckdb.connect({str(path)!r}); "
+                               "print('ready', flush=True); time.sleep(30)"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "ready"
+        with pytest.raises(TraceStoreError, match=rf"locked by process {holder.pid} .* for over 0.5s"):
+            TraceStore(path, lock_timeout=0.5)
+    finally:
+        holder.kill()
+        holder.wait()

@@ -1,0 +1,169 @@
+"""The spool beside the trace file: record() only appends to it; bad lines are set aside, never fatal."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import warnings
+
+import pytest
+
+from retrieval import TraceStore, lookup_knowledge
+from retrieval.invocation import ToolInvocation
+from retrieval.trace_store import TraceSpoolRejectedWarning, TraceStoreWriteWarning
+from tests.conftest import stored_row
+
+GOOD = {"id": "good-1", "created_at": "2026-01-02T03:04:05", "tool_name": "lookup_knowledge", "query": "q",
+        "status": "ok", "arguments": '{"query": "q"}', "retrieval_details": "{}", "latency_ms": 1.0}
+BAD_LINES = {
+    "missing fields": b'{"id":"x"}',
+    "invalid JSON": b'{"id": "y", "created_at": ',
+    "wrong types": json.dumps({**GOOD, "id": "z", "latency_ms": "slow", "evidence_count": "3"}).encode(),
+    "bad timestamp": json.dumps({**GOOD, "id": "w", "created_at": "yesterday"}).encode(),
+    "not an object": b'["a", "list"]',
+    "not UTF-8": b'{"id": "\xff\xfe", "query": "latin-1 \xe9"}',
+    "details not JSON": json.dumps({**GOOD, "id": "v", "retrieval_details": "{nope"}).encode(),
+}
+
+
+def _invocation(query: str = "q", **kwargs) -> ToolInvocation:
+    return ToolInvocation("lookup_knowledge", query, {"query": query}, "ok", 1.5, {"top_k": 5},
+                          {"retrieval_layer": "L0", "timings_ms": {"total": 1.0}}, **kwargs)
+
+
+def _spooled_queries(store: TraceStore) -> list[str]:
+    return [json.loads(line)["query"] for line in store.spool_path.read_text().splitlines()]
+
+
+def test_record_only_appends_to_the_spool_until_a_read_drains_it(tmp_path, monkeypatch):
+    store = TraceStore(tmp_path / "t.duckdb")
+    monkeypatch.setattr(store, "drain_in_background", lambda: None)  # hold the drainer thread off
+    store.record(_invocation("first"))
+    store.record(_invocation("second"))
+    assert _spooled_queries(store) == ["first", "second"]
+    assert sorted(store.query("SELECT query FROM tool_invocation")["query"]) == ["first", "second"]
+    assert store.spool_path.read_text() == "" and not list(tmp_path.glob("*.draining"))
+
+
+def test_record_stamps_the_callers_latency_and_its_own_time(tmp_path, index):
+    store = TraceStore(tmp_path / "t.duckdb")
+    result = lookup_knowledge("PagerDuty escalation", index=index, recorder=store)
+    row = stored_row(store, result.invocation_id)
+    timings = row["retrieval_details"]["timings_ms"]
+    assert 0 <= timings["record"] < 50 and "record" in result.retrieval_details["timings_ms"]
+    assert row["latency_ms"] >= timings["total"] + timings["record"] - 0.01
+
+
+def test_context_manager_flushes_on_exit(tmp_path):
+    with TraceStore(tmp_path / "t.duckdb") as store:
+        store.record(_invocation("inside"))
+    assert store.spool_path.read_text() == ""
+    import duckdb  # a plain reader that does not drain: the row must already be in the table
+
+    with duckdb.connect(str(tmp_path / "t.duckdb")) as con:
+        assert con.execute("SELECT query FROM tool_invocation").fetchall() == [("inside",)]
+
+
+def test_background_drainer_moves_rows_without_any_read(tmp_path):
+    store = TraceStore(tmp_path / "t.duckdb")
+    store.record(_invocation("background"))
+    deadline = time.monotonic() + 10
+    while store.spool_path.stat().st_size and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert store.spool_path.stat().st_size == 0, "the background drainer did not run within 10 s"
+    assert store.count() == 1
+
+
+@pytest.mark.parametrize("kind", sorted(BAD_LINES))
+def test_bad_spool_line_goes_to_the_rejected_file_and_lookups_go_on(tmp_path, index, kind):
+    path = tmp_path / "t.duckdb"
+    TraceStore(path).close()
+    spool = path.with_name(path.name + ".pending.jsonl")
+    spool.write_bytes(json.dumps(GOOD).encode() + b"\n" + BAD_LINES[kind] + b"\n")
+    with pytest.warns(TraceSpoolRejectedWarning, match="moved to .*rejected.jsonl"):
+        store = TraceStore(path)
+    result = lookup_knowledge("PagerDuty", index=index, recorder=store)
+    assert set(store.query("SELECT id FROM tool_invocation")["id"]) == {"good-1", result.invocation_id}
+    rejected = [json.loads(line) for line in store.rejected_path.read_text().splitlines()]
+    assert len(rejected) == 1 and rejected[0]["reason"]
+    assert rejected[0]["line"].startswith(BAD_LINES[kind][:2].decode())
+    assert store.spool_path.read_text() == ""
+
+
+def test_the_issue_spool_line_no_longer_stops_lookups(tmp_path, index):
+    path = tmp_path / "traces.duckdb"
+    TraceStore(path).close()
+    (tmp_path / "traces.duckdb.pending.jsonl").write_text('{"id":"x"}\n')
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        store = TraceStore(path)
+        lookup_knowledge("silence", index=index, recorder=store)
+        assert store.count() == 1
+    assert any(issubclass(w.category, TraceSpoolRejectedWarning) for w in caught)
+    assert json.loads(store.rejected_path.read_text())["line"] == '{"id":"x"}'
+
+
+def test_orphaned_batch_of_a_killed_drainer_is_drained(tmp_path):
+    path = tmp_path / "t.duckdb"
+    TraceStore(path).close()
+    orphan = tmp_path / "t.duckdb.pending.jsonl.99999-deadbeef.draining"
+    orphan.write_text(json.dumps(GOOD) + "\n")
+    assert TraceStore(path).query("SELECT id FROM tool_invocation")["id"].tolist() == ["good-1"]
+    assert not orphan.exists()
+
+
+def test_lone_surrogates_in_any_field_do_not_break_the_write(tmp_path):
+    store = TraceStore(tmp_path / "t.duckdb")
+    odd = "bad \ud800 and \udfff, fine 😀"
+    store.record(ToolInvocation("lookup_knowledge", odd, {"query": odd, "category": "\ud83d"}, "ok", 1.0,
+                                {"note": odd}, {"l0": {"matched_titles": [odd]}, "timings_ms": {"total": 1.0}},
+                                error=odd, run_id="\udc00", query_id=odd))
+    row = store.query("SELECT * FROM tool_invocation").iloc[0]
+    assert row["query"] == "bad \ufffd and \ufffd, fine 😀" and row["run_id"] == "\ufffd"
+    assert json.loads(row["arguments"])["category"] == "\ufffd"
+    assert json.loads(row["retrieval_details"])["l0"]["matched_titles"] == ["bad \ufffd and \ufffd, fine 😀"]
+
+
+def test_non_finite_floats_in_details_are_stored_as_null(tmp_path):
+    store = TraceStore(tmp_path / "t.duckdb")
+    store.record(ToolInvocation("lookup_knowledge", "q", {}, "ok", 1.0, {},
+                                {"l1": {"scores": [float("nan"), float("inf"), 0.5]}}))
+    assert json.loads(store.query("SELECT retrieval_details FROM tool_invocation")["retrieval_details"][0])[
+        "l1"]["scores"] == [None, None, 0.5]
+
+
+def test_write_failure_becomes_a_warning_and_a_spool_row(tmp_path, monkeypatch):
+    store = TraceStore(tmp_path / "t.duckdb")
+
+    def full_disk(con, rows, table=None):
+        import duckdb
+
+        raise duckdb.IOException("IO Error: No space left on device")
+
+    monkeypatch.setattr("retrieval.trace_pending.insert", full_disk)
+    store.record(_invocation("kept"))  # never raises
+    with pytest.warns(TraceStoreWriteWarning, match="No space left.*kept in"):
+        assert store.flush() is False
+    assert "kept" in "".join(p.read_text() for p in store.spool_files())
+    monkeypatch.undo()
+    assert store.query("SELECT query FROM tool_invocation")["query"].tolist() == ["kept"]
+
+
+def test_unwritable_spool_keeps_rows_in_memory_with_a_warning(tmp_path):
+    store = TraceStore(tmp_path / "t.duckdb")
+    store.spool_path.unlink(missing_ok=True)
+    store.spool_path.mkdir()  # appending to a folder fails with an OSError
+    store._spool.close()
+    with pytest.warns(TraceStoreWriteWarning, match="cannot write the spool.*kept in memory"):
+        store.record(_invocation("in memory"))
+    store.spool_path.rmdir()
+    assert store.query("SELECT query FROM tool_invocation")["query"].tolist() == ["in memory"]
+
+
+def test_fsync_policy_is_optional_and_still_records(tmp_path, monkeypatch):
+    synced = []
+    monkeypatch.setattr(os, "fsync", lambda fd: synced.append(fd))
+    store = TraceStore(tmp_path / "t.duckdb", fsync=True)
+    store.record(_invocation("synced"))
+    assert len(synced) == 1 and store.count() == 1
