@@ -61,8 +61,9 @@ def migrate(con: duckdb.DuckDBPyConnection, path: Path) -> None:
 
 
 def _columns(con: duckdb.DuckDBPyConnection) -> list[str]:
-    found = con.execute("SELECT column_name FROM information_schema.columns WHERE table_name = ? "
-                        "AND table_schema = 'main' ORDER BY ordinal_position", [TABLE])
+    # TABLE is our constant: inlined, because binding a parameter makes DuckDB import pandas (0.5 s of start-up)
+    found = con.execute(f"SELECT column_name FROM information_schema.columns WHERE table_name = '{TABLE}' "
+                        "AND table_schema = 'main' ORDER BY ordinal_position")
     return [row[0] for row in found.fetchall()]
 
 
