@@ -60,24 +60,88 @@ class TermCounter:
         return term_id
 
 
+BLOCK_TEXTS = 50_000  # texts counted at a time: bounds the temporary arrays at 1M chunks
+
+
 def count_terms(texts: Iterable[str], page_of_text: np.ndarray, n_pages: int) -> TermCounts:
-    """Unigram counts per text and unigram-plus-pair counts per page (pairs never cross texts)."""
+    """Unigram counts per text and unigram-plus-pair counts per page (pairs never cross texts).
+
+    Counting goes block by block (blocks end where a page ends), each (row, term) pair packed into one
+    int64 and counted by sorting, so the peak memory follows a block, not the corpus.
+    """
     counter = TermCounter()
     pieces = [counter.ids(text) for text in texts]
     lengths = np.fromiter((p.size for p in pieces), dtype=np.int64, count=len(pieces))
     flat = np.concatenate(pieces) if pieces else np.empty(0, dtype=np.int32)
     del pieces
-    n_texts, n_unigrams = lengths.size, len(counter.vocabulary)
-    row_of = np.repeat(np.arange(n_texts, dtype=np.int32), lengths)
-    chunks = _counts(row_of, flat, (n_texts, n_unigrams))
-    same_text = row_of[1:] == row_of[:-1]
-    pair_keys = flat[:-1][same_text].astype(np.int64) * n_unigrams + flat[1:][same_text]
-    keys, pair_columns = np.unique(pair_keys, return_inverse=True)
-    page_rows = page_of_text.astype(np.int32)[row_of]
-    pages = _counts(np.concatenate([page_rows, page_rows[:-1][same_text]]),
-                    np.concatenate([flat, n_unigrams + pair_columns.ravel()]), (n_pages, n_unigrams + keys.size))
+    n_unigrams = len(counter.vocabulary)
+    starts = np.r_[0, np.cumsum(lengths)]
+    pages = np.asarray(page_of_text, dtype=np.int64)
+    blocks = _blocks(pages)
+    pair_keys = np.unique(np.concatenate([np.unique(_pairs(flat, starts, a, b, n_unigrams)[0])
+                                          for a, b in blocks] or [np.empty(0, dtype=np.int64)]))
+    n_columns = n_unigrams + pair_keys.size
+    chunk_parts, page_parts = [], []
+    for a, b in blocks:
+        tokens = flat[starts[a]:starts[b]].astype(np.int64)
+        rows = np.repeat(np.arange(a, b, dtype=np.int64), lengths[a:b])
+        chunk_parts.append(_packed_counts(rows, tokens, n_unigrams))
+        keys, pair_rows = _pairs(flat, starts, a, b, n_unigrams)
+        columns = n_unigrams + np.searchsorted(pair_keys, keys)
+        page_parts.append(_packed_counts(np.concatenate([pages[rows], pages[pair_rows]]),
+                                         np.concatenate([tokens, columns]), n_columns))
     unigrams = tuple(sorted(counter.vocabulary, key=counter.vocabulary.__getitem__))
-    return TermCounts(unigrams, keys, chunks, pages)
+    return TermCounts(unigrams, pair_keys, _csr(chunk_parts, (len(lengths), n_unigrams)),
+                      _csr(page_parts, (n_pages, n_columns)))
+
+
+def _blocks(pages: np.ndarray) -> list[tuple[int, int]]:
+    """[start, end) text ranges of about BLOCK_TEXTS, cut where a page ends; one block unless every page's
+    texts are contiguous and in order (then no (page, term) pair is split between blocks)."""
+    n = pages.size
+    if n == 0:
+        return []
+    if np.any(np.diff(pages) < 0):
+        return [(0, n)]
+    ends = np.flatnonzero(np.r_[pages[1:] != pages[:-1], True]) + 1  # where each page's texts end
+    blocks, start = [], 0
+    while start < n:
+        end = int(ends[min(np.searchsorted(ends, start + BLOCK_TEXTS), ends.size - 1)])
+        blocks.append((start, end))
+        start = end
+    return blocks
+
+
+def _pairs(flat: np.ndarray, starts: np.ndarray, a: int, b: int, n_unigrams: int) -> tuple[np.ndarray, np.ndarray]:
+    """Adjacent pair keys (first * n_unigrams + second) of texts a..b, and the text each is in."""
+    tokens = flat[starts[a]:starts[b]].astype(np.int64)
+    rows = np.repeat(np.arange(a, b, dtype=np.int64), np.diff(starts[a:b + 1]))
+    same = rows[1:] == rows[:-1]
+    return tokens[:-1][same] * n_unigrams + tokens[1:][same], rows[:-1][same]
+
+
+def _packed_counts(rows: np.ndarray, columns: np.ndarray, n_columns: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Distinct (row, column) pairs sorted by row then column, with their counts."""
+    packed = rows * n_columns + columns
+    packed.sort()
+    if packed.size == 0:
+        return packed, packed, np.empty(0, dtype=np.float32)
+    first = np.r_[True, packed[1:] != packed[:-1]]
+    positions = np.flatnonzero(first)
+    counts = np.diff(np.r_[positions, packed.size]).astype(np.float32)
+    distinct = packed[first]
+    return distinct // n_columns, distinct % n_columns, counts
+
+
+def _csr(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]], shape: tuple[int, int]) -> Any:
+    """A CSR matrix from row-sorted parts (each part's rows after the previous part's)."""
+    from scipy import sparse
+
+    rows = np.concatenate([p[0] for p in parts]) if parts else np.empty(0, dtype=np.int64)
+    indices = (np.concatenate([p[1] for p in parts]) if parts else np.empty(0, dtype=np.int64)).astype(np.int32)
+    data = np.concatenate([p[2] for p in parts]) if parts else np.empty(0, dtype=np.float32)
+    indptr = np.r_[0, np.cumsum(np.bincount(rows, minlength=shape[0]))].astype(np.int64)
+    return sparse.csr_matrix((data, indices, indptr), shape=shape)
 
 
 def query_terms(query: str, vocabulary: Mapping[str, int] | TermIndex, pair_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -97,14 +161,6 @@ def query_terms(query: str, vocabulary: Mapping[str, int] | TermIndex, pair_keys
 def vocabulary_of(unigrams: Sequence[str]) -> dict[str, int]:
     """term -> id for a stored unigram list."""
     return dict(zip(unigrams, range(len(unigrams)), strict=True))
-
-
-def _counts(rows: np.ndarray, columns: np.ndarray, shape: tuple[int, int]) -> Any:
-    from scipy import sparse
-
-    matrix = sparse.csr_matrix((np.ones(rows.size, dtype=np.float32), (rows, columns)), shape=shape)
-    matrix.sum_duplicates()
-    return matrix
 
 
 def term_hash(term: str) -> int:
