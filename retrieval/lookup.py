@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any
 
+from . import provenance
 from .config import LookupConfig
 from .details import Counts, L1Outcome, RetrievalDetails, best_score, overall_layer
 from .domains import DomainVote, Voter, vote_domains
@@ -86,7 +87,8 @@ def lookup_knowledge(query: str, *, index: KnowledgeIndex, config: LookupConfig 
     except ValueError as exc:
         if recorder is not None:
             recorder(ToolInvocation(TOOL_NAME, str(query), arguments, "error", _ms(started), config.to_dict(), {},
-                                    error=f"{type(exc).__name__}: {exc}", run_id=run_id, query_id=query_id))
+                                    error=f"{type(exc).__name__}: {exc}", run_id=run_id, query_id=query_id,
+                                    knowledge_base=provenance.of_index(index).to_dict()))
         raise
     timings: dict[str, float] = {}
     hints = _timed(timings, "l0", lambda: index.l0.match(
@@ -108,7 +110,7 @@ def lookup_knowledge(query: str, *, index: KnowledgeIndex, config: LookupConfig 
                                Counts(final.candidate_count, len(blocks), final.merged), blocks, relevance, timings)
     payload = details.to_dict()
     invocation = ToolInvocation(TOOL_NAME, query, arguments, "ok", timings["total"], config.to_dict(), payload,
-                                run_id=run_id, query_id=query_id)
+                                run_id=run_id, query_id=query_id, knowledge_base=provenance.of_index(index).to_dict())
     if recorder is not None:
         recorder(invocation)
     return LookupResult(query, blocks, relevance, layer, payload, invocation.id, details)

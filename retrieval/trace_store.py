@@ -25,12 +25,14 @@ import duckdb
 import pandas as pd
 
 from .invocation import ToolInvocation
+from .provenance import COLUMNS as PROVENANCE_COLUMNS
 
 TABLE = "tool_invocation"
 COLUMNS = ("id", "created_at", "tool_name", "query", "arguments", "status", "error", "latency_ms",
            "retrieval_layer", "filter_decision", "l1_status", "l0_match_count", "l1_candidate_count",
-           "candidate_count", "evidence_count", "run_id", "query_id", "config", "retrieval_details")
-JSON_COLUMNS = ("arguments", "config", "retrieval_details")
+           "candidate_count", "evidence_count", "run_id", "query_id", "config", "retrieval_details",
+           *PROVENANCE_COLUMNS)
+JSON_COLUMNS = ("arguments", "config", "retrieval_details", "index_settings")
 
 MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
     (1, (
@@ -41,6 +43,14 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
             l0_match_count INTEGER, l1_candidate_count INTEGER, candidate_count INTEGER,
             evidence_count INTEGER, run_id VARCHAR, query_id VARCHAR, config JSON, retrieval_details JSON)""",
         f"CREATE INDEX IF NOT EXISTS tool_invocation_run ON {TABLE} (run_id)",
+    )),
+    # v2 (analyst provenance): which knowledge base answered; added, never renamed, so v1 files upgrade in place
+    (2, (
+        f"ALTER TABLE {TABLE} ADD COLUMN IF NOT EXISTS kb_path VARCHAR",
+        f"ALTER TABLE {TABLE} ADD COLUMN IF NOT EXISTS kb_fingerprint VARCHAR",
+        f"ALTER TABLE {TABLE} ADD COLUMN IF NOT EXISTS kb_entries INTEGER",
+        f"ALTER TABLE {TABLE} ADD COLUMN IF NOT EXISTS kb_chunks INTEGER",
+        f"ALTER TABLE {TABLE} ADD COLUMN IF NOT EXISTS index_settings JSON",
     )),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
