@@ -7,7 +7,7 @@ import json
 import pandas as pd
 import streamlit as st
 
-from appui import data, eval_panel, state, views
+from appui import data, eval_panel, origin, state, views
 
 
 def _copy_a_to_b() -> None:
@@ -41,10 +41,17 @@ def _single_query(ctx: state.AppContext, config_a) -> None:
     if st.button("Compare", key="cmp_run", type="primary") and config_a and config_b:
         a = state.run_lookup(ctx, query, config_a)
         b = state.run_lookup(ctx, query, config_b) if a is not None else None
-        if a is not None and b is not None:
-            st.session_state["cmp_result"] = {"a": a.to_dict(), "b": b.to_dict(), "config_a": config_a.to_dict(),
-                                              "config_b": config_b.to_dict()}
-    result = st.session_state.get("cmp_result")
+        index = ctx.index(config_a.svd_dims)
+        if a is not None and b is not None and index is not None:
+            origin.store("cmp_result", {"a": a.to_dict(), "b": b.to_dict(), "config_a": config_a.to_dict(),
+                                        "config_b": config_b.to_dict()}, index,
+                         {"A": config_a.to_dict(), "B": config_b.to_dict()})
+    if "cmp_result" not in st.session_state:
+        return
+    tied = (st.session_state.get("cmp_result_origin") or {}).get("configs", {}).get("A", {})
+    dims = config_a.svd_dims if config_a else tied.get("svd_dims")
+    result = origin.keep("cmp_result", ctx.index(dims) if dims else None,
+                         {"A": config_a.to_dict(), "B": config_b.to_dict()} if config_a and config_b else None)
     if not result:
         return
     st.markdown(f"### “{result['a']['query']}”")

@@ -4,11 +4,19 @@ from __future__ import annotations
 
 import streamlit as st
 
-from appui import state, views
+from appui import origin, state, views
+from retrieval import KnowledgeIndex
 
 
 def _submit() -> None:
     st.session_state["lookup_submitted"] = True
+
+
+def _index_or_none(ctx: state.AppContext) -> KnowledgeIndex | None:
+    """With an invalid configuration, the index of the shown result's svd_dims, to check the base only."""
+    tied = st.session_state.get("lookup_result_origin")
+    dims = (tied or {}).get("configs", {}).get("config", {}).get("svd_dims")
+    return ctx.index(dims) if dims else None
 
 
 def render() -> None:
@@ -29,10 +37,11 @@ def render() -> None:
         result = state.run_lookup(ctx, st.session_state.get("lookup_query", ""), config,
                                   st.session_state.get("lookup_category", "").strip() or None)
         if result is not None:
-            st.session_state["lookup_result"] = result.to_dict()
-    shown = st.session_state.get("lookup_result")
+            origin.store("lookup_result", result.to_dict(), index, {"config": config.to_dict()})
+    st.divider()
+    shown = origin.keep("lookup_result", index if config is not None else _index_or_none(ctx),
+                        {"config": config.to_dict()} if config is not None else None)
     if shown:
-        st.divider()
         st.markdown(f"### “{shown['query']}”")
         views.lookup_result(shown)
     elif index is not None:
