@@ -6,7 +6,7 @@ Everything here reads `LookupResult.to_dict()` or a stored `retrieval_details`; 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import pandas as pd
@@ -70,14 +70,22 @@ def relevance(result: Mapping[str, Any]) -> None:
     st.caption(str(rel.get("basis", "")))
 
 
-def evidence_cards(blocks: Sequence[Mapping[str, Any]], *, full: bool = True) -> None:
-    """One bordered card per block: title, source, breadcrumb, layer badge, score, hit reasons, content."""
+def evidence_cards(blocks: Sequence[Mapping[str, Any]], *, full: bool = True,
+                   relevant: Collection[str] = (), limit: int | None = None) -> None:
+    """One bordered card per block: title, source, breadcrumb, layer badge, score, hit reasons, content.
+
+    Sources in `relevant` (a labelled set's relevant documents) get a green "relevant" badge; `limit` shows
+    only the first blocks and says how many are left out.
+    """
     if not blocks:
         st.info("No evidence blocks.")
-    for rank, block in enumerate(blocks, start=1):
+    shown = blocks if limit is None else blocks[:limit]
+    for rank, block in enumerate(shown, start=1):
         with st.container(border=True):
+            mark = " :green-badge[relevant]" if block["source"] in relevant else ""
             st.markdown(f"**{rank}. {block.get('title') or block['source']}** "
-                        f"{badge(str(block.get('retrieval_layer')), LAYER_COLOURS)} · score `{block.get('score', 0):.3f}`")
+                        f"{badge(str(block.get('retrieval_layer')), LAYER_COLOURS)} · score "
+                        f"`{block.get('score', 0):.3f}`{mark}")
             crumb = block.get("breadcrumb")
             st.caption(f"`{block['source']}`" + (f" › {crumb}" if crumb else ""))
             reasons = block.get("hit_reasons") or []
@@ -89,6 +97,8 @@ def evidence_cards(blocks: Sequence[Mapping[str, Any]], *, full: bool = True) ->
             else:
                 preview = " ".join(content.split())
                 st.text(preview[:160] + ("…" if len(preview) > 160 else ""))
+    if len(shown) < len(blocks):
+        st.caption(f"{len(blocks) - len(shown)} more block(s) not shown")
 
 
 def timings(details: Mapping[str, Any]) -> None:
@@ -112,7 +122,8 @@ def lookup_result(result: Mapping[str, Any]) -> None:
         st.json(details, expanded=True)
 
 
-def compact_details(details: Mapping[str, Any], *, title: str) -> None:
+def compact_details(details: Mapping[str, Any], *, title: str, relevant: Collection[str] = (),
+                    limit: int | None = None) -> None:
     """A stored or live lookup in one column: hints, filter, L1, counts and evidence summaries."""
     st.subheader(title)
     l0, decision, l1 = details.get("l0") or {}, details.get("filter") or {}, details.get("l1") or {}
@@ -124,7 +135,7 @@ def compact_details(details: Mapping[str, Any], *, title: str) -> None:
     st.caption(f"L0 {l0.get('match_count', 0)} · L1 {l1.get('candidate_count', 0)} · candidates "
                f"{details.get('candidate_count', 0)} · blocks {details.get('evidence_count', 0)} · merged "
                f"{details.get('duplicates_merged', 0)}")
-    evidence_cards(details.get("evidence") or [], full=False)
+    evidence_cards(details.get("evidence") or [], full=False, relevant=relevant, limit=limit)
 
 
 def trace_in_full(row: Mapping[str, Any]) -> None:
