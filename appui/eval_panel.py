@@ -78,6 +78,9 @@ def _run(traces_path: str, run_id: str):
 def _headroom(ctx: state.AppContext, runs: pd.DataFrame) -> None:
     """One run's metrics card, beside the BM25 baseline and the oracle filter, and its filter by category."""
     ids = runs["run_id"].tolist()
+    focus = st.session_state.get("eval_focus") or {}
+    if focus.get("run_id") in ids:  # opened from a trace: show its run
+        st.session_state["eval_run_view"] = focus["run_id"]
     if st.session_state.get("eval_run_view") not in ids:
         st.session_state["eval_run_view"] = ids[0]
     run_id = st.selectbox("Run", ids, key="eval_run_view")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import fields
+from dataclasses import fields, replace
 
 import streamlit as st
 
@@ -17,7 +17,7 @@ def _traces(ctx: state.AppContext, fmt: str) -> None:
     active = {f.name: getattr(filters, f.name) for f in fields(filters)
               if f.name not in ("limit", "now") and getattr(filters, f.name) != getattr(default, f.name)}
     st.caption("Filters from the Traces page: " + (", ".join(f"{k} = {v}" for k, v in active.items()) or "none"))
-    frame = state.guarded(lambda: data.filter_traces(ctx.store, filters))
+    frame = state.guarded(lambda: data.filter_traces(ctx.store, replace(filters, limit=None)))  # every row
     if frame is None:
         return
     extension, mime = data.FORMATS[fmt]

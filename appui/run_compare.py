@@ -34,6 +34,16 @@ def _truth(traces_path: str, run_id: str) -> pd.DataFrame:
 def pickers(table: pd.DataFrame) -> tuple[str, str] | None:
     """Dataset-and-base group, then runs A and B of that group only; None when there is nothing to compare."""
     groups = list(dict.fromkeys(table["group"]))
+    focus = st.session_state.get("eval_focus") or {}
+    picked = (st.session_state.get("eval_run_a"), st.session_state.get("eval_run_b"))
+    if focus.get("run_id") in set(table["run_id"]) and focus["run_id"] not in picked:
+        # opened from a trace: its run becomes B, in its group
+        group = table.loc[table["run_id"] == focus["run_id"], "group"].iloc[0]
+        others = [r for r in table.loc[table["group"] == group, "run_id"] if r != focus["run_id"]]
+        st.session_state["eval_group"] = group
+        st.session_state["eval_run_b"] = focus["run_id"]
+        if others and picked[0] not in others:
+            st.session_state["eval_run_a"] = others[0]
     if st.session_state.get("eval_group") not in groups:  # the newest group that has two runs to compare
         sizes = table["group"].value_counts()
         st.session_state["eval_group"] = next((g for g in groups if sizes[g] > 1), groups[0])
@@ -102,8 +112,12 @@ def _pairs(ctx: state.AppContext, comparison: Any) -> None:
     selection = st.dataframe(shown.style.map(runs_data.colour_delta, subset=["Δ"]).format(precision=3, subset=["Δ"]),
                              hide_index=True, key="eval_pairs", on_select="rerun", selection_mode="single-row")
     rows = selection.selection.rows if selection else []
+    focus = st.session_state.pop("eval_focus", None) or {}
+    focused = table.index[table["query_id"].astype(str) == str(focus.get("query_id"))].tolist()
     if rows:
         _pair_lookups(ctx, comparison, table.iloc[rows[0]])
+    elif focused:  # opened from a trace: its query, without a click
+        _pair_lookups(ctx, comparison, table.iloc[focused[0]])
 
 
 def _pair_lookups(ctx: state.AppContext, comparison: Any, row: pd.Series) -> None:
@@ -122,11 +136,6 @@ def _pair_lookups(ctx: state.AppContext, comparison: Any, row: pd.Series) -> Non
                 continue
             views.compact_details(json.loads(frame["retrieval_details"][0]), title=f"Run {side}: {run_id}",
                                   relevant=relevant, limit=int(top))
-            st.button(f"Open trace of run {side}", key=f"eval_open_trace_{side.lower()}", on_click=_open_trace,
-                      args=(str(frame["id"][0]),))
-
-
-def _open_trace(invocation_id: str) -> None:
-    """Button callback: the Traces page opens this trace (a run's query links to its trace)."""
-    st.session_state["tr_open_id"] = invocation_id
-    st.session_state["tr_goto"] = True
+            if st.button(f"Open the trace of run {side}", key=f"eval_open_trace_{side.lower()}"):
+                st.session_state["tr_open_id"] = str(frame["id"][0])  # a run's query links to its trace
+                st.switch_page("appui/traces_page.py")

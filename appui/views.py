@@ -37,7 +37,7 @@ def hints(details: Mapping[str, Any]) -> None:
         column.markdown(f"{label}  \n{chips(l0.get(name) or [])}")
 
 
-def filter_and_l1(details: Mapping[str, Any]) -> None:
+def filter_and_l1(details: Mapping[str, Any], *, key: str = "lookup") -> None:
     """The filter decision with why this domain (left) beside what L1 did (right)."""
     decision, l1 = details.get("filter") or {}, details.get("l1") or {}
     left, right = st.columns(2)
@@ -45,7 +45,7 @@ def filter_and_l1(details: Mapping[str, Any]) -> None:
         st.markdown(f"**Filter decision:** `{decision.get('decision')}` · L0 domains "
                     f"{chips(decision.get('l0_domains') or [])}")
         st.markdown(domain_view.filter_sent(decision, l1))
-        domain_view.why_domain(details, key="lookup_domain_evidence")
+        domain_view.why_domain(details, key=f"{key}_domain_evidence")
     status = str(l1.get("status"))
     right.markdown(f"**L1 status:** {badge(status, L1_COLOURS)} · searched {l1.get('rows_searched', 0)} rows · "
                    f"{l1.get('dropped_below_min_score', 0)} below min score")
@@ -108,12 +108,12 @@ def timings(details: Mapping[str, Any]) -> None:
         f"{k} `{v:.1f}`" if isinstance(v, int | float) else f"{k} `{v}`" for k, v in values.items()))
 
 
-def lookup_result(result: Mapping[str, Any]) -> None:
-    """The whole result of one lookup (Lookup page)."""
+def lookup_result(result: Mapping[str, Any], *, key: str = "lookup") -> None:
+    """The whole result of one lookup (Lookup page, and a trace on the Traces page); `key` prefixes widget keys."""
     details = result.get("retrieval_details") or {}
     relevance(result)
     hints(details)
-    filter_and_l1(details)
+    filter_and_l1(details, key=key)
     counts(details)
     st.markdown(f"**Evidence** ({len(result.get('evidence_blocks') or [])} blocks)")
     evidence_cards(result.get("evidence_blocks") or [])
@@ -138,11 +138,11 @@ def compact_details(details: Mapping[str, Any], *, title: str, relevant: Collect
     evidence_cards(details.get("evidence") or [], full=False, relevant=relevant, limit=limit)
 
 
-def trace_in_full(row: Mapping[str, Any]) -> None:
+def trace_in_full(row: Mapping[str, Any], *, key: str = "trace_full") -> None:
     """One `tool_invocation` row: typed columns as a table, JSON columns expanded."""
     plain = {k: v for k, v in row.items() if k not in ("arguments", "config", "retrieval_details")}
     st.dataframe(pd.DataFrame({"column": list(plain), "value": [str(v) for v in plain.values()]}),
-                 hide_index=True, key=f"trace_full_{row.get('id')}")
+                 hide_index=True, key=f"{key}_{row.get('id')}")
     left, right = st.columns(2)
     with left:
         st.markdown("**arguments**")
