@@ -22,6 +22,9 @@ PAGES = [
 
 st.set_page_config(page_title="lookup-knowledge", page_icon=":material/search:", layout="wide")
 page = st.navigation(PAGES)
+# chips (inline code: titles, sources, domains) never wrap mid-title; long ones scroll with their line
+st.html("<style>[data-testid='stMarkdownContainer'] p code, [data-testid='stMarkdownContainer'] li code"
+        "{white-space: nowrap}</style>")
 state.remember(state.sidebar_context())
 try:
     page.run()

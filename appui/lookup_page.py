@@ -7,9 +7,16 @@ import streamlit as st
 from appui import origin, state, views
 from retrieval import KnowledgeIndex
 
+ANY = "(any: L0 decides)"
+
 
 def _submit() -> None:
     st.session_state["lookup_submitted"] = True
+
+
+def _category() -> str | None:
+    picked = st.session_state.get("lookup_category")
+    return None if picked in (None, ANY) else str(picked)
 
 
 def _index_or_none(ctx: state.AppContext) -> KnowledgeIndex | None:
@@ -29,13 +36,16 @@ def render() -> None:
     query_col, category_col = st.columns([3, 1])
     query_col.text_input("Query", key="lookup_query", on_change=_submit,
                          placeholder="e.g. how do I rotate an API token?")
-    category_col.text_input("Caller category (optional)", key="lookup_category",
-                            help="A caller's category filter always wins over L0's domain")
+    domains = index.kb.summary()["domains"] if index is not None else []
+    if st.session_state.get("lookup_category") not in [ANY, *domains]:
+        st.session_state["lookup_category"] = ANY  # a domain of another base
+    category_col.selectbox("Caller category", [ANY, *domains], key="lookup_category",
+                           help="The base's domains; a caller's category filter always wins over L0's domain")
     clicked = st.button("Look up", key="lookup_run", type="primary")
     submitted = st.session_state.pop("lookup_submitted", False)
     if (clicked or submitted) and config is not None and index is not None:
         result = state.run_lookup(ctx, st.session_state.get("lookup_query", ""), config,
-                                  st.session_state.get("lookup_category", "").strip() or None)
+                                  _category())
         if result is not None:
             origin.store("lookup_result", result.to_dict(), index, {"config": config.to_dict()})
     st.divider()

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 import streamlit as st
 
+from appui import wording
 from retrieval import (
     KnowledgeBaseError,
     KnowledgeIndex,
@@ -82,7 +83,7 @@ def load_index(kb_path: str, svd_dims: int) -> KnowledgeIndex | None:
     try:
         return _index_slot(kb_path, svd_dims).get(kb_path, svd_dims, progress)
     except KnowledgeBaseError as exc:
-        st.error(f"Cannot open the knowledge base: {exc}")
+        st.error(f"Cannot open the knowledge base: {wording.for_page(str(exc))}")
     except (OSError, ValueError) as exc:
         st.error(f"Cannot index {kb_path}: {type(exc).__name__}: {exc}")
     finally:
@@ -94,7 +95,7 @@ def open_store(traces_path: str) -> TraceStore | None:
     try:
         return _cached_store(traces_path)
     except TraceStoreError as exc:
-        st.error(f"Cannot open the trace file: {exc}")
+        st.error(f"Cannot open the trace file: {wording.for_page(str(exc))}")
     return None
 
 
@@ -181,7 +182,7 @@ def guarded(work: Callable[[], T]) -> T | None:
     try:
         return work()
     except (ValueError, KeyError, KnowledgeBaseError, TraceStoreError, OSError) as exc:
-        st.error(f"{_kind(exc)}: {exc}")
+        st.error(f"{_kind(exc)}: {wording.for_page(str(exc))}")
     except Exception as exc:  # noqa: BLE001 - e.g. duckdb.Error: still a message, never a traceback
         st.error(f"{type(exc).__name__}: {exc}")
     return None
