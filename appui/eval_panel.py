@@ -41,7 +41,7 @@ def parse_grid(text: str) -> dict[str, list[str]]:
 
 
 def _start(ctx: state.AppContext, config: LookupConfig) -> None:
-    dataset = eval_inputs.load(eval_datasets)
+    dataset = eval_inputs.load(eval_datasets, ctx.traces_path)
     bar = st.progress(0.0, text=f"{dataset.name}: {len(dataset.queries)} queries")
 
     def progress(done: int, total: int) -> None:

@@ -6,9 +6,9 @@ from dataclasses import fields, replace
 
 import streamlit as st
 
-from appui import data, state
+from appui import data, judging, state
 
-TRACES, RUN, COMPARISON = "Filtered traces", "Run report", "Comparison report"
+TRACES, RUN, COMPARISON, JUDGEMENTS = "Filtered traces", "Run report", "Comparison report", "Judgements"
 
 
 def _traces(ctx: state.AppContext, fmt: str) -> None:
@@ -73,7 +73,10 @@ def render() -> None:
     st.title("Export")
     if ctx.store is None:
         return
-    what = st.radio("What", [TRACES, RUN, COMPARISON], key="ex_what", horizontal=True)
+    what = st.radio("What", [TRACES, RUN, COMPARISON, JUDGEMENTS], key="ex_what", horizontal=True)
+    if what == JUDGEMENTS:
+        judging.export(ctx)
+        return
     fmt = st.selectbox("Format", list(data.FORMATS), key="ex_format",
                        help="Markdown and HTML hold a summary table; HTML is one self-contained file")
     if what == TRACES:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from appui import origin, state, views
+from appui import judging, origin, state, views
 from retrieval import KnowledgeIndex
 
 ANY = "(any: L0 decides)"
@@ -53,7 +53,7 @@ def render() -> None:
                         {"config": config.to_dict()} if config is not None else None)
     if shown:
         st.markdown(f"### “{shown['query']}”")
-        views.lookup_result(shown)
+        views.lookup_result(shown, judge=judging.callback(ctx, shown), marks=judging.marks(ctx, shown["query"]))
     elif index is not None:
         st.info("Type a question and press Enter or **Look up**. Every lookup is recorded as a trace.")
 

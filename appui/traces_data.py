@@ -79,4 +79,5 @@ def as_result(row: Mapping[str, Any]) -> dict[str, Any]:
     return {"query": row.get("query"), "evidence_blocks": blocks, "primary": blocks[0] if blocks else None,
             "supplement": blocks[1:], "relevance": details.get("relevance") or {},
             "retrieval_layer": details.get("retrieval_layer"), "retrieval_details": details,
-            "invocation_id": row.get("id")}
+            "invocation_id": row.get("id"),
+            "kb_fingerprint": row.get("kb_fingerprint") if isinstance(row.get("kb_fingerprint"), str) else None}

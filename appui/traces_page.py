@@ -6,7 +6,7 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from appui import data, state, traces_data, views
+from appui import data, judging, state, traces_data, views
 from retrieval import TraceStore
 
 DEFAULT_SQL = ("SELECT retrieval_layer, l1_status, count(*) AS calls, round(avg(latency_ms), 1) AS avg_ms\n"
@@ -86,7 +86,9 @@ def _trace(row: dict, *, key: str = "tr_row") -> None:
             st.switch_page("appui/compare_page.py")
     if row.get("status") != "ok":
         st.error(f"This call failed: {row.get('error')}")
-    views.lookup_result(traces_data.as_result(row), key=key)
+    result = traces_data.as_result(row)
+    views.lookup_result(result, key=key, judge=judging.callback(state.current(), result),
+                        marks=judging.marks(state.current(), str(row["query"])))
     with st.expander("Raw row (every column, JSON as stored)"):
         views.trace_in_full(row, key=f"{key}_full")
 

@@ -6,7 +6,7 @@ Everything here reads `LookupResult.to_dict()` or a stored `retrieval_details`; 
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 import pandas as pd
@@ -71,11 +71,14 @@ def relevance(result: Mapping[str, Any]) -> None:
 
 
 def evidence_cards(blocks: Sequence[Mapping[str, Any]], *, full: bool = True,
-                   relevant: Collection[str] = (), limit: int | None = None) -> None:
+                   relevant: Collection[str] = (), limit: int | None = None,
+                   judge: Callable[[Mapping[str, Any], int], None] | None = None,
+                   marks: Mapping[str, int] | None = None, key: str = "cards") -> None:
     """One bordered card per block: title, source, breadcrumb, layer badge, score, hit reasons, content.
 
     Sources in `relevant` (a labelled set's relevant documents) get a green "relevant" badge; `limit` shows
-    only the first blocks and says how many are left out.
+    only the first blocks and says how many are left out. With `judge`, each card has Relevant / Not
+    relevant buttons (keys `<key>_judge_<rank>_<grade>`) and shows the mark already made (`marks`).
     """
     if not blocks:
         st.info("No evidence blocks.")
@@ -83,11 +86,20 @@ def evidence_cards(blocks: Sequence[Mapping[str, Any]], *, full: bool = True,
     for rank, block in enumerate(shown, start=1):
         with st.container(border=True):
             mark = " :green-badge[relevant]" if block["source"] in relevant else ""
+            judged = (marks or {}).get(block["source"])
+            if judged is not None:
+                mark += " :violet-badge[judged relevant]" if judged > 0 else " :gray-badge[judged not relevant]"
             st.markdown(f"**{rank}. {block.get('title') or block['source']}** "
                         f"{badge(str(block.get('retrieval_layer')), LAYER_COLOURS)} · score "
                         f"`{block.get('score', 0):.3f}`{mark}")
             crumb = block.get("breadcrumb")
             st.caption(f"`{block['source']}`" + (f" › {crumb}" if crumb else ""))
+            if judge is not None:
+                yes, no, _ = st.columns([1, 1, 4])
+                yes.button("Relevant", key=f"{key}_judge_{rank}_1", on_click=judge, args=(block, 1),
+                           icon=":material/thumb_up:")
+                no.button("Not relevant", key=f"{key}_judge_{rank}_0", on_click=judge, args=(block, 0),
+                          icon=":material/thumb_down:")
             reasons = block.get("hit_reasons") or []
             st.markdown("\n".join(f"- {r.get('layer')} · {r.get('field')}: {r.get('reason')}" for r in reasons))
             content = block.get("content", block.get("content_preview", ""))
@@ -108,7 +120,9 @@ def timings(details: Mapping[str, Any]) -> None:
         f"{k} `{v:.1f}`" if isinstance(v, int | float) else f"{k} `{v}`" for k, v in values.items()))
 
 
-def lookup_result(result: Mapping[str, Any], *, key: str = "lookup") -> None:
+def lookup_result(result: Mapping[str, Any], *, key: str = "lookup",
+                  judge: Callable[[Mapping[str, Any], int], None] | None = None,
+                  marks: Mapping[str, int] | None = None) -> None:
     """The whole result of one lookup (Lookup page, and a trace on the Traces page); `key` prefixes widget keys."""
     details = result.get("retrieval_details") or {}
     relevance(result)
@@ -116,7 +130,7 @@ def lookup_result(result: Mapping[str, Any], *, key: str = "lookup") -> None:
     filter_and_l1(details, key=key)
     counts(details)
     st.markdown(f"**Evidence** ({len(result.get('evidence_blocks') or [])} blocks)")
-    evidence_cards(result.get("evidence_blocks") or [])
+    evidence_cards(result.get("evidence_blocks") or [], judge=judge, marks=marks, key=key)
     timings(details)
     with st.expander("Raw retrieval_details JSON"):
         st.json(details, expanded=True)
