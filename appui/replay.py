@@ -73,16 +73,19 @@ def recorded_calls(store: TraceStore, *, run_id: str | None = None, text: str = 
 
 def replay(calls: pd.DataFrame, *, index: KnowledgeIndex, config: LookupConfig, store: TraceStore | None,
            run_id: str, progress: Callable[[int, int], None] | None = None) -> list[ReplayDiff]:
-    """Each call looked up again under `config` (recorded in `store` under `run_id` when given)."""
-    out = []
+    """Each call looked up again under `config` (recorded in `store` under `run_id`, in one write, when given)."""
+    out, recorded = [], []
     for done, row in enumerate(calls.itertuples(index=False), start=1):
         arguments = _json(row.arguments)
         result = lookup_knowledge(row.query, index=index, config=config, category=arguments.get("category"),
-                                  top_k=arguments.get("top_k"), recorder=store, run_id=run_id, query_id=row.id)
+                                  top_k=arguments.get("top_k"), recorder=recorded.append, run_id=run_id,
+                                  query_id=row.id)
         out.append(diff(row.id, row.query, _json(row.retrieval_details), result.retrieval_details,
                         result.invocation_id if store is not None else None))
         if progress is not None:
             progress(done, len(calls))
+    if store is not None:
+        store.record_many(recorded)
     return out
 
 

@@ -22,9 +22,10 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, index) -> dict[str, Pat
     monkeypatch.setenv("LOOKUP_KNOWLEDGE_KB", str(write_kb(tmp_path / "kb")))
     traces = tmp_path / "traces.duckdb"
     monkeypatch.setenv("LOOKUP_KNOWLEDGE_TRACES", str(traces))
-    store = TraceStore(traces)
+    calls = []
     for i in range(20):
-        lookup_knowledge(QUERIES[i % len(QUERIES)], index=index, recorder=store)
+        lookup_knowledge(QUERIES[i % len(QUERIES)], index=index, recorder=calls.append)
+    TraceStore(traces).record_many(calls)
     return {"traces": traces}
 
 
