@@ -20,5 +20,8 @@ PAGES = [
 
 st.set_page_config(page_title="lookup-knowledge", page_icon=":material/search:", layout="wide")
 page = st.navigation(PAGES)
+# chips (inline code: titles, sources, domains) never wrap mid-title; long ones scroll with their line
+st.html("<style>[data-testid='stMarkdownContainer'] p code, [data-testid='stMarkdownContainer'] li code"
+        "{white-space: nowrap}</style>")
 state.remember(state.sidebar_context())
 page.run()  # an unexpected error shows its type only; the traceback goes to the log (.streamlit/config.toml)

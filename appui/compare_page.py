@@ -7,7 +7,7 @@ import json
 import pandas as pd
 import streamlit as st
 
-from appui import data, eval_panel, state, views
+from appui import data, eval_panel, origin, replay_panel, state, views
 
 
 def _copy_a_to_b() -> None:
@@ -31,20 +31,39 @@ def _changes(result: dict) -> None:
                 "Reordered: " + (", ".join(f"`{s}` {ra}→{rb}" for s, ra, rb in moved) or "—"))
 
 
-def _single_query(ctx: state.AppContext, config_a) -> None:
-    st.caption("A is the sidebar configuration; B is set here. Both lookups are recorded as traces.")
+def _config_b(config_a) -> object:
+    """Configuration B, shared by every tab; its differences from A are named before anything runs."""
     st.session_state["cmp_config_a"] = config_a
     with st.expander("Configuration B", expanded=False):
         st.button("Copy A into B", key="cmp_copy", on_click=_copy_a_to_b)
-        config_b = state.config_widgets("cmpb_", initial=config_a)
+        config_b = state.config_widgets("cmpb_", initial=config_a, compare_to=config_a)
+    if config_a is not None and config_b is not None:
+        a, b = config_a.to_dict(), config_b.to_dict()
+        diff = [f"`{k}` {a[k]} → **{b[k]}**" for k in a if a[k] != b[k]]
+        if diff:
+            st.warning("B differs from A: " + ", ".join(diff))
+        else:
+            st.caption("B equals A: open Configuration B to change a setting.")
+    return config_b
+
+
+def _single_query(ctx: state.AppContext, config_a, config_b) -> None:
+    st.caption("A is the sidebar configuration; B is set above. Both lookups are recorded as traces.")
     query = st.text_input("Query", key="cmp_query", placeholder="e.g. my phone did not ring when the server went down")
     if st.button("Compare", key="cmp_run", type="primary") and config_a and config_b:
         a = state.run_lookup(ctx, query, config_a)
         b = state.run_lookup(ctx, query, config_b) if a is not None else None
-        if a is not None and b is not None:
-            st.session_state["cmp_result"] = {"a": a.to_dict(), "b": b.to_dict(), "config_a": config_a.to_dict(),
-                                              "config_b": config_b.to_dict()}
-    result = st.session_state.get("cmp_result")
+        index = ctx.index(config_a.svd_dims)
+        if a is not None and b is not None and index is not None:
+            origin.store("cmp_result", {"a": a.to_dict(), "b": b.to_dict(), "config_a": config_a.to_dict(),
+                                        "config_b": config_b.to_dict()}, index,
+                         {"A": config_a.to_dict(), "B": config_b.to_dict()})
+    if "cmp_result" not in st.session_state:
+        return
+    tied = (st.session_state.get("cmp_result_origin") or {}).get("configs", {}).get("A", {})
+    dims = config_a.svd_dims if config_a else tied.get("svd_dims")
+    result = origin.keep("cmp_result", ctx.index(dims) if dims else None,
+                         {"A": config_a.to_dict(), "B": config_b.to_dict()} if config_a and config_b else None)
     if not result:
         return
     st.markdown(f"### “{result['a']['query']}”")
@@ -62,11 +81,14 @@ def render() -> None:
     ctx = state.current()
     config_a = state.sidebar_config(title="Configuration (A)")
     st.title("Compare settings")
-    one, labelled = st.tabs(["One query", "Labelled set"])
+    config_b = _config_b(config_a)
+    one, labelled, replayed = st.tabs(["One query", "Labelled set", "Replay"])
     with one:
-        _single_query(ctx, config_a)
+        _single_query(ctx, config_a, config_b)
     with labelled:
         eval_panel.render(ctx, config_a)
+    with replayed:
+        replay_panel.render(ctx, config_b)
 
 
 if __name__ == "__main__":

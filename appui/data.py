@@ -44,7 +44,7 @@ class TraceFilters:
     l1_statuses: tuple[str, ...] = ()
     decisions: tuple[str, ...] = ()
     text: str = ""
-    limit: int = 1000
+    limit: int | None = 1000
     now: datetime | None = field(default=None, compare=False)
 
     def to_sql(self) -> tuple[str, list[Any]]:
@@ -70,9 +70,10 @@ class TraceFilters:
 
 
 def filter_traces(store: TraceStore, filters: TraceFilters) -> pd.DataFrame:
-    """`tool_invocation` rows matching `filters`, newest first, at most `filters.limit`."""
+    """`tool_invocation` rows matching `filters`, newest first, at most `filters.limit` (None: every row)."""
     where, params = filters.to_sql()
-    return store.query(f"SELECT * FROM {TABLE}{where} ORDER BY created_at DESC LIMIT {int(filters.limit)}", params)
+    cap = "" if filters.limit is None else f" LIMIT {int(filters.limit)}"
+    return store.query(f"SELECT * FROM {TABLE}{where} ORDER BY created_at DESC, id{cap}", params)
 
 
 def distinct_values(store: TraceStore) -> dict[str, list[str]]:

@@ -127,7 +127,7 @@ def filter_sent(decision: Mapping[str, Any], l1: Mapping[str, Any]) -> str:
     """What the filter meant for L1, given whether L1 ran: sent, widened, or no L1 at all."""
     applied, status = decision.get("applied"), str(l1.get("status"))
     if status in L1_NOT_RUN:
-        note = f"L1 did not run ({status})"
+        note = f"L1 {status}: no search ran"
         return f"Filter `{json.dumps(applied)}` not used: {note}" if applied else f"No filter: {note}"
     if not applied:
         return "Exact filter sent to L1: `null` (no filter: L1 searched every category)"

@@ -10,16 +10,20 @@ import streamlit as st
 
 from retrieval.paths import PROJECT_ROOT
 
-DATASET, DOCS = "Dataset folder", "Docs folder + query file"
+DATASET, DOCS, JUDGED = "Dataset folder", "Docs folder + query file", "Docs folder + judgements"
 
 
 def render() -> None:
     """The source choice and its inputs, all keyed (`eval_source`, `eval_dataset`, `eval_kb`, `eval_queries`,
     `eval_exclude`, `eval_split`)."""
-    st.radio("Labelled set", [DATASET, DOCS], key="eval_source", horizontal=True,
-             help="A dataset folder (kb/ + queries.jsonl, or BEIR), or a docs folder run against a query file "
-                  "in place, like `python -m eval run --kb DIR --queries FILE`")
-    if st.session_state.get("eval_source") == DOCS:
+    st.radio("Labelled set", [DATASET, DOCS, JUDGED], key="eval_source", horizontal=True,
+             help="A dataset folder (kb/ + queries.jsonl, or BEIR), a docs folder run against a query file "
+                  "in place (like `python -m eval run --kb DIR --queries FILE`), or against the judgements "
+                  "made in this trace file (like `--kb DIR --judgements TRACES_FILE`)")
+    if st.session_state.get("eval_source") == JUDGED:
+        st.text_input("Docs folder (the Markdown root the judged sources are relative to)", key="eval_kb",
+                      placeholder="e.g. data/kb")
+    elif st.session_state.get("eval_source") == DOCS:
         left, right = st.columns(2)
         left.text_input("Docs folder (--kb: the Markdown root)", key="eval_kb",
                         placeholder="e.g. ../shared/data/hugo_docs/content/en")
@@ -32,11 +36,17 @@ def render() -> None:
                   key="eval_exclude", placeholder="e.g. news,showcase,myshowcase,readfiles,maintenance")
 
 
-def load(datasets_module: ModuleType) -> Any:
+def load(datasets_module: ModuleType, traces_path: str | None = None) -> Any:
     """The eval.datasets.Dataset the inputs name (`datasets_module` is eval.datasets, optional for the app);
     ValueError (DatasetError) saying what to fill in when they do not name one."""
     exclude = st.session_state.get("eval_exclude", "") or ""
     split = (st.session_state.get("eval_split", "") or "").strip() or None
+    if st.session_state.get("eval_source") == JUDGED:
+        kb = (st.session_state.get("eval_kb", "") or "").strip()
+        if not kb or not traces_path:
+            raise ValueError("give the docs folder the judged sources are relative to")
+        from eval import judgements
+        return judgements.load_judged_set(kb, traces_path, split=split, exclude_paths=exclude)
     if st.session_state.get("eval_source") == DOCS:
         kb = (st.session_state.get("eval_kb", "") or "").strip()
         queries = (st.session_state.get("eval_queries", "") or "").strip()

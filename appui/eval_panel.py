@@ -13,21 +13,18 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from appui import eval_inputs, state, views
+from appui import eval_inputs, run_compare, runs_data, state
 from retrieval import LookupConfig
 
 try:
-    from eval import compare as eval_compare
     from eval import datasets as eval_datasets
     from eval import oracle as eval_oracle
     from eval import runs as eval_runs
 except ImportError as exc:  # eval/ is optional for the Lookup and Traces pages
-    eval_compare = eval_datasets = eval_oracle = eval_runs = None
+    eval_datasets = eval_oracle = eval_runs = None
     EVAL_MISSING = f"{exc}"
 else:
     EVAL_MISSING = ""
-
-SIGNIFICANCE = 0.05
 
 
 def parse_grid(text: str) -> dict[str, list[str]]:
@@ -44,7 +41,7 @@ def parse_grid(text: str) -> dict[str, list[str]]:
 
 
 def _start(ctx: state.AppContext, config: LookupConfig) -> None:
-    dataset = eval_inputs.load(eval_datasets)
+    dataset = eval_inputs.load(eval_datasets, ctx.traces_path)
     bar = st.progress(0.0, text=f"{dataset.name}: {len(dataset.queries)} queries")
 
     def progress(done: int, total: int) -> None:
@@ -57,7 +54,20 @@ def _start(ctx: state.AppContext, config: LookupConfig) -> None:
         results = [eval_runs.run_evaluation(dataset, config, store=ctx.store, progress=progress)]
     bar.empty()
     st.session_state["eval_last"] = [r.run_id for r in results]
+    _select_new(ctx, [r.run_id for r in results])
     st.success(f"Stored {len(results)} run(s): " + ", ".join(f"`{r.run_id}`" for r in results))
+
+
+def _select_new(ctx: state.AppContext, new: list[str]) -> None:
+    """A new run or sweep selects itself: its group, B = the newest run, A = the one before it in the group."""
+    table = runs_data.run_table(ctx.store, eval_runs.list_runs(ctx.store))
+    group = table.loc[table["run_id"] == new[-1], "group"].iloc[0]
+    members = [r for r in table.loc[table["group"] == group, "run_id"] if r not in new[-1:]]
+    st.session_state["eval_group"] = group
+    st.session_state["eval_run_b"] = new[-1]
+    st.session_state["eval_run_view"] = new[-1]
+    if members:
+        st.session_state["eval_run_a"] = new[-2] if len(new) > 1 else members[0]
 
 
 @st.cache_data(show_spinner="Loading the run…", max_entries=16)
@@ -66,12 +76,18 @@ def _run(traces_path: str, run_id: str):
 
 
 def _headroom(ctx: state.AppContext, runs: pd.DataFrame) -> None:
-    """One run's metrics beside the BM25 baseline and the oracle filter, and its filter by category."""
+    """One run's metrics card, beside the BM25 baseline and the oracle filter, and its filter by category."""
     ids = runs["run_id"].tolist()
-    run_id = st.selectbox("Run", ids, index=0, key="eval_run_view")
+    focus = st.session_state.get("eval_focus") or {}
+    if focus.get("run_id") in ids:  # opened from a trace: show its run
+        st.session_state["eval_run_view"] = focus["run_id"]
+    if st.session_state.get("eval_run_view") not in ids:
+        st.session_state["eval_run_view"] = ids[0]
+    run_id = st.selectbox("Run", ids, key="eval_run_view")
     run = state.guarded(lambda: _run(ctx.traces_path, run_id))
     if run is None:
         return
+    summary_card(run)
     oracle = run.diagnostics.get("oracle") or {}
     st.markdown("**Headroom**: the lookup, the BM25 baseline, and the *oracle filter* (each query again with its "
                 "true category as the caller's filter); headroom = oracle filter − lookup")
@@ -94,55 +110,17 @@ def _headroom(ctx: state.AppContext, runs: pd.DataFrame) -> None:
                    f"{', '.join(run.dataset.get('relevant_not_in_kb_examples', []))}); they count as misses.")
 
 
-@st.cache_data(show_spinner="Comparing runs…", max_entries=16)
-def _comparison(traces_path: str, run_a: str, run_b: str):
-    return eval_compare.compare_runs(state.open_store(traces_path), run_a, run_b)
-
-
-def _metrics_table(comparison: Any) -> pd.DataFrame:
-    table = pd.DataFrame.from_dict(comparison.metrics, orient="index").rename_axis("metric").reset_index()
-    table["significant"] = table["p_randomization"] < SIGNIFICANCE
-    return table
-
-
-def _pair_lookups(ctx: state.AppContext, comparison: Any, row: pd.Series) -> None:
-    """The stored lookups of one query in both runs, side by side."""
-    st.markdown(f"#### Query `{row['query_id']}`: “{row['query']}”")
-    columns = st.columns(2)
-    for column, run_id, side in ((columns[0], comparison.run_a, "A"), (columns[1], comparison.run_b, "B")):
-        frame = ctx.store.query("SELECT retrieval_details FROM tool_invocation WHERE run_id = ? AND query_id = ? "
-                                "ORDER BY created_at DESC LIMIT 1", [run_id, str(row["query_id"])])
-        with column:
-            if frame.empty:
-                st.warning(f"No stored lookup of this query in {run_id}")
-                continue
-            views.compact_details(json.loads(frame["retrieval_details"][0]), title=f"Run {side}: {run_id}")
-
-
-def _compare(ctx: state.AppContext, runs: pd.DataFrame) -> None:
-    ids = runs["run_id"].tolist()
-    labels = {r.run_id: f"{r.run_id} · {r.dataset} · {json.dumps(r.overrides) if r.overrides else 'defaults'}"
-              for r in runs.itertuples()}
-    left, right = st.columns(2)
-    run_a = left.selectbox("Run A", ids, index=min(1, len(ids) - 1), key="eval_run_a", format_func=labels.get)
-    run_b = right.selectbox("Run B", ids, index=0, key="eval_run_b", format_func=labels.get)
-    if run_a == run_b:
-        st.info("Pick two different runs to compare them.")
-        return
-    comparison = state.guarded(lambda: _comparison(ctx.traces_path, run_a, run_b))
-    if comparison is None:
-        return
-    st.markdown(f"**Metric deltas (B − A)** on {len(comparison.per_query)} paired queries; significant = "
-                f"randomisation-test p < {SIGNIFICANCE}")
-    st.dataframe(_metrics_table(comparison), hide_index=True, key="eval_metrics")
-    if comparison.config_diff:
-        st.caption("Settings: " + ", ".join(f"`{k}` {a} → {b}" for k, (a, b) in comparison.config_diff.items()))
-    st.markdown(f"**Per query, largest loss on {comparison.primary_metric} first** (click a row to open both lookups)")
-    selection = st.dataframe(comparison.per_query, hide_index=True, key="eval_pairs", on_select="rerun",
-                             selection_mode="single-row")
-    rows = selection.selection.rows if selection else []
-    if rows:
-        _pair_lookups(ctx, comparison, comparison.per_query.iloc[rows[0]])
+def summary_card(run: Any) -> None:
+    """The run's main metrics as a row of st.metric, the oracle headroom as each metric's delta."""
+    oracle = (run.diagnostics.get("oracle") or {}).get("headroom") or {}
+    with st.container(border=True, key="eval_card"):
+        st.markdown(f"**Run `{run.run_id}`** · {run.dataset.get('name')} · {run.dataset.get('queries')} queries · "
+                    f"{json.dumps(run.overrides) if run.overrides else 'default settings'}")
+        shown = list(run.metrics.items())[:6]
+        for column, (name, value) in zip(st.columns(len(shown)), shown, strict=True):
+            gap = oracle.get(name)
+            column.metric(name, f"{value:.3f}", delta=f"{gap:+.3f} oracle headroom" if gap is not None else None,
+                          delta_color="off")
 
 
 def render(ctx: state.AppContext, config: LookupConfig | None) -> None:
@@ -170,4 +148,8 @@ def render(ctx: state.AppContext, config: LookupConfig | None) -> None:
     with st.expander(f"{len(runs)} stored run(s)"):
         st.dataframe(runs, hide_index=True, key="eval_runs")
     _headroom(ctx, runs)
-    _compare(ctx, runs)
+    st.divider()
+    st.subheader("Compare two runs")
+    table = state.guarded(lambda: runs_data.run_table(ctx.store, runs))
+    if table is not None:
+        run_compare.render(ctx, table)

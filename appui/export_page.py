@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import fields
+from dataclasses import fields, replace
 
 import streamlit as st
 
-from appui import data, state
+from appui import data, judging, state
 
-TRACES, RUN, COMPARISON = "Filtered traces", "Run report", "Comparison report"
+TRACES, RUN, COMPARISON, JUDGEMENTS = "Filtered traces", "Run report", "Comparison report", "Judgements"
 
 
 def _traces(ctx: state.AppContext, fmt: str) -> None:
@@ -17,7 +17,7 @@ def _traces(ctx: state.AppContext, fmt: str) -> None:
     active = {f.name: getattr(filters, f.name) for f in fields(filters)
               if f.name not in ("limit", "now") and getattr(filters, f.name) != getattr(default, f.name)}
     st.caption("Filters from the Traces page: " + (", ".join(f"{k} = {v}" for k, v in active.items()) or "none"))
-    frame = state.guarded(lambda: data.filter_traces(ctx.store, filters))
+    frame = state.guarded(lambda: data.filter_traces(ctx.store, replace(filters, limit=None)))  # every row
     if frame is None:
         return
     extension, mime = data.FORMATS[fmt]
@@ -73,7 +73,10 @@ def render() -> None:
     st.title("Export")
     if ctx.store is None:
         return
-    what = st.radio("What", [TRACES, RUN, COMPARISON], key="ex_what", horizontal=True)
+    what = st.radio("What", [TRACES, RUN, COMPARISON, JUDGEMENTS], key="ex_what", horizontal=True)
+    if what == JUDGEMENTS:
+        judging.export(ctx)
+        return
     fmt = st.selectbox("Format", list(data.FORMATS), key="ex_format",
                        help="Markdown and HTML hold a summary table; HTML is one self-contained file")
     if what == TRACES:

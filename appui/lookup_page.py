@@ -4,11 +4,26 @@ from __future__ import annotations
 
 import streamlit as st
 
-from appui import state, views
+from appui import judging, origin, state, views
+from retrieval import KnowledgeIndex
+
+ANY = "(any: L0 decides)"
 
 
 def _submit() -> None:
     st.session_state["lookup_submitted"] = True
+
+
+def _category() -> str | None:
+    picked = st.session_state.get("lookup_category")
+    return None if picked in (None, ANY) else str(picked)
+
+
+def _index_or_none(ctx: state.AppContext) -> KnowledgeIndex | None:
+    """With an invalid configuration, the index of the shown result's svd_dims, to check the base only."""
+    tied = st.session_state.get("lookup_result_origin")
+    dims = (tied or {}).get("configs", {}).get("config", {}).get("svd_dims")
+    return ctx.index(dims) if dims else None
 
 
 def render() -> None:
@@ -21,20 +36,24 @@ def render() -> None:
     query_col, category_col = st.columns([3, 1])
     query_col.text_input("Query", key="lookup_query", on_change=_submit,
                          placeholder="e.g. how do I rotate an API token?")
-    category_col.text_input("Caller category (optional)", key="lookup_category",
-                            help="A caller's category filter always wins over L0's domain")
+    domains = index.kb.summary()["domains"] if index is not None else []
+    if st.session_state.get("lookup_category") not in [ANY, *domains]:
+        st.session_state["lookup_category"] = ANY  # a domain of another base
+    category_col.selectbox("Caller category", [ANY, *domains], key="lookup_category",
+                           help="The base's domains; a caller's category filter always wins over L0's domain")
     clicked = st.button("Look up", key="lookup_run", type="primary")
     submitted = st.session_state.pop("lookup_submitted", False)
     if (clicked or submitted) and config is not None and index is not None:
         result = state.run_lookup(ctx, st.session_state.get("lookup_query", ""), config,
-                                  st.session_state.get("lookup_category", "").strip() or None)
+                                  _category())
         if result is not None:
-            st.session_state["lookup_result"] = result.to_dict()
-    shown = st.session_state.get("lookup_result")
+            origin.store("lookup_result", result.to_dict(), index, {"config": config.to_dict()})
+    st.divider()
+    shown = origin.keep("lookup_result", index if config is not None else _index_or_none(ctx),
+                        {"config": config.to_dict()} if config is not None else None)
     if shown:
-        st.divider()
         st.markdown(f"### “{shown['query']}”")
-        views.lookup_result(shown)
+        views.lookup_result(shown, judge=judging.callback(ctx, shown), marks=judging.marks(ctx, shown["query"]))
     elif index is not None:
         st.info("Type a question and press Enter or **Look up**. Every lookup is recorded as a trace.")
 

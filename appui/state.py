@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 import duckdb
 import streamlit as st
 
+from appui import wording
 from retrieval import (
     KnowledgeBaseError,
     KnowledgeIndex,
@@ -83,7 +84,7 @@ def load_index(kb_path: str, svd_dims: int) -> KnowledgeIndex | None:
     try:
         return _index_slot(kb_path, svd_dims).get(kb_path, svd_dims, progress)
     except KnowledgeBaseError as exc:
-        st.error(f"Cannot open the knowledge base: {exc}")
+        st.error(f"Cannot open the knowledge base: {wording.for_page(str(exc))}")
     except (OSError, ValueError) as exc:
         st.error(f"Cannot index {kb_path}: {type(exc).__name__}: {exc}")
     finally:
@@ -95,7 +96,7 @@ def open_store(traces_path: str) -> TraceStore | None:
     try:
         return _cached_store(traces_path)
     except TraceStoreError as exc:
-        st.error(f"Cannot open the trace file: {exc}")
+        st.error(f"Cannot open the trace file: {wording.for_page(str(exc))}")
     return None
 
 
@@ -117,31 +118,59 @@ def sidebar_context() -> AppContext:
     return AppContext(str(Path(kb_path).resolve()), traces, open_store(traces))
 
 
-def config_widgets(prefix: str, *, initial: LookupConfig | None = None) -> LookupConfig | None:
-    """One keyed widget per LookupConfig field (help from the field); None, with the error, if invalid.
+GROUPS = {"L0 and filter": ("l0_filter", "l0_max_matches", "l0_min_score_ratio", "l0_domain_top_n",
+                             "l0_domain_temperature", "l0_domain_min_share", "l0_domain_min_coverage",
+                             "filter_widen_ratio"),
+          "L1": ("l1_enabled", "l1_min_score", "l1_tfidf_weight", "l1_pool", "svd_dims", "simulate_l1_failure"),
+          "Evidence ordering": ("top_k", "l1_weight", "page_weight", "l0_weight", "snippet_chars")}
 
-    Values are mirrored in `<prefix>values` so they survive pages that do not draw these widgets.
+
+def grouped_fields() -> list[tuple[str, list[Any]]]:
+    """LookupConfig's fields in the groups analysts think in; fields no group names go under "Other"."""
+    by_name = {f.name: f for f in fields(LookupConfig)}
+    groups = [(title, [by_name[n] for n in names if n in by_name]) for title, names in GROUPS.items()]
+    named = {n for names in GROUPS.values() for n in names}
+    rest = [f for f in fields(LookupConfig) if f.name not in named]
+    return groups + ([("Other", rest)] if rest else [])
+
+
+def config_widgets(prefix: str, *, initial: LookupConfig | None = None,
+                   compare_to: LookupConfig | None = None) -> LookupConfig | None:
+    """One keyed widget per LookupConfig field, grouped (L0 and filter, L1, evidence ordering), help from
+    the field; a field that differs from `compare_to` is labelled in orange with A's value. None, with the
+    error, if invalid. Values are mirrored in `<prefix>values` so they survive pages that do not draw them.
     """
     shadow = st.session_state.setdefault(f"{prefix}values", (initial or LookupConfig()).to_dict())
-    for f in fields(LookupConfig):
-        key = f"{prefix}{f.name}"
-        # seeded from the mirror on every run: a page switch gives the widget a new id, whose
-        # value would otherwise fall back to the widget default
-        st.session_state[key] = shadow[f.name]
-        common = {"key": key, "help": str(f.metadata.get("help", "")), "on_change": _mirror,
-                  "args": (shadow, f.name, key)}
-        kind = f.type if isinstance(f.type, str) else f.type.__name__
-        if kind == "bool":
-            st.toggle(f.name, **common)
-        elif kind == "int":
-            st.number_input(f.name, min_value=0, step=1, **common)
-        else:
-            st.number_input(f.name, min_value=0.0, step=0.05, format="%.3f", **common)
+    other = compare_to.to_dict() if compare_to is not None else None
+    for title, group in grouped_fields():
+        st.markdown(f"**{title}**")
+        for f in group:
+            _config_widget(prefix, f, shadow, other)
     try:
         return LookupConfig(**shadow)
     except (TypeError, ValueError) as exc:
-        st.error(f"Invalid configuration: {exc}")
+        st.error(f"Invalid configuration: {wording.for_page(str(exc))}")
         return None
+
+
+def _config_widget(prefix: str, f: Any, shadow: dict[str, Any], other: dict[str, Any] | None) -> None:
+    """One keyed widget for config field `f`, seeded from the mirror `shadow`."""
+    key = f"{prefix}{f.name}"
+    # seeded from the mirror on every run: a page switch gives the widget a new id, whose
+    # value would otherwise fall back to the widget default
+    st.session_state[key] = shadow[f.name]
+    common = {"key": key, "help": str(f.metadata.get("help", "")), "on_change": _mirror,
+              "args": (shadow, f.name, key)}
+    kind = f.type if isinstance(f.type, str) else f.type.__name__
+    label = f.name.replace("_", " ")
+    if other is not None and other.get(f.name) != shadow[f.name]:
+        label = f":orange[**{label}**] (A: {other.get(f.name)})"
+    if kind == "bool":
+        st.toggle(label, **common)
+    elif kind == "int":
+        st.number_input(label, min_value=0, step=1, **common)
+    else:
+        st.number_input(label, min_value=0.0, step=0.05, format="%.3f", **common)
 
 
 def _mirror(shadow: dict[str, Any], name: str, key: str) -> None:
@@ -184,7 +213,7 @@ def guarded(work: Callable[[], T]) -> T | None:
     try:
         return work()
     except (ValueError, KnowledgeBaseError, TraceStoreError, OSError, duckdb.Error) as exc:
-        st.error(f"{_kind(exc)}: {exc}")  # a KeyError is a bug, not a known failure: it is not caught
+        st.error(f"{_kind(exc)}: {wording.for_page(str(exc))}")  # a KeyError is a bug: it is not caught
     return None
 
 

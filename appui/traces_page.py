@@ -7,19 +7,13 @@ import duckdb
 import pandas as pd
 import streamlit as st
 
-from appui import data, sql_box, state, views
+from appui import data, judging, sql_box, state, traces_data, views
 from retrieval import TraceStore
 from retrieval.trace_store import TraceStoreError
 
 DEFAULT_SQL = ("SELECT retrieval_layer, l1_status, count(*) AS calls, round(avg(latency_ms), 1) AS avg_ms\n"
                "FROM tool_invocation GROUP BY ALL ORDER BY calls DESC")
 SQL_MAX_ROWS, SQL_TIMEOUT_S = 10_000, 5.0
-
-
-@st.cache_data(show_spinner=False, max_entries=64, ttl=60)
-def _filtered(traces_path: str, filters: data.TraceFilters, stamp: tuple[int, str]) -> pd.DataFrame:
-    """Cached per filters and store stamp, so reruns that add no trace do not query again."""
-    return data.filter_traces(state.open_store(traces_path), filters)
 
 
 def _filters(store: TraceStore) -> data.TraceFilters:
@@ -38,41 +32,68 @@ def _filters(store: TraceStore) -> data.TraceFilters:
     return filters
 
 
-def _charts(frame: pd.DataFrame) -> None:
+def _charts(store: TraceStore, filters: data.TraceFilters) -> None:
+    """Aggregated in DuckDB over every matching row (not only the page on screen)."""
     left, middle, right = st.columns(3)
     with left:
         st.markdown("**Layer mix**")
-        mix = frame["retrieval_layer"].fillna("error").value_counts().rename_axis("layer").reset_index(name="calls")
-        st.bar_chart(mix, x="layer", y="calls", height=220)
+        st.bar_chart(traces_data.layer_mix(store, filters), x="layer", y="calls", height=220)
     with middle:
         st.markdown("**Fallback rate over time**")
         st.caption("share of calls answered from L0 evidence only (L1 empty, failed, disabled or unavailable)")
-        span = frame["created_at"].max() - frame["created_at"].min()
-        freq = "min" if span <= pd.Timedelta(hours=3) else "h" if span <= pd.Timedelta(days=3) else "D"
-        fallback = (frame["retrieval_layer"] == "L0").astype(float)  # as eval's l0_only_fallback_rate
-        rate = fallback.groupby(frame["created_at"].dt.floor(freq)).mean().rename("rate").reset_index()
+        rate, unit = traces_data.fallback_rate(store, filters)
         chart = alt.Chart(rate).mark_bar().encode(
-            alt.X("created_at:T", title=f"time (UTC, per {dict(min='minute', h='hour', D='day')[freq]})"),
+            alt.X("created_at:T", title=f"time (UTC, 24-hour, per {unit})", scale=alt.Scale(type="utc"),
+                  axis=alt.Axis(format="%d %b %H:%M", formatType="utc")),
             alt.Y("rate:Q", title="fallback rate", axis=alt.Axis(format="%"), scale=alt.Scale(domain=[0, 1])),
-            tooltip=["created_at:T", alt.Tooltip("rate:Q", format=".0%")])
+            tooltip=[alt.Tooltip("utcyearmonthdatehoursminutes(created_at):T", title="UTC", format="%Y-%m-%d %H:%M"),
+                     alt.Tooltip("rate:Q", format=".0%"), "calls:Q"])
         st.altair_chart(chart, height=220)
     with right:
         st.markdown("**Latency distribution (ms)**")
-        chart = alt.Chart(frame[["latency_ms"]].dropna()).mark_bar().encode(
-            alt.X("latency_ms:Q", bin=alt.Bin(maxbins=30), title="latency (ms)"), alt.Y("count():Q", title="calls"))
+        chart = alt.Chart(traces_data.latency_histogram(store, filters)).mark_bar().encode(
+            alt.X("start:Q", bin="binned", title="latency (ms)"), alt.X2("end:Q"), alt.Y("calls:Q", title="calls"))
         st.altair_chart(chart, height=220)
 
 
-def _table(frame: pd.DataFrame) -> None:
-    st.markdown(f"**{len(frame)} trace(s)** — click a row to open it in full")
+def _table(store: TraceStore, filters: data.TraceFilters, total: int) -> None:
+    """One page of the matching rows; the pager reaches every row, nothing is capped."""
+    size_col, page_col, info_col = st.columns([1, 1, 3])
+    size = size_col.selectbox("Rows per page", traces_data.PAGE_SIZES, key="tr_page_size")
+    pages = max(1, -(-total // size))
+    if st.session_state.get("tr_page", 1) > pages:
+        st.session_state["tr_page"] = pages
+    number = page_col.number_input(f"Page (of {pages})", min_value=1, max_value=pages, step=1, key="tr_page")
+    frame = traces_data.page(store, filters, int(number), size)
+    first = (int(number) - 1) * size + 1
+    info_col.markdown(f"**{total} trace(s)** match · rows {first}–{first + len(frame) - 1} on this page — click "
+                      "a row to open it")
     shown = frame.reindex(columns=data.SUMMARY_COLUMNS)
     selection = st.dataframe(shown, hide_index=True, key="tr_table", on_select="rerun", selection_mode="single-row")
     rows = selection.selection.rows if selection else []
     if rows and rows[0] < len(frame):
-        row = frame.iloc[rows[0]]
-        st.markdown(f"#### Trace in full: “{row['query']}”")
-        st.caption(f"id `{row['id']}` · {row['created_at']} UTC")
-        views.trace_in_full(row.to_dict())
+        _trace(frame.iloc[rows[0]].to_dict())
+
+
+def _trace(row: dict, *, key: str = "tr_row") -> None:
+    """One trace as the Lookup page shows a result: cards, hit reasons, hints, filter, counts, timings."""
+    st.markdown(f"#### Trace in full: “{row['query']}”")
+    created = pd.Timestamp(row["created_at"]).strftime("%Y-%m-%d %H:%M:%S")
+    where = f" · knowledge base `{row['kb_path']}`" if isinstance(row.get("kb_path"), str) else ""
+    st.caption(f"id `{row['id']}` · {created} UTC · status {row['status']}{where}")
+    if isinstance(row.get("run_id"), str):
+        st.caption(f"From run `{row['run_id']}`, query `{row.get('query_id')}`")
+        if st.button("Open this run's query on the Compare page", key=f"{key}_open_run"):
+            # plain keys (not widget keys, which a page switch clears) that the Compare page takes up
+            st.session_state["eval_focus"] = {"run_id": row["run_id"], "query_id": row.get("query_id")}
+            st.switch_page("appui/compare_page.py")
+    if row.get("status") != "ok":
+        st.error(f"This call failed: {row.get('error')}")
+    result = traces_data.as_result(row)
+    views.lookup_result(result, key=key, judge=judging.callback(state.current(), result),
+                        marks=judging.marks(state.current(), str(row["query"])))
+    with st.expander("Raw row (every column, JSON as stored)"):
+        views.trace_in_full(row, key=f"{key}_full")
 
 
 def _sql_box(store: TraceStore) -> None:
@@ -106,16 +127,31 @@ def render() -> None:
     filters = state.guarded(lambda: _filters(store))
     if filters is None:
         return
-    frame = state.guarded(lambda: _filtered(ctx.traces_path, filters, data.stamp(store)))
-    if frame is None:
+    table_tab, sql_tab = st.tabs(["Traces", "SQL"])
+    with table_tab:
+        _opened(store)
+        total = state.guarded(lambda: traces_data.count(store, filters))
+        if total == 0:
+            st.info("No traces match these filters. Run a lookup on the Lookup page to record one.")
+        elif total is not None:
+            state.guarded(lambda: _charts(store, filters))
+            state.guarded(lambda: _table(store, filters, total))
+    with sql_tab:
+        _sql_box(store)
+
+
+def _opened(store: TraceStore) -> None:
+    """A trace opened from elsewhere (a run's query on the Compare page), shown above the table."""
+    opened = st.session_state.get("tr_open_id")
+    if not opened:
         return
-    if frame.empty:
-        st.info("No traces match these filters. Run a lookup on the Lookup page to record one.")
-    else:
-        _charts(frame)
-        _table(frame)
-    st.divider()
-    _sql_box(store)
+    row = state.guarded(lambda: traces_data.by_id(store, opened))
+    if row is None:
+        st.warning(f"Trace {opened} is not in this trace file.")
+        return
+    with st.container(border=True):
+        st.button("Close", key="tr_close", on_click=st.session_state.pop, args=("tr_open_id", None))
+        _trace(row, key="tr_opened")
 
 
 if __name__ == "__main__":

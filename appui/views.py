@@ -6,7 +6,7 @@ Everything here reads `LookupResult.to_dict()` or a stored `retrieval_details`; 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 import pandas as pd
@@ -38,7 +38,7 @@ def hints(details: Mapping[str, Any]) -> None:
         column.markdown(f"{label}  \n{chips(l0.get(name) or [])}")
 
 
-def filter_and_l1(details: Mapping[str, Any]) -> None:
+def filter_and_l1(details: Mapping[str, Any], *, key: str = "lookup") -> None:
     """The filter decision with why this domain (left) beside what L1 did (right)."""
     decision, l1 = details.get("filter") or {}, details.get("l1") or {}
     left, right = st.columns(2)
@@ -46,7 +46,7 @@ def filter_and_l1(details: Mapping[str, Any]) -> None:
         st.markdown(f"**Filter decision:** `{decision.get('decision')}` · L0 domains "
                     f"{chips(decision.get('l0_domains') or [])}")
         st.markdown(domain_view.filter_sent(decision, l1))
-        domain_view.why_domain(details, key="lookup_domain_evidence")
+        domain_view.why_domain(details, key=f"{key}_domain_evidence")
     status = str(l1.get("status"))
     right.markdown(f"**L1 status:** {badge(status, L1_COLOURS)} · searched {l1.get('rows_searched', 0)} rows · "
                    f"{l1.get('dropped_below_min_score', 0)} below min score")
@@ -71,16 +71,36 @@ def relevance(result: Mapping[str, Any]) -> None:
     st.caption(str(rel.get("basis", "")))
 
 
-def evidence_cards(blocks: Sequence[Mapping[str, Any]], *, full: bool = True) -> None:
-    """One bordered card per block: title, source, breadcrumb, layer badge, score, hit reasons, content."""
+def evidence_cards(blocks: Sequence[Mapping[str, Any]], *, full: bool = True,
+                   relevant: Collection[str] = (), limit: int | None = None,
+                   judge: Callable[[Mapping[str, Any], int], None] | None = None,
+                   marks: Mapping[str, int] | None = None, key: str = "cards") -> None:
+    """One bordered card per block: title, source, breadcrumb, layer badge, score, hit reasons, content.
+
+    Sources in `relevant` (a labelled set's relevant documents) get a green "relevant" badge; `limit` shows
+    only the first blocks and says how many are left out. With `judge`, each card has Relevant / Not
+    relevant buttons (keys `<key>_judge_<rank>_<grade>`) and shows the mark already made (`marks`).
+    """
     if not blocks:
         st.info("No evidence blocks.")
-    for rank, block in enumerate(blocks, start=1):
+    shown = blocks if limit is None else blocks[:limit]
+    for rank, block in enumerate(shown, start=1):
         with st.container(border=True):
+            mark = " :green-badge[relevant]" if block["source"] in relevant else ""
+            judged = (marks or {}).get(block["source"])
+            if judged is not None:
+                mark += " :violet-badge[judged relevant]" if judged > 0 else " :gray-badge[judged not relevant]"
             st.markdown(f"**{rank}. {block.get('title') or block['source']}** "
-                        f"{badge(str(block.get('retrieval_layer')), LAYER_COLOURS)} · score `{block.get('score', 0):.3f}`")
+                        f"{badge(str(block.get('retrieval_layer')), LAYER_COLOURS)} · score "
+                        f"`{block.get('score', 0):.3f}`{mark}")
             crumb = block.get("breadcrumb")
             st.caption(f"`{block['source']}`" + (f" › {crumb}" if crumb else ""))
+            if judge is not None:
+                yes, no, _ = st.columns([1, 1, 4])
+                yes.button("Relevant", key=f"{key}_judge_{rank}_1", on_click=judge, args=(block, 1),
+                           icon=":material/thumb_up:")
+                no.button("Not relevant", key=f"{key}_judge_{rank}_0", on_click=judge, args=(block, 0),
+                          icon=":material/thumb_down:")
             reasons = block.get("hit_reasons") or []
             st.markdown("\n".join(f"- {r.get('layer')} · {r.get('field')}: {r.get('reason')}" for r in reasons))
             content = block.get("content", block.get("content_preview", ""))
@@ -90,6 +110,8 @@ def evidence_cards(blocks: Sequence[Mapping[str, Any]], *, full: bool = True) ->
             else:
                 preview = " ".join(content.split())
                 st.text(preview[:160] + ("…" if len(preview) > 160 else ""))
+    if len(shown) < len(blocks):
+        st.caption(f"{len(blocks) - len(shown)} more block(s) not shown")
 
 
 def timings(details: Mapping[str, Any]) -> None:
@@ -99,21 +121,24 @@ def timings(details: Mapping[str, Any]) -> None:
         f"{k} `{v:.1f}`" if isinstance(v, int | float) else f"{k} `{v}`" for k, v in values.items()))
 
 
-def lookup_result(result: Mapping[str, Any]) -> None:
-    """The whole result of one lookup (Lookup page)."""
+def lookup_result(result: Mapping[str, Any], *, key: str = "lookup",
+                  judge: Callable[[Mapping[str, Any], int], None] | None = None,
+                  marks: Mapping[str, int] | None = None) -> None:
+    """The whole result of one lookup (Lookup page, and a trace on the Traces page); `key` prefixes widget keys."""
     details = result.get("retrieval_details") or {}
     relevance(result)
     hints(details)
-    filter_and_l1(details)
+    filter_and_l1(details, key=key)
     counts(details)
     st.markdown(f"**Evidence** ({len(result.get('evidence_blocks') or [])} blocks)")
-    evidence_cards(result.get("evidence_blocks") or [])
+    evidence_cards(result.get("evidence_blocks") or [], judge=judge, marks=marks, key=key)
     timings(details)
     with st.expander("Raw retrieval_details JSON"):
         st.json(details, expanded=True)
 
 
-def compact_details(details: Mapping[str, Any], *, title: str) -> None:
+def compact_details(details: Mapping[str, Any], *, title: str, relevant: Collection[str] = (),
+                    limit: int | None = None) -> None:
     """A stored or live lookup in one column: hints, filter, L1, counts and evidence summaries."""
     st.subheader(title)
     l0, decision, l1 = details.get("l0") or {}, details.get("filter") or {}, details.get("l1") or {}
@@ -125,14 +150,14 @@ def compact_details(details: Mapping[str, Any], *, title: str) -> None:
     st.caption(f"L0 {l0.get('match_count', 0)} · L1 {l1.get('candidate_count', 0)} · candidates "
                f"{details.get('candidate_count', 0)} · blocks {details.get('evidence_count', 0)} · merged "
                f"{details.get('duplicates_merged', 0)}")
-    evidence_cards(details.get("evidence") or [], full=False)
+    evidence_cards(details.get("evidence") or [], full=False, relevant=relevant, limit=limit)
 
 
-def trace_in_full(row: Mapping[str, Any]) -> None:
+def trace_in_full(row: Mapping[str, Any], *, key: str = "trace_full") -> None:
     """One `tool_invocation` row: typed columns as a table, JSON columns expanded."""
     plain = {k: v for k, v in row.items() if k not in ("arguments", "config", "retrieval_details")}
     st.dataframe(pd.DataFrame({"column": list(plain), "value": [str(v) for v in plain.values()]}),
-                 hide_index=True, key=f"trace_full_{row.get('id')}")
+                 hide_index=True, key=f"{key}_{row.get('id')}")
     left, right = st.columns(2)
     with left:
         st.markdown("**arguments**")

@@ -80,6 +80,9 @@ def _dataset_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--queries", default=None,
                         help="JSONL query file (with --dataset: default queries.jsonl; with --kb: required, "
                              "relevant paths relative to --kb)")
+    parser.add_argument("--judgements", default=None, metavar="TRACES_FILE",
+                        help="with --kb: the relevance judgements made in the app, read from this trace file, "
+                             "as the labelled set (instead of --queries)")
     parser.add_argument("--set", dest="settings", action="append", default=[], metavar="KEY=VALUE",
                         help="a LookupConfig setting, as in the lookup CLI (repeatable)")
     parser.add_argument("--metrics", default=",".join(DEFAULT_METRICS), help="comma-separated metric names")
@@ -186,6 +189,11 @@ def _dataset(args: argparse.Namespace) -> Dataset:
         raise ValueError("--kb-root only applies to --dataset; with --kb, pass the Markdown root itself as --kb")
     if args.known_item:
         return load_dataset(args.kb, split=args.split, known_item_field=args.known_item, exclude_paths=args.exclude)
+    if getattr(args, "judgements", None):
+        if args.queries:
+            raise ValueError("give --queries FILE or --judgements TRACES_FILE, not both")
+        from .judgements import load_judged_set
+        return load_judged_set(args.kb, args.judgements, split=args.split, exclude_paths=args.exclude)
     if not args.queries:
         raise ValueError("--kb needs --queries FILE (a JSONL file of labelled queries), or --known-item FIELD")
     return load_query_set(args.kb, args.queries, split=args.split, exclude_paths=args.exclude)

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
 from typing import Any
 
+from .provenance import COLUMNS as PROVENANCE_COLUMNS
+
 
 @dataclass(frozen=True)
 class ToolInvocation:
@@ -23,6 +25,7 @@ class ToolInvocation:
     error: str | None = None
     run_id: str | None = None
     query_id: str | None = None
+    knowledge_base: dict[str, Any] = field(default_factory=dict)  # provenance.Provenance.to_dict()
     id: str = field(default_factory=lambda: str(uuid.uuid4()))
     created_at: datetime = field(default_factory=lambda: datetime.now(timezone.utc))
 
@@ -39,7 +42,8 @@ class ToolInvocation:
                 "l0_match_count": (details.get("l0") or {}).get("match_count"),
                 "l1_candidate_count": (details.get("l1") or {}).get("candidate_count"),
                 "candidate_count": details.get("candidate_count"),
-                "evidence_count": details.get("evidence_count")}
+                "evidence_count": details.get("evidence_count"),
+                **{name: self.knowledge_base.get(name) for name in PROVENANCE_COLUMNS}}
 
     def to_dict(self) -> dict[str, Any]:
         row = {f.name: getattr(self, f.name) for f in fields(self)}  # shallow: asdict deep-copies details

@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any
 
+from . import provenance
 from .config import LookupConfig
 from .details import Counts, L1Outcome, RetrievalDetails, best_score, overall_layer
 from .domains import DomainVote, Voter, vote_domains
@@ -90,7 +91,8 @@ def lookup_knowledge(query: str, *, index: KnowledgeIndex, config: LookupConfig 
         if recorder is not None:
             recorder(ToolInvocation(TOOL_NAME, str(query), arguments, "error", _ms(started),
                                     _recorded_config(config, index), {},
-                                    error=f"{type(exc).__name__}: {exc}", run_id=run_id, query_id=query_id))
+                                    error=f"{type(exc).__name__}: {exc}", run_id=run_id, query_id=query_id,
+                                    knowledge_base=provenance.of_index(index).to_dict()))
         raise
     timings: dict[str, float] = {}
     hints = _timed(timings, "l0", lambda: index.l0.match(
@@ -114,7 +116,8 @@ def lookup_knowledge(query: str, *, index: KnowledgeIndex, config: LookupConfig 
     payload["input"] = {"surrogates_replaced": replaced}  # lone surrogates in query/category, made U+FFFD
     payload["kb"] = {"skipped_count": len(index.kb.problems)}  # the list: index.kb.summary()["skipped"]
     invocation = ToolInvocation(TOOL_NAME, query, arguments, "ok", _ms(started), _recorded_config(config, index),
-                                payload, run_id=run_id, query_id=query_id)  # a TraceStore adds its own time
+                                payload, run_id=run_id, query_id=query_id,  # a TraceStore adds its own time
+                                knowledge_base=provenance.of_index(index).to_dict())
     if recorder is not None:
         recording = time.perf_counter()
         recorder(invocation)

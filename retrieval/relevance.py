@@ -36,7 +36,9 @@ class Relevance:
 def assess(blocks: Sequence[EvidenceBlock], hints: L0Hints, l1_status: str) -> Relevance:
     """Grade the primary block by its L1 score; L0-only evidence never claims semantic support."""
     if not blocks:
-        return Relevance("none", False, f"no evidence: L0 matched nothing and L1 was {l1_status}")
+        matched = hints.match_count  # the basis must agree with the L0 match count shown beside it
+        l0 = f"none of L0's {matched} match(es) was kept" if matched else "L0 matched nothing"
+        return Relevance("none", False, f"no evidence: {l0} and L1 was {l1_status}")
     primary = blocks[0]
     l1_score = primary.l1_score
     if l1_score is None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .provenance import COLUMNS as PROVENANCE_COLUMNS
 from .trace_db import ADVICE, TraceStoreError
 
 if TYPE_CHECKING:
@@ -17,11 +18,13 @@ if TYPE_CHECKING:
 TABLE = "tool_invocation"
 COLUMNS = ("id", "created_at", "tool_name", "query", "arguments", "status", "error", "latency_ms",
            "retrieval_layer", "filter_decision", "l1_status", "l0_match_count", "l1_candidate_count",
-           "candidate_count", "evidence_count", "run_id", "query_id", "config", "retrieval_details")
-JSON_COLUMNS = ("arguments", "config", "retrieval_details")
+           "candidate_count", "evidence_count", "run_id", "query_id", "config", "retrieval_details",
+           *PROVENANCE_COLUMNS)
+V1_COLUMNS = COLUMNS[:19]
+JSON_COLUMNS = ("arguments", "config", "retrieval_details", "index_settings")
 COLUMN_TYPES = ("VARCHAR", "TIMESTAMP", "VARCHAR", "VARCHAR", "JSON", "VARCHAR", "VARCHAR", "DOUBLE",
                 "VARCHAR", "VARCHAR", "VARCHAR", "INTEGER", "INTEGER", "INTEGER", "INTEGER", "VARCHAR", "VARCHAR",
-                "JSON", "JSON")
+                "JSON", "JSON", "VARCHAR", "VARCHAR", "INTEGER", "INTEGER", "JSON")
 
 MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
     (1, (
@@ -33,6 +36,14 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
             evidence_count INTEGER, run_id VARCHAR, query_id VARCHAR, config JSON, retrieval_details JSON)""",
         f"CREATE INDEX IF NOT EXISTS tool_invocation_run ON {TABLE} (run_id)",
     )),
+    # v2 (provenance): which knowledge base answered; added, never renamed, so v1 files upgrade in place
+    (2, (
+        f"ALTER TABLE {TABLE} ADD COLUMN IF NOT EXISTS kb_path VARCHAR",
+        f"ALTER TABLE {TABLE} ADD COLUMN IF NOT EXISTS kb_fingerprint VARCHAR",
+        f"ALTER TABLE {TABLE} ADD COLUMN IF NOT EXISTS kb_entries INTEGER",
+        f"ALTER TABLE {TABLE} ADD COLUMN IF NOT EXISTS kb_chunks INTEGER",
+        f"ALTER TABLE {TABLE} ADD COLUMN IF NOT EXISTS index_settings JSON",
+    )),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
@@ -41,10 +52,12 @@ def migrate(con: duckdb.DuckDBPyConnection, path: Path) -> None:
     """Bring the file to SCHEMA_VERSION; refuse newer files and foreign `tool_invocation` tables."""
     existing = _columns(con)
     current = _version(con)
+    if current == SCHEMA_VERSION and not sorted(set(COLUMNS) - set(existing)):
+        return  # up to date: no transaction, no write
     if current > SCHEMA_VERSION:
         raise TraceStoreError(f"trace file {path} has schema v{current}, newer than this tool's "
                               f"v{SCHEMA_VERSION}; upgrade lookup-knowledge or use another --traces file")
-    missing = sorted(set(COLUMNS) - set(existing))
+    missing = sorted(set(V1_COLUMNS) - set(existing))  # later versions' columns are added by their migrations
     if existing and (missing or current == 0):
         lacks = f"columns {', '.join(missing)}" if missing else "its schema_version table"
         raise TraceStoreError(f"trace file {path} has a {TABLE} table that is not this tool's (it lacks "
@@ -56,7 +69,7 @@ def migrate(con: duckdb.DuckDBPyConnection, path: Path) -> None:
             continue
         for statement in statements:
             con.execute(statement)
-        con.execute("INSERT INTO schema_version VALUES (?, now()::TIMESTAMP)", [version])
+        con.execute(f"INSERT INTO schema_version VALUES ({int(version)}, now()::TIMESTAMP)")  # no bound parameter
     con.execute("COMMIT")
 
 

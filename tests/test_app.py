@@ -189,11 +189,10 @@ def test_labelled_set_sweep_comparison_and_reports(env):
     at.text_area(key="eval_grid").set_value("l0_filter=true,false")
     at = _ok(at.button(key="eval_start").click().run())
     assert "Stored 2 run(s)" in at.success[0].value
-    metrics = next(d.value for d in at.dataframe if "p_randomization" in d.value.columns)
-    assert {"delta", "wins", "losses", "significant"} <= set(metrics.columns)
+    metrics = next(d.value for d in at.dataframe if "significance" in d.value.columns)  # plain frames keep no key
+    assert {"Δ (B − A)", "wins / ties / losses", "significance"} <= set(metrics.columns)
     pairs = at.dataframe(key="eval_pairs").value
-    delta = pairs.filter(like="_delta").iloc[:, 0]
-    assert delta.is_monotonic_increasing  # largest loss first
+    assert pairs["Δ"].is_monotonic_increasing  # largest loss first
     at = _ok(_select(at, "eval_pairs", 0))
     assert {s.value.split(":")[0] for s in at.subheader} >= {"Run A", "Run B"}
     at = _ok(at.switch_page("appui/export_page.py").run())

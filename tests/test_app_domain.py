@@ -77,7 +77,7 @@ def test_ambiguous_lookup_says_ambiguous_and_no_filter(env):
 
 def test_no_filter_under_an_l1_failure_says_l1_did_not_run(env):
     text = _text(_lookup("rotate an API token", cfg_simulate_l1_failure=True))
-    assert "No filter: L1 did not run (failed)" in text
+    assert "No filter: L1 failed: no search ran" in text
     assert "L1 searched every category" not in text
 
 

@@ -29,9 +29,9 @@ def test_schema_version_is_recorded(store):
 
 
 def test_reopening_does_not_migrate_twice(tmp_path):
-    TraceStore(tmp_path / "t.duckdb")
+    first = TraceStore(tmp_path / "t.duckdb").query("SELECT count(*) AS n FROM schema_version")["n"][0]
     store = TraceStore(tmp_path / "t.duckdb")
-    assert store.query("SELECT count(*) AS n FROM schema_version")["n"][0] == 1
+    assert store.query("SELECT count(*) AS n FROM schema_version")["n"][0] == first == SCHEMA_VERSION
 
 
 def test_newer_schema_is_refused_with_advice(tmp_path):
@@ -117,3 +117,4 @@ def test_a_file_that_is_not_duckdb_is_refused_with_advice(tmp_path):
 def test_a_folder_is_refused_as_trace_file(tmp_path):
     with pytest.raises(TraceStoreError, match="is a folder"):
         TraceStore(tmp_path)
+

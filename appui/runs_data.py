@@ -1,0 +1,115 @@
+"""Stored runs for the Compare page: which runs may be compared, and the per-query table that leads with
+what matters. Plain functions over the trace store and eval/ results, no Streamlit calls.
+
+Two runs are comparable when they share the dataset (name and path) and the knowledge base (content
+fingerprint recorded on their lookups); the run pickers only offer runs of one such group.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from retrieval import TraceStore
+
+SIGNIFICANCE = 0.05
+LEAD = ["query", "rank A → B", "Δ", "filter A", "filter B", "true category"]
+UNKNOWN_BASE = "base not recorded"
+
+
+class IncomparableRunsError(ValueError):
+    """The two runs were made on different datasets or knowledge bases."""
+
+
+def run_table(store: TraceStore, runs: pd.DataFrame) -> pd.DataFrame:
+    """`runs` (eval's list_runs) with dataset_path, kb_fingerprint and a `group` label naming dataset and base."""
+    if runs.empty:
+        return runs.assign(dataset_path=[], kb_fingerprint=[], group=[])
+    paths = store.query("SELECT run_id, dataset_path FROM eval_run")
+    bases = store.query("SELECT run_id, any_value(kb_fingerprint) AS kb_fingerprint FROM tool_invocation "
+                        "WHERE run_id IS NOT NULL GROUP BY run_id")
+    table = runs.merge(paths, on="run_id", how="left").merge(bases, on="run_id", how="left")
+    table["group"] = [_group(d, p, f) for d, p, f in zip(table["dataset"], table["dataset_path"],
+                                                         table["kb_fingerprint"], strict=True)]
+    return table
+
+
+def _group(dataset: Any, path: Any, fingerprint: Any) -> str:
+    base = f"base {str(fingerprint)[:10]}" if isinstance(fingerprint, str) and fingerprint else UNKNOWN_BASE
+    return f"{dataset} · {path or '?'} · {base}"
+
+
+def check_comparable(table: pd.DataFrame, run_a: str, run_b: str) -> None:
+    """IncomparableRunsError naming both datasets/bases unless the two runs share a group."""
+    groups = table.set_index("run_id")["group"]
+    missing = [r for r in (run_a, run_b) if r not in groups.index]
+    if missing:
+        raise IncomparableRunsError(f"unknown run(s) {', '.join(missing)}")
+    if groups[run_a] != groups[run_b]:
+        raise IncomparableRunsError(f"run {run_a} is on {groups[run_a]} but run {run_b} is on {groups[run_b]}; "
+                                    f"compare runs of one dataset and knowledge base")
+
+
+def significance_words(p: float | None, delta: float | None) -> str:
+    """'B better, significant (p = 0.003)', 'no difference', … for the deltas table."""
+    if p is None or delta is None or pd.isna(p):
+        return "not measured"
+    if abs(delta) <= 1e-12:
+        return "no difference"
+    side = "B better" if delta > 0 else "B worse"
+    verdict = "significant" if p < SIGNIFICANCE else "not significant"
+    return f"{side}, {verdict} (p = {p:.3g})"
+
+
+def deltas_table(metrics: dict[str, dict[str, Any]]) -> pd.DataFrame:
+    """One row per metric: A, B, Δ, wins/ties/losses and significance in words."""
+    rows = [{"metric": name, "A": m["mean_a"], "B": m["mean_b"], "Δ (B − A)": m["delta"],
+             "wins / ties / losses": f"{m['wins']} / {m['ties']} / {m['losses']}",
+             "significance": significance_words(m.get("p_randomization"), m["delta"])}
+            for name, m in metrics.items()]
+    return pd.DataFrame(rows)
+
+
+def colour_delta(value: Any) -> str:
+    """CSS for a delta cell: green for a gain, red for a loss."""
+    if not isinstance(value, int | float) or pd.isna(value) or abs(value) <= 1e-12:
+        return ""
+    return "color: #1a7f37; font-weight: 600" if value > 0 else "color: #cf222e; font-weight: 600"
+
+
+def pair_table(per_query: pd.DataFrame, primary: str, truth: pd.DataFrame) -> pd.DataFrame:
+    """The comparison's per-query table led by query, rank A → B, Δ, filters A and B and the true category.
+
+    `truth` is run A's per-query frame (query_id, relevant, categories); the other columns follow the lead.
+    """
+    frame = per_query.merge(truth.reindex(columns=["query_id", "relevant", "categories"]), on="query_id",
+                            how="left")
+    lead = pd.DataFrame({
+        "query": frame["query"],
+        "rank A → B": [f"{_rank(a)} → {_rank(b)}" for a, b in
+                       zip(frame["first_relevant_rank_a"], frame["first_relevant_rank_b"], strict=True)],
+        "Δ": frame[f"{primary}_delta"],
+        "filter A": [_filter(d, c) for d, c in zip(frame["filter_decision_a"], frame["filter_category_a"], strict=True)],
+        "filter B": [_filter(d, c) for d, c in zip(frame["filter_decision_b"], frame["filter_category_b"], strict=True)],
+        "true category": [", ".join(c) if isinstance(c, list) and c else "—" for c in frame["categories"]],
+    })
+    rest = frame.drop(columns=["query"])
+    return pd.concat([lead, rest], axis=1)
+
+
+def _rank(value: Any) -> str:
+    return "miss" if value is None or pd.isna(value) else str(int(value))
+
+
+def _filter(decision: Any, category: Any) -> str:
+    decision = "—" if decision is None or pd.isna(decision) else str(decision)
+    return f"{decision} ({category})" if isinstance(category, str) and category else decision
+
+
+def sorted_deltas(per_query: pd.DataFrame, primary: str) -> pd.DataFrame:
+    """query_id, query and Δ sorted ascending with an `order` column: the Phoenix-style per-query chart."""
+    frame = per_query[["query_id", "query", f"{primary}_delta"]].rename(columns={f"{primary}_delta": "delta"})
+    frame = frame.sort_values(["delta", "query_id"], kind="stable").reset_index(drop=True)
+    frame["order"] = range(1, len(frame) + 1)
+    return frame

@@ -1,0 +1,83 @@
+"""The Traces page's reads, all in DuckDB over every matching row: the count, one page of rows, the layer
+mix, the fallback rate over time, the latency histogram, and one trace as a lookup result.
+
+Nothing is capped silently: the table pages through the count; the charts aggregate in SQL instead of
+over the rows a page happens to hold.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+
+from appui.data import TraceFilters
+from retrieval import TraceStore
+from retrieval.trace_store import TABLE
+
+PAGE_SIZES = (100, 250, 1000)
+LATENCY_BINS = 30
+
+
+def count(store: TraceStore, filters: TraceFilters) -> int:
+    where, params = filters.to_sql()
+    return int(store.query(f"SELECT count(*) AS n FROM {TABLE}{where}", params)["n"][0])
+
+
+def page(store: TraceStore, filters: TraceFilters, number: int, size: int) -> pd.DataFrame:
+    """Rows `(number - 1) * size` onwards, newest first (ties broken by id, so pages never overlap)."""
+    if number < 1 or size < 1:
+        raise ValueError(f"page number and size start at 1, got page {number} of size {size}")
+    where, params = filters.to_sql()
+    return store.query(f"SELECT * FROM {TABLE}{where} ORDER BY created_at DESC, id LIMIT {int(size)} "
+                       f"OFFSET {(int(number) - 1) * int(size)}", params)
+
+
+def layer_mix(store: TraceStore, filters: TraceFilters) -> pd.DataFrame:
+    where, params = filters.to_sql()
+    return store.query(f"SELECT coalesce(retrieval_layer, 'error') AS layer, count(*) AS calls FROM {TABLE}{where} "
+                       "GROUP BY 1 ORDER BY calls DESC", params)
+
+
+def fallback_rate(store: TraceStore, filters: TraceFilters) -> tuple[pd.DataFrame, str]:
+    """Share of L0-only answers per minute, hour or day (whichever suits the span), with the unit's name."""
+    where, params = filters.to_sql()
+    span = store.query(f"SELECT min(created_at) AS lo, max(created_at) AS hi FROM {TABLE}{where}", params)
+    width = pd.Timestamp(span["hi"][0]) - pd.Timestamp(span["lo"][0]) if len(span) and pd.notna(span["lo"][0]) \
+        else pd.Timedelta(0)
+    unit = "minute" if width <= pd.Timedelta(hours=3) else "hour" if width <= pd.Timedelta(days=3) else "day"
+    frame = store.query(f"SELECT date_trunc('{unit}', created_at) AS created_at, "
+                        f"avg(CASE WHEN retrieval_layer = 'L0' THEN 1.0 ELSE 0.0 END) AS rate, count(*) AS calls "
+                        f"FROM {TABLE}{where} GROUP BY 1 ORDER BY 1", params)
+    frame["created_at"] = pd.to_datetime(frame["created_at"]).dt.tz_localize("UTC")  # stored naive UTC
+    return frame, unit
+
+
+def latency_histogram(store: TraceStore, filters: TraceFilters, bins: int = LATENCY_BINS) -> pd.DataFrame:
+    """`bins` equal-width latency bins (start, end, calls) over every matching row."""
+    where, params = filters.to_sql()
+    inner = f"SELECT latency_ms FROM {TABLE}{where}" + (" AND" if where else " WHERE") + " latency_ms IS NOT NULL"
+    return store.query(f"""WITH l AS ({inner}), r AS (SELECT min(latency_ms) AS lo,
+        greatest(max(latency_ms) - min(latency_ms), 1e-9) / {int(bins)} AS w FROM l)
+        SELECT r.lo + least(floor((l.latency_ms - r.lo) / r.w), {int(bins) - 1}) * r.w AS start,
+               r.lo + (least(floor((l.latency_ms - r.lo) / r.w), {int(bins) - 1}) + 1) * r.w AS "end",
+               count(*) AS calls FROM l, r GROUP BY 1, 2 ORDER BY 1""", params)
+
+
+def by_id(store: TraceStore, invocation_id: str) -> dict[str, Any] | None:
+    frame = store.query(f"SELECT * FROM {TABLE} WHERE id = ?", [invocation_id])
+    return None if frame.empty else frame.iloc[0].to_dict()
+
+
+def as_result(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A stored row in the shape of LookupResult.to_dict(), so the Lookup page's view can draw it."""
+    details = row.get("retrieval_details")
+    details = json.loads(details) if isinstance(details, str) else (details or {})
+    blocks = details.get("evidence") or []
+    return {"query": row.get("query"), "evidence_blocks": blocks, "primary": blocks[0] if blocks else None,
+            "supplement": blocks[1:], "relevance": details.get("relevance") or {},
+            "retrieval_layer": details.get("retrieval_layer"), "retrieval_details": details,
+            "invocation_id": row.get("id"),
+            "kb_fingerprint": row.get("kb_fingerprint") if isinstance(row.get("kb_fingerprint"), str) else None}

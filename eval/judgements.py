@@ -1,0 +1,93 @@
+"""Relevance judgements analysts make in the app, kept in the trace file, and the labelled set they form.
+
+Table `judgement`: one row per mark (query, source, grade, who, when, the lookup it was made on); the
+latest mark of a (query, source) pair is the one that counts. Exported as `queries.jsonl` rows with
+`relevant` (the docs-folder query-file format) or as qrels TSV (BEIR's `query-id corpus-id score`), and
+evaluated with `python -m eval run --kb DIR --judgements TRACES_FILE`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tempfile
+from dataclasses import replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from retrieval import TraceStore
+
+from .datasets import Dataset, DatasetError, load_query_set
+
+GRADES = {0: "not relevant", 1: "relevant"}
+SCHEMA = """CREATE TABLE IF NOT EXISTS judgement (
+    query VARCHAR NOT NULL, source VARCHAR NOT NULL, grade INTEGER NOT NULL, who VARCHAR,
+    created_at TIMESTAMP NOT NULL, invocation_id VARCHAR, kb_fingerprint VARCHAR)"""
+
+
+def ensure_table(store: TraceStore) -> None:
+    with store.connect() as con:
+        con.execute(SCHEMA)
+
+
+def record(store: TraceStore, query: str, source: str, grade: int, *, who: str = "",
+           invocation_id: str | None = None, kb_fingerprint: str | None = None) -> None:
+    """Keep one mark; ValueError for a blank query or source or a grade outside GRADES."""
+    if not str(query).strip() or not str(source).strip():
+        raise ValueError(f"a judgement needs a query and a source, got {query!r} and {source!r}")
+    if grade not in GRADES:
+        raise ValueError(f"grade must be one of {sorted(GRADES)} ({', '.join(GRADES.values())}), got {grade!r}")
+    ensure_table(store)
+    with store.connect() as con:
+        con.execute("INSERT INTO judgement VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    [query.strip(), source, int(grade), who, datetime.now(timezone.utc).replace(tzinfo=None),
+                     invocation_id, kb_fingerprint])
+
+
+def latest(store: TraceStore) -> pd.DataFrame:
+    """The mark that counts per (query, source): the latest one; columns query, source, grade, who, created_at."""
+    ensure_table(store)
+    return store.query("SELECT query, source, grade, who, created_at FROM judgement "
+                       "QUALIFY row_number() OVER (PARTITION BY query, source ORDER BY created_at DESC) = 1 "
+                       "ORDER BY query, source")
+
+
+def query_id(query: str) -> str:
+    """A stable id for a judged query (the same text always gets the same id)."""
+    return "j-" + hashlib.sha1(query.encode()).hexdigest()[:10]
+
+
+def to_queries_jsonl(frame: pd.DataFrame) -> str:
+    """One `{"_id", "text", "relevant"}` row per query with at least one relevant block."""
+    rows = []
+    for query, group in frame.groupby("query", sort=True):
+        relevant = sorted(group.loc[group["grade"] > 0, "source"])
+        if relevant:
+            rows.append(json.dumps({"_id": query_id(str(query)), "text": query, "relevant": relevant}))
+    return "".join(r + "\n" for r in rows)
+
+
+def to_qrels_tsv(frame: pd.DataFrame) -> str:
+    """BEIR qrels: a `query-id corpus-id score` header, then one line per mark (grade 0 included)."""
+    lines = ["query-id\tcorpus-id\tscore"]
+    lines += [f"{query_id(str(r.query))}\t{r.source}\t{int(r.grade)}" for r in frame.itertuples(index=False)]
+    return "\n".join(lines) + "\n"
+
+
+def load_judged_set(kb: str | Path, traces_file: str | Path, *, split: str | None = None,
+                    exclude_paths: Any = ()) -> Dataset:
+    """The judgements of `traces_file` as a labelled set run against the docs folder `kb`."""
+    path = Path(traces_file)
+    if not path.is_file():
+        raise DatasetError(f"no trace file {path}; give the trace file the judgements were made in")
+    text = to_queries_jsonl(latest(TraceStore(path)))
+    if not text:
+        raise DatasetError(f"{path} holds no judgement marking a block relevant; judge some results first")
+    with tempfile.TemporaryDirectory() as folder:
+        queries = Path(folder) / "judgements.jsonl"
+        queries.write_text(text, encoding="utf-8")
+        dataset = load_query_set(kb, queries, split=split, exclude_paths=exclude_paths)
+    return replace(dataset, name=f"{Path(kb).name}:judgements", path=str(path))

@@ -1,0 +1,94 @@
+"""Replay under B and the grouped configuration with B's differences named before a run (AppTest + helpers)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from appui import replay, state
+from retrieval import LookupConfig, TraceStore, lookup_knowledge
+from tests.kb_fixture import write_kb
+from tests.test_app import APP, _ok
+
+QUERIES = ["rotate an API token", "download invoices", "agent offline firewall port", "silence an alert",
+           "escalation when nobody acknowledges"]
+
+
+@pytest.fixture
+def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, index) -> dict[str, Path]:
+    """The tiny base (the same files as the session index) and a trace file with 20 interactive lookups."""
+    monkeypatch.setenv("LOOKUP_KNOWLEDGE_KB", str(write_kb(tmp_path / "kb")))
+    traces = tmp_path / "traces.duckdb"
+    monkeypatch.setenv("LOOKUP_KNOWLEDGE_TRACES", str(traces))
+    calls = []
+    for i in range(20):
+        lookup_knowledge(QUERIES[i % len(QUERIES)], index=index, recorder=calls.append)
+    TraceStore(traces).record_many(calls)
+    return {"traces": traces}
+
+
+def _compare() -> AppTest:
+    at = _ok(AppTest.from_file(APP, default_timeout=60).run())
+    return _ok(at.switch_page("appui/compare_page.py").run())
+
+
+def test_replay_20_interactive_lookups_under_b_shows_what_changed(env):
+    at = _compare()
+    at = _ok(at.toggle(key="cmpb_l0_filter").set_value(False).run())
+    at = _ok(at.button(key="rp_start").click().run())
+    frame = at.dataframe(key="rp_table").value
+    assert len(frame) == 20
+    assert frame["filter"].str.contains("applied → disabled").any()  # L0's filter is off under B
+    assert {"query", "changed", "filter", "layer", "primary", "gained", "lost"} <= set(frame.columns)
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["calls"] == "20" and int(metrics["filter changed"]) >= 1
+    row = frame.index[frame["filter"].str.contains("→")][0]
+    at.session_state["rp_table"] = {"selection": {"rows": [int(row)], "columns": [], "cells": []}}
+    at = _ok(at.run())
+    assert {"Recorded", "Replayed under B"} <= {s.value for s in at.subheader}
+
+
+def test_replay_is_saved_as_a_run(env):
+    at = _ok(_compare().button(key="rp_start").click().run())
+    run_id = at.session_state["rp_result"]["run_id"]
+    assert run_id.startswith(replay.PREFIX)
+    rows = TraceStore(env["traces"]).query("SELECT query_id FROM tool_invocation WHERE run_id = ?", [run_id])
+    originals = TraceStore(env["traces"]).query("SELECT id FROM tool_invocation WHERE run_id IS NULL")
+    assert len(rows) == 20 and set(rows["query_id"]) == set(originals["id"])
+
+
+def test_replay_of_a_run_replays_that_runs_calls(env):
+    at = _ok(_compare().button(key="rp_start").click().run())
+    first = at.session_state["rp_result"]["run_id"]
+    at = _ok(at.radio(key="rp_source").set_value("A run's lookups").run())
+    at = _ok(at.selectbox(key="rp_run").set_value(first).run())
+    at = _ok(at.number_input(key="rp_limit").set_value(5).run())
+    at = _ok(at.toggle(key="rp_save").set_value(False).run())
+    at = _ok(at.button(key="rp_start").click().run())
+    assert len(at.dataframe(key="rp_table").value) == 5 and at.session_state["rp_result"]["run_id"] is None
+    at = _ok(at.toggle(key="rp_only_changed").set_value(True).run())
+    assert len(at.dataframe(key="rp_table").value) == 0  # same configuration: nothing changed
+
+
+def test_replay_diff_names_gained_and_lost_blocks():
+    a = {"filter": {"decision": "applied"}, "retrieval_layer": "L0+L1", "evidence_sources": ["x.md", "y.md"]}
+    b = {"filter": {"decision": "disabled"}, "retrieval_layer": "L1", "evidence_sources": ["z.md", "x.md"]}
+    row = replay.diff("id", "q", a, b, None).to_row()
+    assert row["filter"] == "applied → disabled" and row["layer"] == "L0+L1 → L1"
+    assert row["primary"] == "x.md → z.md" and row["gained"] == "z.md" and row["lost"] == "y.md" and row["changed"]
+    with pytest.raises(ValueError, match="at least one call"):
+        replay.recorded_calls(None, limit=0)  # type: ignore[arg-type]
+
+
+def test_configuration_is_grouped_and_b_differences_are_highlighted(env):
+    titles = [title for title, _ in state.grouped_fields()]
+    assert titles[:3] == ["L0 and filter", "L1", "Evidence ordering"]
+    grouped = {f.name for _, group in state.grouped_fields() for f in group}
+    assert grouped == set(LookupConfig().to_dict())
+    at = _compare()
+    assert any(c.value.startswith("B equals A") for c in at.caption)
+    at = _ok(at.number_input(key="cmpb_top_k").set_value(3).run())
+    assert any("B differs from A" in w.value and "`top_k` 5 → **3**" in w.value for w in at.warning)
+    assert at.number_input(key="cmpb_top_k").label.startswith(":orange[**top k**]")

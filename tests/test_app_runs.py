@@ -1,0 +1,122 @@
+"""Comparisons you can trust (AppTest + the plain helpers): one dataset and base per comparison, new runs
+select themselves, a metrics card per run, deltas in words and colour, the per-query table's lead columns,
+relevant documents marked side by side, and the sorted per-query delta chart."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from appui import runs_data
+from eval import datasets, runs
+from retrieval import LookupConfig, TraceStore
+from tests.kb_fixture import write_kb
+from tests.test_app import APP, QUERIES, _ok, _select
+
+
+@pytest.fixture(scope="module")
+def stored(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+    """A trace file holding a two-run sweep on dataset `one` and a run on dataset `two` (another base)."""
+    root = tmp_path_factory.mktemp("runs")
+    paths = {}
+    for name in ("one", "two"):
+        folder = root / name
+        write_kb(folder / "kb")
+        if name == "two":
+            (folder / "kb" / "extra.md").write_text("---\ntitle: Extra\ncategory: Misc\n---\nOther words.\n")
+        (folder / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in QUERIES))
+        paths[name] = folder
+    store = TraceStore(root / "traces.duckdb")
+    sweep = runs.run_sweep(datasets.load_dataset(paths["one"]), {"l0_filter": ["true", "false"]}, store=store)
+    other = runs.run_evaluation(datasets.load_dataset(paths["two"]), LookupConfig(), store=store)
+    return {"traces": root / "traces.duckdb", "sweep": [r.run_id for r in sweep], "other": other.run_id,
+            "one": paths["one"]}
+
+
+@pytest.fixture
+def app(stored, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AppTest:
+    traces = tmp_path / "traces.duckdb"
+    shutil.copy(stored["traces"], traces)
+    monkeypatch.setenv("LOOKUP_KNOWLEDGE_KB", str(write_kb(tmp_path / "kb")))
+    monkeypatch.setenv("LOOKUP_KNOWLEDGE_TRACES", str(traces))
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    at = _ok(at.switch_page("appui/compare_page.py").run())
+    return at
+
+
+def test_pickers_offer_only_runs_of_one_dataset_and_base(app, stored):
+    groups = app.selectbox(key="eval_group").options
+    assert len(groups) == 2 and all("base " in g for g in groups)
+    at = _ok(app.selectbox(key="eval_group").set_value(next(g for g in groups if "one" in g)).run())
+    offered = {o.split(" · ")[0] for key in ("eval_run_a", "eval_run_b") for o in at.selectbox(key=key).options}
+    assert offered == set(stored["sweep"])
+
+
+def test_a_run_from_another_dataset_is_refused(app, stored):
+    assert app.selectbox(key="eval_run_b").value in stored["sweep"]  # the newest group with two runs
+    at = _ok(app.selectbox(key="eval_group").set_value(next(
+        g for g in app.selectbox(key="eval_group").options if "two" in g)).run())
+    assert at.selectbox(key="eval_run_a").value == at.selectbox(key="eval_run_b").value == stored["other"]
+    assert any("Only one run" in i.value for i in at.info)
+    assert "eval_pairs" not in [getattr(d, "key", None) for d in at.dataframe]
+    table = runs_data.run_table(TraceStore(stored["traces"]), runs.list_runs(TraceStore(stored["traces"])))
+    with pytest.raises(runs_data.IncomparableRunsError, match="compare runs of one dataset and knowledge base"):
+        runs_data.check_comparable(table, stored["sweep"][0], stored["other"])
+
+
+def test_a_new_sweep_selects_its_runs(app, stored):
+    app.text_input(key="eval_dataset").set_value(str(stored["one"]))
+    at = _ok(app.radio(key="eval_mode").set_value("Sweep").run())
+    at.text_area(key="eval_grid").set_value("top_k=3,4")
+    at = _ok(at.button(key="eval_start").click().run())
+    new = at.session_state["eval_last"]
+    assert len(new) == 2
+    assert [at.selectbox(key="eval_run_a").value, at.selectbox(key="eval_run_b").value] == [new[0], new[1]]
+    assert at.selectbox(key="eval_run_view").value == new[1]
+
+
+def test_each_run_shows_a_metrics_card_with_the_oracle_headroom(app):
+    labels = {m.label for m in app.metric}
+    assert "ndcg@10" in labels
+    assert any("oracle headroom" in str(m.proto.delta) for m in app.metric)
+
+
+def test_deltas_are_coloured_and_say_significance_in_words(app):
+    deltas = next(d.value for d in app.dataframe if "significance" in d.value.columns)
+    assert all(s.startswith(("B better", "B worse", "no difference")) for s in deltas["significance"])
+    assert runs_data.significance_words(0.003, 0.2) == "B better, significant (p = 0.003)"
+    assert runs_data.significance_words(0.4, -0.1) == "B worse, not significant (p = 0.4)"
+    assert runs_data.significance_words(1.0, 0.0) == "no difference"
+    assert "1a7f37" in runs_data.colour_delta(0.1) and "cf222e" in runs_data.colour_delta(-0.1)
+    assert runs_data.colour_delta(0.0) == ""
+
+
+def test_per_query_table_leads_with_query_rank_delta_filters_and_true_category(app):
+    pairs = app.dataframe(key="eval_pairs").value
+    assert pairs.columns.tolist() == runs_data.LEAD
+    assert all(" → " in r for r in pairs["rank A → B"])
+    at = _ok(app.multiselect(key="eval_pairs_columns").set_value(["query_id", "retrieval_layer_a"]).run())
+    assert at.dataframe(key="eval_pairs").value.columns.tolist() == runs_data.LEAD + ["query_id", "retrieval_layer_a"]
+
+
+def test_side_by_side_marks_relevant_documents_and_shows_top_5(app):
+    at = _ok(_select(app, "eval_pairs", 0))
+    assert at.number_input(key="eval_pair_top").value == 5
+    text = "\n".join(m.value for m in at.markdown)
+    assert ":green-badge[relevant]" in text
+    at = _ok(at.number_input(key="eval_pair_top").set_value(1).run())
+    cards = [m.value for m in at.markdown if m.value.startswith("**2. ")]
+    assert not cards
+
+
+def test_per_query_deltas_chart_is_sorted(app):
+    specs = [json.loads(c.proto.spec) for c in app.get("vega_lite_chart")]
+    assert any("Δ" in json.dumps(spec, ensure_ascii=False) and "order" in json.dumps(spec) for spec in specs)
+    frame = pd.DataFrame({"query_id": ["a", "b", "c"], "query": ["x", "y", "z"], "m_delta": [0.5, -1.0, 0.0]})
+    out = runs_data.sorted_deltas(frame, "m")
+    assert out["query_id"].tolist() == ["b", "c", "a"] and out["order"].tolist() == [1, 2, 3]

@@ -1,0 +1,122 @@
+"""Traces you can read (AppTest + the DuckDB reads): a trace as cards, paging through every row, charts over
+every matching row, the SQL box in its own tab, and links between a run's query and its trace."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from appui import data, traces_data
+from eval import datasets, runs
+from retrieval import LookupConfig, TraceStore
+from retrieval.invocation import ToolInvocation
+from tests.kb_fixture import write_kb
+from tests.test_app import APP, QUERIES, _lookup, _ok, _select
+
+
+@pytest.fixture
+def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
+    kb = write_kb(tmp_path / "kb")
+    monkeypatch.setenv("LOOKUP_KNOWLEDGE_KB", str(kb))
+    monkeypatch.setenv("LOOKUP_KNOWLEDGE_TRACES", str(tmp_path / "traces.duckdb"))
+    return {"kb": kb, "traces": tmp_path / "traces.duckdb", "root": tmp_path}
+
+
+def _app() -> AppTest:
+    return _ok(AppTest.from_file(APP, default_timeout=60).run())
+
+
+def _many(path: Path, n: int) -> None:
+    """`n` recorded calls, one second apart, a third of them L0-only; written in one batch."""
+    start = datetime(2026, 1, 5, 15, 0, tzinfo=timezone.utc)
+    TraceStore(path).record_many([ToolInvocation(
+        "lookup_knowledge", f"query {i}", {}, "ok", float(i % 40), {}, {"retrieval_layer": "L0" if i % 3 else "L1"},
+        id=f"id-{i:05d}", created_at=start + timedelta(seconds=i)) for i in range(n)])
+
+
+def test_a_trace_renders_as_cards_with_raw_json_behind_an_expander(env):
+    at = _lookup(_app(), "download invoices")
+    at = _ok(at.switch_page("appui/traces_page.py").run())
+    at = _ok(_select(at, "tr_table", 0))
+    text = "\n".join(m.value for m in at.markdown)
+    assert "Trace in full" in text and "**1. Invoices and payment" in text  # an evidence card
+    assert "**Filter decision:** `applied`" in text and "**Timings (ms)**" in text
+    labels = [e.label for e in at.expander]
+    assert "Raw row (every column, JSON as stored)" in labels and "Raw retrieval_details JSON" in labels
+
+
+def test_table_pages_through_every_matching_row(env):
+    _many(env["traces"], 1022)
+    at = _ok(_app().switch_page("appui/traces_page.py").run())
+    assert any("**1022 trace(s)** match · rows 1–100" in m.value for m in at.markdown)
+    at = _ok(at.selectbox(key="tr_page_size").set_value(1000).run())
+    at = _ok(at.number_input(key="tr_page").set_value(2).run())
+    page = at.dataframe(key="tr_table").value
+    assert len(page) == 22 and page["id"].iloc[-1] == "id-00000"  # the oldest row is reachable
+    assert any("rows 1001–1022" in m.value for m in at.markdown)
+
+
+def test_pages_never_overlap_and_cover_every_row(env):
+    _many(env["traces"], 250)
+    store, filters = TraceStore(env["traces"]), data.TraceFilters()
+    ids = [i for n in (1, 2, 3) for i in traces_data.page(store, filters, n, 100)["id"]]
+    assert len(ids) == len(set(ids)) == traces_data.count(store, filters) == 250
+    with pytest.raises(ValueError, match="page number and size start at 1"):
+        traces_data.page(store, filters, 0, 100)
+
+
+def test_charts_aggregate_over_every_matching_row(env):
+    _many(env["traces"], 1022)
+    store, filters = TraceStore(env["traces"]), data.TraceFilters()
+    mix = traces_data.layer_mix(store, filters).set_index("layer")["calls"]
+    assert mix.sum() == 1022 and mix["L1"] == 341
+    assert traces_data.latency_histogram(store, filters)["calls"].sum() == 1022
+    rate, unit = traces_data.fallback_rate(store, filters)
+    assert unit == "minute" and rate["calls"].sum() == 1022 and str(rate["created_at"].dt.tz) == "UTC"
+    narrowed = data.TraceFilters(layers=("L1",))
+    assert traces_data.latency_histogram(store, narrowed)["calls"].sum() == 341
+
+
+def test_time_axis_is_24_hour_utc(env):
+    _many(env["traces"], 30)
+    at = _ok(_app().switch_page("appui/traces_page.py").run())
+    specs = [json.dumps(json.loads(c.proto.spec)) for c in at.get("vega_lite_chart")]
+    fallback = next(s for s in specs if "fallback rate" in s)
+    assert '"formatType": "utc"' in fallback and "%H:%M" in fallback and "24-hour" in fallback
+    assert "15:00" in json.dumps(traces_data.fallback_rate(TraceStore(env["traces"]), data.TraceFilters())[0]
+                                 ["created_at"].dt.strftime("%H:%M").tolist())
+
+
+def test_sql_box_has_its_own_tab(env):
+    at = _ok(_app().switch_page("appui/traces_page.py").run())
+    assert [t.label for t in at.tabs] == ["Traces", "SQL"]
+    sql_tab = at.tabs[1]
+    assert sql_tab.text_area(key="sql_text") is not None
+    assert sql_tab.button(key="sql_run") is not None
+
+
+def test_a_run_query_links_to_its_trace_and_back(env):
+    dataset = env["root"] / "dataset"
+    write_kb(dataset / "kb")
+    (dataset / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in QUERIES))
+    store = TraceStore(env["traces"])
+    runs.run_sweep(datasets.load_dataset(dataset), {"l0_filter": ["true", "false"]}, store=store,
+                   base_config=LookupConfig(), baseline=False, oracle=False)
+    at = _ok(_app().switch_page("appui/compare_page.py").run())
+    at = _ok(_select(at, "eval_pairs", 0))
+    query = at.dataframe(key="eval_pairs").value["query"].iloc[0]
+    at = _ok(at.button(key="eval_open_trace_a").click().run())
+    opened = at.session_state["tr_open_id"]
+    assert store.query("SELECT query FROM tool_invocation WHERE id = ?", [opened])["query"][0] == query
+    assert any(f"Trace in full: “{query}”" in m.value for m in at.markdown)  # now on the Traces page
+    run_id = store.query("SELECT run_id FROM tool_invocation WHERE id = ?", [opened])["run_id"][0]
+    at = _ok(at.switch_page("appui/traces_page.py").run())  # AppTest reruns the page it last was told
+    at = _ok(at.button(key="tr_opened_open_run").click().run())
+    assert any(h.value == "Compare settings" for h in at.title)
+    assert at.selectbox(key="eval_run_view").value == run_id
+    assert run_id in (at.selectbox(key="eval_run_a").value, at.selectbox(key="eval_run_b").value)
+    assert any(f"“{query}”" in m.value and m.value.startswith("#### Query") for m in at.markdown)

@@ -1,0 +1,254 @@
+"""The analyst's seven flows of issue 10 in a real browser (Debian's Chromium via Playwright), a screenshot
+per step (`flow<N>-<step>.png`: into docs/screenshots only with UPDATE_SCREENSHOTS=1).
+
+One server on the sample knowledge base and a fresh trace file; the flows run in order and build on each
+other (the sweep of flow 2 is what flows 3 and 4 compare). Waits are on the script state, never on sleeps.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from eval import judgements
+from eval.cli import main as eval_main
+from retrieval import TraceStore, lookup_knowledge, open_index
+from retrieval.invocation import ToolInvocation
+from retrieval.paths import PROJECT_ROOT
+from tests.kb_fixture import write_kb
+from tests.test_browser import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    ROOT,
+    TIMEOUT_MS,
+    _free_port,
+    _wait_healthy,
+    click_first_row,
+    open_page,
+    screenshot,
+    sync_api,
+    visible,
+    wait_for_app,
+)
+
+pytestmark = [pytest.mark.browser,
+              pytest.mark.skipif(not CHROMIUM.exists(), reason=f"Debian's Chromium is not installed at {CHROMIUM}")]
+SAMPLE_KB = PROJECT_ROOT / "data" / "kb"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
+    root = tmp_path_factory.mktemp("flows")
+    traces, log = root / "traces.duckdb", root / "streamlit.log"
+    env = {**os.environ, "LOOKUP_KNOWLEDGE_TRACES": str(traces), "LOOKUP_KNOWLEDGE_CACHE": str(root / "cache")}
+    env.pop("LOOKUP_KNOWLEDGE_KB", None)
+    TraceStore(traces)
+    port = _free_port()
+    with log.open("w") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
+                                 "--server.headless", "true"], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+    url = f"http://localhost:{port}"
+    try:
+        _wait_healthy(url, proc, log)
+        yield {"url": url, "traces": traces, "root": root}
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.fixture(scope="module")
+def page(server: dict) -> Iterator:
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        context = browser.new_context(viewport={"width": 1440, "height": 900}, accept_downloads=True)
+        tab = context.new_page()
+        tab.set_default_timeout(TIMEOUT_MS)
+        tab.goto(server["url"])
+        wait_for_app(tab)
+        yield tab
+        context.close()
+        browser.close()
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    target = ROOT / "docs" / "screenshots" if os.environ.get("UPDATE_SCREENSHOTS") == "1" \
+        else tmp_path_factory.mktemp("flow-shots")
+    target.mkdir(parents=True, exist_ok=True)
+    return target
+
+
+def _pick(page, key: str, option: str) -> None:
+    """Type into a selectbox's combobox to filter its options, then click the first match."""
+    box = page.locator(f".st-key-{key} input")
+    box.click()
+    box.fill(option)
+    page.get_by_role("option").filter(has_text=option).first.click()
+    wait_for_app(page)
+
+
+def _value(page, key: str) -> str:
+    """A selectbox's shown value (Streamlit keeps it in the combobox input)."""
+    return page.locator(f".st-key-{key} input").input_value()
+
+
+def _lookup(page, query: str) -> None:
+    page.locator(".st-key-lookup_query input").fill(query)
+    page.locator(".st-key-lookup_query input").press("Enter")
+    visible(page, page.get_by_test_id("stMarkdownContainer").filter(has_text=f"“{query}”").first)
+
+
+def _runs(traces: Path) -> list[str]:
+    return TraceStore(traces).query("SELECT run_id FROM eval_run ORDER BY created_at DESC")["run_id"].tolist()
+
+
+def test_flow1_switching_the_base_clears_the_result(server, page, shots):
+    _lookup(page, "rotate an API token")
+    screenshot(page, shots, "flow1-1-lookup")
+    other = write_kb(server["root"] / "other-kb")
+    page.locator(".st-key-kb_source").get_by_text("Folder path").click()
+    wait_for_app(page)
+    page.locator(".st-key-kb_path input").fill(str(other))
+    page.locator(".st-key-kb_path input").press("Enter")
+    visible(page, page.get_by_text("cleared because the knowledge base changed"))
+    sync_api.expect(page.get_by_text("“rotate an API token”")).to_have_count(0)
+    screenshot(page, shots, "flow1-2-switched")
+    page.locator(".st-key-kb_source").get_by_text("Sample knowledge base").click()
+    wait_for_app(page)
+
+
+def test_flow2_a_sweep_selects_its_runs_in_the_pickers(server, page, shots):
+    open_page(page, "Compare settings")
+    page.get_by_role("tab", name="Labelled set").click()
+    page.locator(".st-key-eval_mode").get_by_text("Sweep").click()
+    visible(page, page.locator(".st-key-eval_grid textarea"))
+    screenshot(page, shots, "flow2-1-sweep")
+    page.locator(".st-key-eval_start button").click()
+    visible(page, page.get_by_text("Stored 2 run(s)"))
+    newest, previous = _runs(server["traces"])[:2]
+    assert _value(page, "eval_run_b").startswith(newest) and _value(page, "eval_run_a").startswith(previous)
+    screenshot(page, shots, "flow2-2-pickers")
+
+
+def test_flow3_a_run_of_another_dataset_is_not_offered(server, page, shots):
+    docs = write_kb(server["root"] / "docs")
+    queries = server["root"] / "dev.jsonl"
+    queries.write_text(json.dumps({"_id": "d1", "text": "rotate an API token", "relevant": ["security/tokens.md"]})
+                       + "\n")
+    page.locator(".st-key-eval_source").get_by_text("Docs folder + query file").click()
+    wait_for_app(page)
+    page.locator(".st-key-eval_kb input").fill(str(docs))
+    page.locator(".st-key-eval_queries input").fill(str(queries))
+    page.locator(".st-key-eval_queries input").press("Enter")
+    wait_for_app(page)
+    page.locator(".st-key-eval_mode").get_by_text("Single run").click()
+    wait_for_app(page)
+    page.locator(".st-key-eval_start button").click()
+    visible(page, page.get_by_text("Stored 1 run(s)"))
+    other = _runs(server["traces"])[0]
+    assert _value(page, "eval_run_a").startswith(other)  # alone in its group
+    screenshot(page, shots, "flow3-1-other-dataset")
+    _pick(page, "eval_group", "data · ")
+    page.locator(".st-key-eval_run_a").click()
+    options = page.get_by_role("option")
+    visible(page, options.first)
+    assert other not in " ".join(options.all_inner_texts())  # refused: never offered beside the data/ runs
+    screenshot(page, shots, "flow3-2-not-offered")
+    page.keyboard.press("Escape")
+    wait_for_app(page)
+
+
+def test_flow4_a_per_query_row_opens_its_trace_as_cards(server, page, shots):
+    pairs = page.locator(".st-key-eval_pairs [data-testid='stDataFrameResizable']")
+    click_first_row(page, pairs)
+    visible(page, page.get_by_test_id("stHeading").filter(has_text="Run A:").first)
+    screenshot(page, shots, "flow4-1-pair")
+    page.locator(".st-key-eval_open_trace_a button").click()
+    visible(page, page.get_by_test_id("stHeading").filter(has_text="Traces").first)
+    visible(page, page.get_by_text("Trace in full").first)
+    sync_api.expect(page.get_by_test_id("stMetric").filter(has_text="Final blocks").first).to_be_visible()
+    sync_api.expect(page.get_by_text("Open this run's query on the Compare page")).to_be_visible()
+    screenshot(page, shots, "flow4-2-trace-cards")
+
+
+def test_flow5_replay_20_interactive_lookups_under_b(server, page, shots):
+    index = open_index(SAMPLE_KB)
+    store = TraceStore(server["traces"])
+    texts = [json.loads(line)["text"] for line in (PROJECT_ROOT / "data" / "queries.jsonl").read_text().splitlines()]
+    for text in texts[:19]:
+        lookup_knowledge(text, index=index, recorder=store)  # with flow 1's lookup: 20 interactive calls
+    open_page(page, "Compare settings")
+    page.get_by_text("Configuration B").first.click()
+    page.locator(".st-key-cmpb_l0_filter label").click()
+    visible(page, page.get_by_text("B differs from A"))
+    page.get_by_role("tab", name="Replay").click()
+    screenshot(page, shots, "flow5-1-config-b")
+    page.locator(".st-key-rp_start button").click()
+    visible(page, page.get_by_text("Saved as run"))
+    sync_api.expect(page.get_by_test_id("stMetric").filter(has_text="calls").first).to_contain_text("20")
+    replayed = store.query("SELECT count(*) AS n FROM tool_invocation WHERE run_id LIKE 'replay-%'")["n"][0]
+    assert replayed == 20
+    screenshot(page, shots, "flow5-2-replay-diff")
+
+
+def test_flow6_judge_export_qrels_and_evaluate_as_the_cli(server, page, shots):
+    open_page(page, "Lookup")
+    for query, marks in (("rotate an API token", ("1_1", "2_0")), ("silence an alert", ("1_1", "2_0", "3_0"))):
+        _lookup(page, query)
+        for mark in marks:
+            page.locator(f".st-key-lookup_judge_{mark} button").click()
+            wait_for_app(page)
+    screenshot(page, shots, "flow6-1-judged")
+    assert len(judgements.latest(TraceStore(server["traces"]))) == 5
+    open_page(page, "Export")
+    page.locator(".st-key-ex_what").get_by_text("Judgements").click()
+    page.locator(".st-key-ex_judgement_format").get_by_text("qrels TSV").click()
+    button = page.locator(".st-key-ex_judgements_download button")
+    visible(page, button)
+    with page.expect_download() as download:
+        button.click()
+    saved = server["root"] / "qrels.tsv"
+    download.value.save_as(saved)
+    assert len(saved.read_text().splitlines()) == 6
+    screenshot(page, shots, "flow6-2-export")
+    open_page(page, "Compare settings")
+    page.get_by_role("tab", name="Labelled set").click()
+    page.locator(".st-key-eval_source").get_by_text("Docs folder + judgements").click()
+    wait_for_app(page)
+    page.locator(".st-key-eval_kb input").fill(str(SAMPLE_KB))
+    page.locator(".st-key-eval_kb input").press("Enter")
+    wait_for_app(page)
+    page.locator(".st-key-eval_start button").click()
+    visible(page, page.get_by_text("Stored 1 run(s)"))
+    app_metrics = json.loads(TraceStore(server["traces"]).query(
+        "SELECT metrics FROM eval_run ORDER BY created_at DESC LIMIT 1")["metrics"][0])
+    cli = server["root"] / "cli.duckdb"
+    assert eval_main(["run", "--kb", str(SAMPLE_KB), "--judgements", str(server["traces"]), "--traces", str(cli),
+                      "--no-progress"]) == 0
+    assert json.loads(TraceStore(cli).query("SELECT metrics FROM eval_run")["metrics"][0]) == app_metrics
+    screenshot(page, shots, "flow6-3-evaluated")
+
+
+def test_flow7_page_through_more_than_1000_traces(server, page, shots):
+    TraceStore(server["traces"]).record_many([ToolInvocation(
+        "lookup_knowledge", f"seeded {i}", {}, "ok", float(i % 50), {}, {"retrieval_layer": "L1"},
+        run_id="seeded", id=f"seed-{i:05d}") for i in range(1050)])
+    open_page(page, "Traces")
+    _pick(page, "tr_run", "seeded")
+    visible(page, page.get_by_text("1050 trace(s)"))
+    screenshot(page, shots, "flow7-1-first-page")
+    _pick(page, "tr_page_size", "1000")
+    page.locator(".st-key-tr_page input").fill("2")
+    page.locator(".st-key-tr_page input").press("Enter")
+    visible(page, page.get_by_text("rows 1001–1050"))
+    screenshot(page, shots, "flow7-2-last-page")
