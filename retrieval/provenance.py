@@ -39,8 +39,8 @@ def of_index(index: KnowledgeIndex) -> Provenance:
     if seen is not None and seen[0]() is index:
         return seen[1]
     kb = index.kb
-    settings = {"svd_dims": index.svd_dims, "l1_available": index.l1 is not None,
-                "excluded_paths": list(kb.excluded_paths)}
+    built = index.settings() if hasattr(index, "settings") else {"svd_dims": index.svd_dims}
+    settings = {**built, "l1_available": index.l1 is not None, "excluded_paths": list(kb.excluded_paths)}
     found = Provenance(str(kb.root), kb.fingerprint, len(kb.entries), sum(len(e.chunks) for e in kb.entries),
                        settings)
     key = id(index)

@@ -26,8 +26,9 @@ if TYPE_CHECKING:
 
 Row = tuple[Any, ...]  # one value per COLUMNS entry, typed for DuckDB
 REQUIRED_TEXT = ("id", "tool_name", "query", "status")
-OPTIONAL_TEXT = ("error", "retrieval_layer", "filter_decision", "l1_status", "run_id", "query_id")
-INTEGERS = ("l0_match_count", "l1_candidate_count", "candidate_count", "evidence_count")
+OPTIONAL_TEXT = ("error", "retrieval_layer", "filter_decision", "l1_status", "run_id", "query_id", "kb_path",
+                 "kb_fingerprint")
+INTEGERS = ("l0_match_count", "l1_candidate_count", "candidate_count", "evidence_count", "kb_entries", "kb_chunks")
 INT32 = 2**31
 INSERT = f"INSERT OR IGNORE INTO {TABLE} BY NAME SELECT * FROM _incoming"
 

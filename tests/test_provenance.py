@@ -20,7 +20,8 @@ def test_lookup_records_the_knowledge_base_as_typed_columns(index, store):
     assert row["kb_path"] == index.kb.root and row["kb_fingerprint"] == index.kb.fingerprint
     assert len(row["kb_fingerprint"]) == 64
     assert row["kb_entries"] == len(index.kb.entries) and row["kb_chunks"] == len(index.kb.chunks)
-    assert json.loads(row["s"]) == {"svd_dims": index.svd_dims, "l1_available": True, "excluded_paths": []}
+    assert json.loads(row["s"]) == {**index.settings(), "l1_available": True, "excluded_paths": []}
+    assert json.loads(row["s"])["svd_dims"] == index.svd_dims and json.loads(row["s"])["l1_dimensions"] > 0
 
 
 def test_failed_validation_still_records_the_knowledge_base(index, store):
