@@ -74,6 +74,9 @@ class L1Scores:
     pages: np.ndarray | None
     query_vector: np.ndarray | None
     tfidf_weight: float
+    matched: np.ndarray | None = None  # rows with a lexical score above 0
+    lsa_memo: np.ndarray | None = None  # LSA cosines computed so far (NaN: not yet), shared by the probe and
+    # the filtered search of one lookup; concurrent writers store the same values
 
 
 @dataclass(frozen=True, eq=False)
@@ -164,13 +167,24 @@ class L1Index:
             projected = query_tfidf[rows >= 0] @ a.projection[rows[rows >= 0]]
             norm = float(np.linalg.norm(projected))
             query_vector = projected / norm if norm > 0 else None
-        return L1Scores(lexical, pages, query_vector, tfidf_weight)
+        memo = np.full(len(self.chunks), np.nan, dtype=np.float32) if query_vector is not None else None
+        return L1Scores(lexical, pages, query_vector, tfidf_weight, np.flatnonzero(lexical), memo)
 
     def lsa_scores(self, scores: L1Scores, rows: np.ndarray) -> np.ndarray:
-        """LSA cosines of `rows` (zeros without LSA or a query vector)."""
+        """LSA cosines of `rows` (zeros without LSA or a query vector); each row is computed once per query."""
         if scores.query_vector is None:
             return np.zeros(rows.size, dtype=np.float32)
-        return self.arrays.lsa[rows] @ scores.query_vector
+        memo = scores.lsa_memo
+        if memo is None:
+            return self.arrays.lsa[rows] @ scores.query_vector
+        values = memo[rows]
+        todo = np.isnan(values)
+        if todo.any():
+            fresh = rows[todo]
+            computed = self.arrays.lsa[fresh] @ scores.query_vector
+            memo[fresh] = computed
+            values[todo] = computed
+        return values
 
     def select(self, scores: L1Scores, *, top_k: int, filters: Mapping[str, str] | None = None,
                min_score: float = 0.0, page_weight: float = 0.0, exact: bool = False) -> L1Result:
@@ -228,7 +242,7 @@ class L1Index:
         lexical = scores.lexical
         cap = (1 - w) if scores.query_vector is not None else 0.0
         floor = max(min_score - 1e-9, 0.0)
-        matched = np.flatnonzero(lexical)
+        matched = scores.matched if scores.matched is not None else np.flatnonzero(lexical)
         pages = np.arange(self.n_pages) if allowed is None else allowed
         if allowed is not None:
             inside = np.zeros(self.n_pages, dtype=bool)
