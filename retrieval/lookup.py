@@ -99,8 +99,9 @@ def lookup_knowledge(query: str, *, index: KnowledgeIndex, config: LookupConfig 
         query, max_matches=config.l0_max_matches, min_score_ratio=config.l0_min_score_ratio))
     # the caller's category binds L1 at once; otherwise L1 first ranks every row, and that ranking votes
     probe_filter = {"category": normalize_label(category)} if category is not None else None
+    keep = max(top_k, config.l0_domain_top_n)
     probe = _timed(timings, "l1", lambda: _ranked(hints, _run_l1(query, probe_filter, index, config, top_k),
-                                                 index, config, category))
+                                                 index, config, category, keep))
     hints = hints.with_vote(_timed(timings, "domains", lambda: _vote(hints, probe, category, config)))
     decision = decide_filter(hints, caller_category=category, use_l0_filter=config.l0_filter)
     final, decision = _timed(timings, "l1_filtered", lambda: _filtered(query, probe, decision, hints, index,
@@ -173,8 +174,10 @@ def _run_l1(query: str, filters: dict[str, str] | None, index: KnowledgeIndex, c
 
 
 def _ranked(hints: L0Hints, outcome: L1Outcome, index: KnowledgeIndex, config: LookupConfig,
-            category: str | None) -> _Ranked:
-    """L1's candidates merged with L0's evidence and ranked (not yet cut to top_k)."""
+            category: str | None, keep: int) -> _Ranked:
+    """L1's candidates merged with L0's evidence and ranked; the `keep` best (plus every L0 source) are made
+    into blocks, the rest are only counted: building 30 pages' blocks to return 5 cost as much as L1 itself.
+    The order is `rank`'s exactly: the same fused score from the same parts, ties by source."""
     by_page: dict[str, list[L1Candidate]] = {}
     for candidate in outcome.result.candidates if outcome.result else ():
         by_page.setdefault(candidate.chunk.source, []).append(candidate)
@@ -182,10 +185,25 @@ def _ranked(hints: L0Hints, outcome: L1Outcome, index: KnowledgeIndex, config: L
     if category is not None:  # the caller's filter binds L0 evidence too
         l0_blocks = [b for b in l0_blocks if normalize_label(category) in b.domains]
     count = sum(len(c) for c in by_page.values()) + len(l0_blocks)
-    merged = dedupe([l1_page_block(c) for c in by_page.values()] + l0_blocks)
+    l0_by_source = {b.source: b for b in l0_blocks}
+    sources = list(dict.fromkeys([*by_page, *l0_by_source]))
+    order = sorted(sources, key=lambda source: (-_fused_score(by_page.get(source), l0_by_source.get(source),
+                                                               hints.score_bound, config), source))
+    chosen = set(order[:keep]) | set(l0_by_source)
+    merged = dedupe([l1_page_block(by_page[s]) for s in by_page if s in chosen] + l0_blocks)
     ranked = rank(merged, l0_weight=config.l0_weight, l1_weight=config.l1_weight, l0_bound=hints.score_bound,
                   page_weight=config.page_weight)
-    return _Ranked(outcome, tuple(ranked), count, count - len(merged))
+    return _Ranked(outcome, tuple(ranked), count, count - len(sources))
+
+
+def _fused_score(candidates: list[L1Candidate] | None, l0: EvidenceBlock | None, l0_bound: float,
+                 config: LookupConfig) -> float:
+    """`evidence.rank`'s score of one source's merged block, from its parts (no block built)."""
+    l1_score = max(c.score for c in candidates) if candidates else 0.0
+    page_score = max(c.page_score for c in candidates) if candidates else 0.0
+    l0_score = l0.l0_score if l0 is not None and l0.l0_score is not None else 0.0
+    l0_part = min(l0_score / l0_bound, 1.0) if l0_bound > 0 else 0.0
+    return config.l1_weight * l1_score + config.page_weight * page_score + config.l0_weight * l0_part
 
 
 def _vote(hints: L0Hints, probe: _Ranked, category: str | None, config: LookupConfig) -> DomainVote:
@@ -211,7 +229,8 @@ def _filtered(query: str, probe: _Ranked, decision: FilterDecision, hints: L0Hin
     """The L1 search under an L0-derived filter; widened back to the unfiltered `probe` when much weaker."""
     if decision.decision != "applied" or probe.outcome.result is None:
         return probe, decision  # no filter, the caller's (already applied), or no L1 to filter
-    filtered = _ranked(hints, _run_l1(query, decision.applied, index, config, top_k), index, config, None)
+    filtered = _ranked(hints, _run_l1(query, decision.applied, index, config, top_k), index, config, None,
+                       max(top_k, config.l0_domain_top_n))
     widening = guard(best_score(filtered.blocks), best_score(probe.blocks), config.filter_widen_ratio)
     decision = replace(decision, widening=widening)
     return (probe if widening.widened else filtered), decision
