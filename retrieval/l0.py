@@ -139,7 +139,8 @@ class L0Index:
         if positive.size == 0:
             return L0Hints()
         floor = scores[positive].max() * min_score_ratio
-        ranked = sorted((i for i in positive if scores[i] >= floor), key=lambda i: (-scores[i], i))
+        kept = positive[scores[positive] >= floor]
+        ranked = kept[np.lexsort((kept, -scores[kept]))][:max_matches].tolist()  # best first, ties by position
         query_terms = set(terms)
         matches = [replace(m, coverage=self.coverage(terms, i)) for m, i in
                    ((self._describe(self.entries[i], float(scores[i]), query_terms), i) for i in ranked[:max_matches])
