@@ -78,7 +78,7 @@ def count_terms(texts: Iterable[str], page_of_text: np.ndarray, n_pages: int) ->
     starts = np.r_[0, np.cumsum(lengths)]
     pages = np.asarray(page_of_text, dtype=np.int64)
     blocks = _blocks(pages)
-    pair_keys = np.unique(np.concatenate([np.unique(_pairs(flat, starts, a, b, n_unigrams)[0])
+    pair_keys = _distinct(np.concatenate([_distinct(_pairs(flat, starts, a, b, n_unigrams)[0])
                                           for a, b in blocks] or [np.empty(0, dtype=np.int64)]))
     n_columns = n_unigrams + pair_keys.size
     chunk_parts, page_parts = [], []
@@ -118,6 +118,12 @@ def _pairs(flat: np.ndarray, starts: np.ndarray, a: int, b: int, n_unigrams: int
     rows = np.repeat(np.arange(a, b, dtype=np.int64), np.diff(starts[a:b + 1]))
     same = rows[1:] == rows[:-1]
     return tokens[:-1][same] * n_unigrams + tokens[1:][same], rows[:-1][same]
+
+
+def _distinct(values: np.ndarray) -> np.ndarray:
+    """Sorted distinct values, by sorting: numpy 2's hash-based `np.unique` took 7 s of a 100k build."""
+    ordered = np.sort(values)
+    return ordered[np.r_[True, ordered[1:] != ordered[:-1]]] if ordered.size else ordered
 
 
 def _packed_counts(rows: np.ndarray, columns: np.ndarray, n_columns: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -1,0 +1,54 @@
+"""Integer term counting gives exactly what `text.analyze` counts, block by block."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from retrieval import terms
+from retrieval.text import analyze, tokenize
+
+TEXTS = ["The quick brown fox jumps over the lazy dog", "quick quick fox", "", "dog lazy dog lazy",
+         "Brown fox, brown FOX!"] * 7
+
+
+@pytest.mark.parametrize("block", [1, 3, 1000])
+def test_counts_equal_analyze_per_chunk_and_per_page(monkeypatch, block):
+    monkeypatch.setattr(terms, "BLOCK_TEXTS", block)
+    pages = np.repeat(np.arange(7), 5)
+    counted = terms.count_terms(TEXTS, pages, 7)
+    n = len(counted.unigrams)
+
+    def name(column: int) -> str:
+        if column < n:
+            return counted.unigrams[column]
+        first, second = divmod(int(counted.pair_keys[column - n]), n)
+        return f"{counted.unigrams[first]}_{counted.unigrams[second]}"
+
+    for row, text in enumerate(TEXTS):
+        chunk = counted.chunks.getrow(row)
+        assert {counted.unigrams[j]: v for j, v in zip(chunk.indices, chunk.data, strict=True)} == \
+            dict(Counter(tokenize(text)))
+    for page in range(7):
+        expected = Counter(t for i, text in enumerate(TEXTS) if pages[i] == page for t in analyze(text))
+        row = counted.pages.getrow(page)
+        assert {name(j): v for j, v in zip(row.indices, row.data, strict=True)} == dict(expected)
+
+
+def test_pages_out_of_order_are_counted_in_one_block(monkeypatch):
+    monkeypatch.setattr(terms, "BLOCK_TEXTS", 1)
+    counted = terms.count_terms(["alpha beta", "beta gamma", "alpha beta"], np.asarray([0, 1, 0]), 2)
+    assert counted.pages.getrow(0).sum() == 6  # alpha, beta twice each plus the pair alpha_beta twice
+    assert counted.pages.getrow(1).sum() == 3
+
+
+def test_query_terms_find_words_and_pairs_through_the_term_index():
+    counted = terms.count_terms(["quick brown fox"], np.asarray([0]), 1)
+    index = terms.TermIndex.of(counted.unigrams)
+    ids, counts = terms.query_terms("the quick brown cat", index, counted.pair_keys)
+    n = len(counted.unigrams)
+    assert {counted.unigrams[i] for i in ids if i < n} == {"quick", "brown"}
+    assert [i for i in ids if i >= n] == [n + 0]  # the pair quick_brown, not brown_cat
+    assert index.get("cat") == -1 and "fox" in index
