@@ -106,7 +106,9 @@ def _run(args: argparse.Namespace) -> str | None:
             result = lookup_knowledge(args.query, index=index, config=config, category=args.category,
                                       top_k=args.top_k, recorder=store)
             if store is not None:
-                store.close()  # flush now, so a problem is one `warning:` line (the row stays spooled)
+                # the row is spooled (durable); the next TraceStore reader or writer moves it into the table,
+                # so a one-shot CLI does not pay for DuckDB's Arrow/pandas import at exit
+                store.close(drain=False)
         for warning in caught:
             print(f"warning: {warning.message}", file=sys.stderr)
         if index.kb.problems:  # the count is in retrieval_details.kb; the names go to stderr

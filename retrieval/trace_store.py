@@ -75,8 +75,8 @@ class TraceStore:
         self._since: float | None = None  # when undrained rows were first seen
         self._generation = -1  # the live spool's inode when last looked at: it changes when anyone drains
         self._retry_at, self._backoff, self._warned = 0.0, 0.0, ""
-        with self.connect():  # checks and migrates the file, adds rows left by earlier processes
-            pass
+        with self.connect(drain=False):  # checks and migrates the file; spooled rows wait for a drain, so
+            pass  # opening a store never loads DuckDB's Arrow path (a one-shot CLI stays under a second)
         trace_drain.register(self)
 
     @property
@@ -122,9 +122,12 @@ class TraceStore:
             self._warn_once(exc, force=True)
             return False
 
-    def close(self, timeout: float | None = None) -> None:
-        """Flush and stop draining in the background; rows recorded later still go to the spool."""
-        self.flush(timeout)
+    def close(self, timeout: float | None = None, *, drain: bool = True) -> None:
+        """Flush and stop draining in the background; rows recorded later still go to the spool.
+        `drain=False` leaves spooled rows (acknowledged, durable) for the next reader or writer to move: a
+        one-shot process then never loads DuckDB's Arrow and pandas path (half a second of start-up)."""
+        if drain:
+            self.flush(timeout)
         self._closed = True
         trace_drain.unregister(self)
         self._spool.close()
@@ -148,13 +151,14 @@ class TraceStore:
         return int(self.query(f"SELECT count(*) AS n FROM {TABLE}")["n"][0])
 
     @contextmanager
-    def connect(self, timeout: float | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
-        """A short read-write connection with every spooled row added; retried while another process
-        holds the lock (up to `timeout`, default `lock_timeout`), then TraceStoreLocked."""
+    def connect(self, timeout: float | None = None, *, drain: bool = True) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A short read-write connection with every spooled row added (unless `drain` is False); retried
+        while another process holds the lock (up to `timeout`, default `lock_timeout`), then TraceStoreLocked."""
         with self._lock:
             trace_db.check_file(self.path)  # a foreign file is refused before the spool is touched
             try:
-                pending = Pending.collect(self._spool, self._memory, self.batch_size)
+                pending = (Pending.collect(self._spool, self._memory, self.batch_size) if drain
+                           else Pending([], []))
             except OSError as exc:
                 raise TraceStoreError(f"cannot read the spool {self.spool_path}: {exc}") from None
             try:

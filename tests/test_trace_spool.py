@@ -81,10 +81,11 @@ def test_bad_spool_line_goes_to_the_rejected_file_and_lookups_go_on(tmp_path, in
     TraceStore(path).close()
     spool = path.with_name(path.name + ".pending.jsonl")
     spool.write_bytes(json.dumps(GOOD).encode() + b"\n" + BAD_LINES[kind] + b"\n")
-    with pytest.warns(TraceSpoolRejectedWarning, match="moved to .*rejected.jsonl"):
-        store = TraceStore(path)
+    store = TraceStore(path)  # opening does not drain; the first read does
     result = lookup_knowledge("PagerDuty", index=index, recorder=store)
-    assert set(store.query("SELECT id FROM tool_invocation")["id"]) == {"good-1", result.invocation_id}
+    with pytest.warns(TraceSpoolRejectedWarning, match="moved to .*rejected.jsonl"):
+        stored = set(store.query("SELECT id FROM tool_invocation")["id"])
+    assert stored == {"good-1", result.invocation_id}
     rejected = [json.loads(line) for line in store.rejected_path.read_text().splitlines()]
     assert len(rejected) == 1 and rejected[0]["reason"]
     assert rejected[0]["line"].startswith(BAD_LINES[kind][:2].decode())
