@@ -15,6 +15,16 @@ SHARED_DATA = Path(os.environ.get("LOOKUP_KNOWLEDGE_SHARED_DATA",
                                   Path(__file__).resolve().parents[2] / "shared" / "data"))
 
 
+@pytest.fixture
+def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
+    """A tiny knowledge base and an empty trace file under tmp_path, picked up through the app's env vars."""
+    kb = write_kb(tmp_path / "kb")
+    traces = tmp_path / "traces.duckdb"
+    monkeypatch.setenv("LOOKUP_KNOWLEDGE_KB", str(kb))
+    monkeypatch.setenv("LOOKUP_KNOWLEDGE_TRACES", str(traces))
+    return {"kb": kb, "traces": traces, "root": tmp_path}
+
+
 @pytest.fixture(autouse=True)
 def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     """Index caches of tests go to a temporary folder, never to the user's ~/.cache."""

@@ -26,15 +26,6 @@ QUERIES = [{"_id": "q1", "text": "rotate an API token", "relevant": ["security/t
            {"_id": "q4", "text": "escalation when nobody acknowledges", "relevant": ["alerting/routing.md"]}]
 
 
-@pytest.fixture
-def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
-    """A tiny knowledge base and an empty trace file under tmp_path, picked up through the app's env vars."""
-    kb = write_kb(tmp_path / "kb")
-    traces = tmp_path / "traces.duckdb"
-    monkeypatch.setenv("LOOKUP_KNOWLEDGE_KB", str(kb))
-    monkeypatch.setenv("LOOKUP_KNOWLEDGE_TRACES", str(traces))
-    return {"kb": kb, "traces": traces, "root": tmp_path}
-
 
 def _app() -> AppTest:
     return AppTest.from_file(APP, default_timeout=60).run()

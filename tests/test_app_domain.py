@@ -12,20 +12,11 @@ from streamlit.testing.v1 import AppTest
 
 from appui import domain_view
 from retrieval import TraceStore
-from tests.kb_fixture import write_kb
 from tests.test_domains import WIDEN_KB
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 GOLDEN = Path(__file__).resolve().parent / "golden"
 
-
-@pytest.fixture
-def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
-    """The tests' tiny knowledge base and an empty trace file under tmp_path, through the app's env vars."""
-    kb = write_kb(tmp_path / "kb")
-    monkeypatch.setenv("LOOKUP_KNOWLEDGE_KB", str(kb))
-    monkeypatch.setenv("LOOKUP_KNOWLEDGE_TRACES", str(tmp_path / "traces.duckdb"))
-    return {"kb": kb, "traces": tmp_path / "traces.duckdb", "root": tmp_path}
 
 
 def _ok(at: AppTest) -> AppTest:

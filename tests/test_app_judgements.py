@@ -3,24 +3,13 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
-import pytest
 from streamlit.testing.v1 import AppTest
 
 from eval import judgements
 from eval.cli import main
 from retrieval import TraceStore
-from tests.kb_fixture import write_kb
 from tests.test_app import APP, _lookup, _ok, _select
-
-
-@pytest.fixture
-def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
-    kb = write_kb(tmp_path / "kb")
-    monkeypatch.setenv("LOOKUP_KNOWLEDGE_KB", str(kb))
-    monkeypatch.setenv("LOOKUP_KNOWLEDGE_TRACES", str(tmp_path / "traces.duckdb"))
-    return {"kb": kb, "traces": tmp_path / "traces.duckdb", "root": tmp_path}
 
 
 def _judge_five(at: AppTest) -> AppTest:

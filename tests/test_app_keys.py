@@ -7,7 +7,6 @@ import glob
 import re
 from pathlib import Path
 
-import pytest
 from streamlit.testing.v1 import AppTest
 
 from retrieval import LookupConfig, TraceStore
@@ -21,13 +20,6 @@ WIDGETS = ("button", "selectbox", "radio", "text_input", "number_input", "toggle
 DISPLAY = {"cmp_changes", "eval_card", "eval_filter_domains", "eval_headroom", "eval_metrics", "eval_runs",
            "ex_preview", "ex_judgements_preview", "sql_table"}
 
-
-@pytest.fixture
-def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
-    kb = write_kb(tmp_path / "kb")
-    monkeypatch.setenv("LOOKUP_KNOWLEDGE_KB", str(kb))
-    monkeypatch.setenv("LOOKUP_KNOWLEDGE_TRACES", str(tmp_path / "traces.duckdb"))
-    return {"kb": kb, "traces": tmp_path / "traces.duckdb", "root": tmp_path}
 
 
 def _keys() -> set[str]:

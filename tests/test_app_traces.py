@@ -18,14 +18,6 @@ from tests.kb_fixture import write_kb
 from tests.test_app import APP, QUERIES, _lookup, _ok, _select
 
 
-@pytest.fixture
-def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
-    kb = write_kb(tmp_path / "kb")
-    monkeypatch.setenv("LOOKUP_KNOWLEDGE_KB", str(kb))
-    monkeypatch.setenv("LOOKUP_KNOWLEDGE_TRACES", str(tmp_path / "traces.duckdb"))
-    return {"kb": kb, "traces": tmp_path / "traces.duckdb", "root": tmp_path}
-
-
 def _app() -> AppTest:
     return _ok(AppTest.from_file(APP, default_timeout=60).run())
 
