@@ -15,6 +15,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
@@ -57,12 +58,9 @@ def _wait_healthy(url: str, server: subprocess.Popen, log: Path, timeout: float 
     raise RuntimeError(f"streamlit did not answer on {url} within {timeout}s:\n{log.read_text()}")
 
 
-@pytest.fixture(scope="module")
-def app_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
-    root = tmp_path_factory.mktemp("browser")
-    traces, log = root / "traces.duckdb", root / "streamlit.log"
-    env = {**os.environ, "LOOKUP_KNOWLEDGE_TRACES": str(traces), "LOOKUP_KNOWLEDGE_CACHE": str(root / "cache")}
-    env.pop("LOOKUP_KNOWLEDGE_KB", None)  # the sample knowledge base, as `streamlit run app.py` opens it
+@contextmanager
+def running_app(env: dict[str, str], log: Path) -> Iterator[str]:
+    """`streamlit run app.py` on a free port with `env`, its output in `log`; yields the URL once healthy."""
     port = _free_port()
     with log.open("w") as out:
         server = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
@@ -71,7 +69,7 @@ def app_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
     url = f"http://localhost:{port}"
     try:
         _wait_healthy(url, server, log)
-        yield {"url": url, "traces": traces, "root": root}
+        yield url
     finally:
         server.terminate()
         try:
@@ -79,6 +77,16 @@ def app_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait()
+
+
+@pytest.fixture(scope="module")
+def app_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
+    root = tmp_path_factory.mktemp("browser")
+    traces, log = root / "traces.duckdb", root / "streamlit.log"
+    env = {**os.environ, "LOOKUP_KNOWLEDGE_TRACES": str(traces), "LOOKUP_KNOWLEDGE_CACHE": str(root / "cache")}
+    env.pop("LOOKUP_KNOWLEDGE_KB", None)  # the sample knowledge base, as `streamlit run app.py` opens it
+    with running_app(env, log) as url:
+        yield {"url": url, "traces": traces, "root": root}
 
 
 @pytest.fixture(scope="module")

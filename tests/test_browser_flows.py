@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,10 +25,9 @@ from tests.test_browser import (
     CHROMIUM_ARGS,
     ROOT,
     TIMEOUT_MS,
-    _free_port,
-    _wait_healthy,
     click_first_row,
     open_page,
+    running_app,
     screenshot,
     sync_api,
     visible,
@@ -49,21 +46,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
     env = {**os.environ, "LOOKUP_KNOWLEDGE_TRACES": str(traces), "LOOKUP_KNOWLEDGE_CACHE": str(root / "cache")}
     env.pop("LOOKUP_KNOWLEDGE_KB", None)
     TraceStore(traces)
-    port = _free_port()
-    with log.open("w") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
-                                 "--server.headless", "true"], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
-    url = f"http://localhost:{port}"
-    try:
-        _wait_healthy(url, proc, log)
+    with running_app(env, log) as url:
         yield {"url": url, "traces": traces, "root": root}
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 @pytest.fixture(scope="module")
