@@ -119,6 +119,18 @@ def widen_note(decision: Mapping[str, Any]) -> str | None:
             f"to every category.")
 
 
+def effect_note(details: Mapping[str, Any]) -> str | None:
+    """What the applied filter changed against the unfiltered ranking (none ran, or older traces: None)."""
+    effect = details.get("filter_effect")
+    if not isinstance(effect, Mapping):
+        return None
+    if not effect.get("changed"):
+        return "The filter changed nothing returned: the unfiltered ranking's top results were already in it."
+    return (f"The filter changed the results from rank {effect.get('first_changed_rank')}: "
+            f"{effect.get('removed', 0)} source(s) from other categories left them and {effect.get('added', 0)} "
+            f"came in.")
+
+
 def _score(value: Any) -> str:
     return f"{value:.3f}" if isinstance(value, int | float) else "none"
 
@@ -149,6 +161,9 @@ def why_domain(details: Mapping[str, Any], *, key: str | None = None) -> None:
     note = widen_note(details.get("filter") or {})
     if note:
         st.warning(note)
+    effect = effect_note(details)
+    if effect:
+        st.caption(effect)
 
 
 def why_domain_compact(details: Mapping[str, Any]) -> None:

@@ -229,7 +229,8 @@ def _summary(result: RunResult) -> str:
         lines.append(f"  {name:<12} {value:.4f}" + (f"   ({', '.join(others)})" if others else ""))
     lines.append(f"  filter applied {diag.get('filter_applied_rate')}, precision {diag.get('filter_precision')}, "
                  f"harm {diag.get('filter_harm', {}).get('count')} (effective "
-                 f"{diag.get('filter_harm_effective', {}).get('count')}, widened {diag.get('filter_widened_rate')}); "
+                 f"{diag.get('filter_harm_effective', {}).get('count')}, widened {diag.get('filter_widened_rate')}), "
+                 f"changed the top {diag.get('filter_changed_within')} of {diag.get('filter_changed')}; "
                  f"L0-only {diag.get('l0_only_fallback_rate')}; latency p50 {diag.get('latency_ms', {}).get('p50')} ms "
                  f"p95 {diag.get('latency_ms', {}).get('p95')} ms")
     lines.append(f"  oracle filter: {_headroom_note(result)}")

@@ -3,7 +3,8 @@
 Per query: the filter decision and applied category, whether that category is a relevant document's
 category (filter precision), whether a relevant document lies outside it (filter harm: L1 never saw
 it), whether a guard widened the search again (`retrieval_details["filter"]["widened"]`: L1 re-ran
-without the filter, so it did see every row), the layer and L1 status, candidate and block counts, and
+without the filter, so it did see every row), whether the filter changed the returned sources at all
+(`filter_effect.first_changed_rank` ≤ 10: a filter that agrees with the ranking's best pages cannot move the metrics), the layer and L1 status, candidate and block counts, and
 latency. Per run: their rates and counts, precision and harm per applied category, and the confusion
 of the applied category against the query's true (first) category.
 """
@@ -20,6 +21,7 @@ from retrieval.text import normalize_label
 
 DomainsOf = Callable[[str], tuple[str, ...]]
 NONE = "(none)"
+TOP_CHANGED = 10  # `filter_changed`: the applied filter changed the returned order within this rank
 
 
 def query_diagnostics(details: Mapping[str, Any], qrels: Mapping[str, float], ranked: Sequence[str],
@@ -38,6 +40,7 @@ def query_diagnostics(details: Mapping[str, Any], qrels: Mapping[str, float], ra
         "filter_harm": bool(outside),
         "filter_harm_missed": any(s not in returned for s in outside),
         "filter_widened": bool(decision.get("widened", False)),
+        "filter_changed": _changed_top(details.get("filter_effect"), TOP_CHANGED),
         "retrieval_layer": details.get("retrieval_layer"),
         "l1_status": (details.get("l1") or {}).get("status"),
         "candidate_count": int(details.get("candidate_count") or 0),
@@ -64,6 +67,8 @@ def summarize(frame: pd.DataFrame) -> dict[str, Any]:
         "filter_harm": _harm(harmed, n),
         "filter_harm_effective": _harm(harmed[~widened[harmed.index]], n),
         "filter_widened_rate": _rate(int(widened.sum()), n),
+        "filter_changed": int(_flag(frame, "filter_changed").sum()),
+        "filter_changed_within": TOP_CHANGED,
         "filter_by_domain": filter_by_domain(applied),
         "filter_confusion": filter_confusion(applied),
         "l0_only_fallback_rate": _rate(int((frame["retrieval_layer"] == "L0").sum()), n),
@@ -98,6 +103,14 @@ def filter_confusion(applied: pd.DataFrame) -> list[dict[str, Any]]:
     counts = pairs.value_counts().rename("count").reset_index()
     counts = counts.sort_values(["count", "chosen", "true"], ascending=[False, True, True])
     return [{"chosen": r["chosen"], "true": r["true"], "count": int(r["count"])} for r in counts.to_dict("records")]
+
+
+def _changed_top(effect: Any, within: int) -> bool | None:
+    """Whether an applied filter changed the first `within` results (None: no filter ran, or an old trace)."""
+    if not isinstance(effect, Mapping):
+        return None
+    rank = effect.get("first_changed_rank")
+    return rank is not None and int(rank) <= within
 
 
 def _harm(harmed: pd.DataFrame, n: int) -> dict[str, Any]:

@@ -30,7 +30,7 @@ LOOKUP = "lookup"
 QUERY_COLUMNS = ("run_id", "query_id", "position", "query", "n_relevant", "relevant", "categories",
                  "invocation_id", "first_relevant_rank", "top_sources", "filter_decision", "filter_category",
                  "filter_correct", "filter_harm", "filter_harm_missed", "filter_widened", "retrieval_layer", "l1_status",
-                 "candidate_count", "duplicates_merged", "evidence_count", "latency_ms")
+                 "candidate_count", "duplicates_merged", "evidence_count", "latency_ms", "filter_changed")
 RUN_JSON = ("config", "overrides", "metrics", "baseline", "diagnostics", "dataset_info", "metric_names")
 SCHEMA = (
     """CREATE TABLE IF NOT EXISTS eval_run (
@@ -43,15 +43,17 @@ SCHEMA = (
         relevant JSON, categories JSON, invocation_id VARCHAR, first_relevant_rank INTEGER, top_sources JSON,
         filter_decision VARCHAR, filter_category VARCHAR, filter_correct BOOLEAN, filter_harm BOOLEAN,
         filter_harm_missed BOOLEAN, filter_widened BOOLEAN, retrieval_layer VARCHAR, l1_status VARCHAR, candidate_count INTEGER,
-        duplicates_merged INTEGER, evidence_count INTEGER, latency_ms DOUBLE, PRIMARY KEY (run_id, query_id))""",
+        duplicates_merged INTEGER, evidence_count INTEGER, latency_ms DOUBLE, filter_changed BOOLEAN,
+        PRIMARY KEY (run_id, query_id))""",
     """CREATE TABLE IF NOT EXISTS eval_query_metric (
         run_id VARCHAR NOT NULL, query_id VARCHAR NOT NULL, system VARCHAR NOT NULL, metric VARCHAR NOT NULL,
         value DOUBLE, PRIMARY KEY (run_id, query_id, system, metric))""",
 )
 MIGRATIONS = (("eval_query", "filter_widened", "BOOLEAN"),  # (table, column, type) added since the first schema
-              ("eval_run", "status", "VARCHAR"), ("eval_run", "pid", "INTEGER"), ("eval_run", "host", "VARCHAR"))
+              ("eval_run", "status", "VARCHAR"), ("eval_run", "pid", "INTEGER"), ("eval_run", "host", "VARCHAR"),
+              ("eval_query", "filter_changed", "BOOLEAN"))
 STARTED, COMPLETE, INCOMPLETE, RUNNING = "started", "complete", "incomplete", "running"
-BOOLEAN_COLUMNS = ("filter_correct", "filter_harm", "filter_harm_missed", "filter_widened")
+BOOLEAN_COLUMNS = ("filter_correct", "filter_harm", "filter_harm_missed", "filter_widened", "filter_changed")
 
 
 class UnknownRunError(ValueError):

@@ -74,7 +74,8 @@ class RetrievalDetails:
                 "evidence": [b.summary() for b in self.blocks[:MAX_SUMMARIES]],
                 "evidence_sources": [b.source for b in self.blocks],
                 "timings_ms": {k: round(v, 3) for k, v in self.timings_ms.items()},
-                "relevance": self.relevance.to_dict()}
+                "relevance": self.relevance.to_dict(),
+                "filter_effect": self.filter.effect.to_dict() if self.filter.effect is not None else None}
 
 
 def overall_layer(hints: L0Hints, outcome: L1Outcome) -> Layer:

@@ -30,6 +30,32 @@ class Widening:
 
 
 @dataclass(frozen=True)
+class FilterEffect:
+    """What an applied (not widened) filter changed in the returned evidence, against the unfiltered
+    probe's top-k: a filter that agrees with the ranking's best pages moves nothing near the top."""
+
+    changed: bool
+    first_changed_rank: int | None
+    removed: int
+    added: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"changed": self.changed, "first_changed_rank": self.first_changed_rank, "removed": self.removed,
+                "added": self.added}
+
+
+def filter_effect(unfiltered: list[str], filtered: list[str]) -> FilterEffect:
+    """Compare the sources the lookup would return without the filter with those it returns with it:
+    the first rank (1-based) where they differ, and how many sources left and came in."""
+    first = next((i + 1 for i, (a, b) in enumerate(zip(unfiltered, filtered, strict=False)) if a != b), None)
+    if first is None and len(unfiltered) != len(filtered):
+        first = min(len(unfiltered), len(filtered)) + 1
+    kept = set(filtered)
+    return FilterEffect(first is not None, first, sum(1 for s in unfiltered if s not in kept),
+                        len(kept - set(unfiltered)))
+
+
+@dataclass(frozen=True)
 class FilterDecision:
     """`decision` is one of DECISIONS; `applied` is the exact filter sent to L1 (None: no filter)."""
 
@@ -37,6 +63,7 @@ class FilterDecision:
     l0_domains: tuple[str, ...]
     applied: dict[str, str] | None
     widening: Widening | None = None
+    effect: FilterEffect | None = None
 
     def __post_init__(self) -> None:
         check(self.decision, FilterStatus, "filter decision")
@@ -47,7 +74,8 @@ class FilterDecision:
 
     def to_dict(self) -> dict[str, Any]:
         """The spec's three keys; when the guard widened, also `widened`, `best_scores` and `widen_rule`
-        (absent otherwise, so the usual decision reads exactly as the spec writes it)."""
+        (absent otherwise, so the usual decision reads exactly as the spec writes it). The `effect` goes
+        to `retrieval_details["filter_effect"]`, beside this dict, for the same reason."""
         decided = {"decision": self.decision, "l0_domains": list(self.l0_domains),
                    "applied": dict(self.applied) if self.applied else None}
         guard = self.widening

@@ -19,7 +19,7 @@ from .config import LookupConfig
 from .details import Counts, L1Outcome, RetrievalDetails, best_score, overall_layer
 from .domains import DomainVote, Voter, vote_domains
 from .evidence import EvidenceBlock, dedupe, l0_block, l1_page_block, rank, trim_reasons, truncate
-from .filters import FilterDecision, decide_filter, guard
+from .filters import FilterDecision, decide_filter, filter_effect, guard
 from .index import KnowledgeIndex
 from .invocation import Recorder, ToolInvocation
 from .l0 import L0Hints
@@ -231,9 +231,18 @@ def _filtered(query: str, probe: _Ranked, decision: FilterDecision, hints: L0Hin
         return probe, decision  # no filter, the caller's (already applied), or no L1 to filter
     filtered = _ranked(hints, _run_l1(query, decision.applied, index, config, top_k), index, config, None,
                        max(top_k, config.l0_domain_top_n))
-    widening = guard(best_score(filtered.blocks), best_score(probe.blocks), config.filter_widen_ratio)
-    decision = replace(decision, widening=widening)
-    return (probe if widening.widened else filtered), decision
+    widening = guard(_best_inside(probe.blocks, decision.applied["category"]) if filtered.blocks else None,
+                     best_score(probe.blocks), config.filter_widen_ratio)
+    if widening.widened:
+        return probe, replace(decision, widening=widening)
+    effect = filter_effect([b.source for b in probe.blocks[:top_k]], [b.source for b in filtered.blocks[:top_k]])
+    return filtered, replace(decision, widening=widening, effect=effect)
+
+
+def _best_inside(blocks: tuple[EvidenceBlock, ...], category: str) -> float | None:
+    """The best unfiltered score of a page inside `category`: the filtered search normalises page scores
+    to the best page inside the filter, so its own scores do not compare with the unfiltered best."""
+    return max((b.score for b in blocks if category in b.domains), default=None)
 
 
 def _recorded_config(config: LookupConfig, index: KnowledgeIndex) -> dict[str, Any]:

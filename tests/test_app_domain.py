@@ -59,6 +59,23 @@ def test_applied_filter_shows_the_evidence_table_and_names_the_domain(env):
     assert "Rule: top 3 pages of the ranking vote" in _text(at) and "min share 10%" in _text(at)
 
 
+def test_applied_filter_says_what_it_changed_next_to_the_decision(env):
+    at = _lookup("download invoices")
+    notes = [c.value for c in at.caption if c.value.startswith("The filter changed")]
+    assert len(notes) == 1
+    effect = at.session_state["lookup_result"]["retrieval_details"]["filter_effect"]
+    assert notes[0] == domain_view.effect_note({"filter_effect": effect})
+
+
+def test_effect_note_in_words_for_a_change_and_for_none():
+    moved = {"filter_effect": {"changed": True, "first_changed_rank": 2, "removed": 1, "added": 0}}
+    assert domain_view.effect_note(moved) == ("The filter changed the results from rank 2: 1 source(s) from other "
+                                              "categories left them and 0 came in.")
+    same = {"filter_effect": {"changed": False, "first_changed_rank": None, "removed": 0, "added": 0}}
+    assert domain_view.effect_note(same).startswith("The filter changed nothing returned")
+    assert domain_view.effect_note({"filter_effect": None}) is None and domain_view.effect_note({}) is None
+
+
 def test_ambiguous_lookup_says_ambiguous_and_no_filter(env):
     at = _lookup("rotate an API token")
     assert _why(at) == ["**Why this domain:** Two domains carried (api, security) → ambiguous, no filter"]

@@ -62,3 +62,14 @@ def test_summary_rates_counts_and_latency_percentiles():
     assert summary["duplicates_merged_rate"] == pytest.approx(4 / 18, abs=1e-4)
     assert summary["latency_ms"]["p50"] == pytest.approx(25.0)
     assert summary["latency_ms"]["p95"] == pytest.approx(38.5)
+
+
+def test_filter_that_changed_the_top_ten_is_counted_and_one_that_did_not_is_not():
+    moved = {**_details(), "filter_effect": {"changed": True, "first_changed_rank": 2, "removed": 1, "added": 1}}
+    deep = {**_details(), "filter_effect": {"changed": True, "first_changed_rank": 40, "removed": 3, "added": 3}}
+    rows = [{**_diagnose(moved, {"billing/invoices.md": 1}), "query_id": "q1"},
+            {**_diagnose(deep, {"billing/invoices.md": 1}), "query_id": "q2"},
+            {**_diagnose(_details(decision="disabled"), {"billing/invoices.md": 1}), "query_id": "q3"}]
+    assert [r["filter_changed"] for r in rows] == [True, False, None]
+    summary = summarize(pd.DataFrame(rows))
+    assert (summary["filter_changed"], summary["filter_changed_within"]) == (1, 10)
