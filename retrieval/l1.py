@@ -209,16 +209,24 @@ class L1Index:
         kept = positive & (blended >= min_score - 1e-9)
         fused = blended + page_weight * page_relative[self.arrays.page_of_chunk[rows]]
         chosen = _best_pages_sections(rows[kept], fused[kept], self.arrays.page_of_chunk, top_k)
-        order = np.argsort(rows, kind="stable")
-        positions = order[np.searchsorted(rows[order], chosen)] if chosen else []
-        has_lsa = scores.query_vector is not None
-        candidates = []
-        for row, i in zip(chosen, np.asarray(positions).tolist(), strict=True):
-            candidates.append(L1Candidate(self.chunks[row], float(blended[i]), float(scores.lexical[row]),
-                                          float(lsa[i]) if has_lsa else None,
-                                          float(page_relative[self.arrays.page_of_chunk[row]])))
         dropped = int(positive.sum() - kept.sum()) + proved_below
-        return L1Result(tuple(candidates), searched, dropped, int(rows.size))
+        candidates = self._candidates(chosen, rows, blended, lsa if scores.query_vector is not None else None,
+                                      scores.lexical, page_relative)
+        return L1Result(candidates, searched, dropped, int(rows.size))
+
+    def _candidates(self, chosen: np.ndarray, rows: np.ndarray, blended: np.ndarray, lsa: np.ndarray | None,
+                    lexical: np.ndarray, page_relative: np.ndarray) -> tuple[L1Candidate, ...]:
+        """The chosen rows as candidates, their chunks and numbers read in one pass each (numpy's per-scalar
+        overhead, row by row, cost more than L1's arithmetic)."""
+        if chosen.size == 0:
+            return ()
+        order = np.argsort(rows, kind="stable")
+        positions = order[np.searchsorted(rows[order], chosen)]
+        chunks = _take(self.chunks, chosen)
+        lsa_values = lsa[positions].tolist() if lsa is not None else [None] * chosen.size
+        page_values = page_relative[self.arrays.page_of_chunk[chosen]].tolist()
+        return tuple(map(L1Candidate, chunks, blended[positions].tolist(), lexical[chosen].tolist(), lsa_values,
+                         page_values))
 
     def search(self, query: str, *, top_k: int, filters: Mapping[str, str] | None = None,
                min_score: float = 0.0, tfidf_weight: float = 0.5, page_weight: float = 0.0,
@@ -397,12 +405,12 @@ def _fit_lsa(counts, config: IndexConfig) -> tuple[np.ndarray, np.ndarray, np.nd
     return idf, projection, projection_row, lsa
 
 
-def _best_pages_sections(rows: np.ndarray, fused: np.ndarray, page_of_chunk: np.ndarray, top_k: int) -> list[int]:
+def _best_pages_sections(rows: np.ndarray, fused: np.ndarray, page_of_chunk: np.ndarray, top_k: int) -> np.ndarray:
     """Chunks of the `top_k` best pages (a page ranks by its best chunk, ties by page), at most
     SECTIONS_PER_PAGE each, best first (ties by position): a page with many matching sections cannot crowd
     other pages out of the pool."""
     if rows.size == 0:
-        return []
+        return np.empty(0, dtype=np.int64)
     pages = page_of_chunk[rows]
     order = np.lexsort((rows, -fused, pages))  # by page, then best chunk first, ties by position
     rows, pages, fused = rows[order], pages[order], fused[order]
@@ -413,7 +421,13 @@ def _best_pages_sections(rows: np.ndarray, fused: np.ndarray, page_of_chunk: np.
     best = np.lexsort((leader_pages, -leader_scores))[:top_k]
     keep = (rank_in_page < SECTIONS_PER_PAGE) & np.isin(pages, leader_pages[best])
     chosen, scores = rows[keep], fused[keep]
-    return chosen[np.lexsort((chosen, -scores))].tolist()
+    return chosen[np.lexsort((chosen, -scores))]
+
+
+def _take(chunks: Sequence[Chunk], rows: np.ndarray) -> list[Chunk]:
+    """`chunks` at `rows`: in one pass from a column store, else one by one."""
+    take = getattr(chunks, "take", None)
+    return take(rows) if take is not None else [chunks[row] for row in rows.tolist()]
 
 
 def _kth_page_leader(pages: np.ndarray, fused: np.ndarray, k: int) -> float:
