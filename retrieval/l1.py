@@ -14,11 +14,11 @@ Chunks are ranked by `score + page_weight * page_score`, so the pool holds the b
 BM25-style weighting rather than plain cosine because cosine over-rewards short chunks: on SciFact train
 it gave nDCG@10 0.682 against 0.698.
 
-Selection is exact but does not scan every chunk's LSA vector. A page's best possible fused score is
-`page_weight * page_score + w * (its best lexical score) + (1 - w)`, since an LSA cosine is at most 1.
-Pages are scored whole, best bound first, in growing blocks, until the `top_k`-th best page found beats
-every unscored page's bound (`select(..., exact=True)` scans everything and is the reference). A filter
-is a set of pages, so a filtered query scores only its category's pages.
+Selection is exact but does not scan every chunk's LSA vector (l1_bounded.py): a row's fused score is at
+most `w * lexical + (1 - w) * (a bound of its cosine) + page_weight * page score`; rows are scored best
+bound first until the `top_k`-th best page found beats every unscored row's bound (`select(..., exact=True)`
+scans everything and is the reference). A filter is a set of pages, so a filtered query scores only its
+category's rows.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ import numpy as np
 from .chunk_store import TextColumn
 from .corpus import Chunk
 from .index_config import IndexConfig
+from .l1_bounded import LsaHeads, Universe, bounded_rows
 from .postings import postings_sum
 from .terms import TermIndex, count_terms, query_terms
 from .text import normalize_label
@@ -127,7 +128,11 @@ class L1Index:
         self._pages_by_domain = _pages_by((c.domains for c in first_chunks), self.n_pages)
         self._page_by_source = {source: page for page, source in enumerate(self.page_sources)}
         self._page_sizes = np.diff(a.page_row_starts)
+        rows_by_page = bool(np.array_equal(a.page_row_order, np.arange(len(a.page_row_order))))
+        self._everything = Universe(None if rows_by_page else a.page_row_order, None, self._page_sizes)
+        self._universes: dict[tuple[tuple[str, str], ...], Universe] = {}
         self._last_scores: tuple[tuple[str, float], L1Scores] | None = None
+        self._lsa_heads: LsaHeads | None = None
 
     @property
     def dimensions(self) -> int:
@@ -197,12 +202,14 @@ class L1Index:
             return L1Result((), searched, 0, 0)
         page_relative = _relative(scores.pages, allowed)
         if exact:
-            rows = (np.arange(len(self.chunks)) if allowed is None else self._rows_of(allowed))
+            rows = (np.arange(len(self.chunks)) if allowed is None else self.rows_of(allowed))
             lsa = self.lsa_scores(scores, rows)
             proved_below = 0
         else:
-            rows, lsa, proved_below = self._bounded_rows(scores, page_relative, allowed, top_k, page_weight,
-                                                         min_score)
+            bounded = bounded_rows(self, scores, page_relative, self._universe(filters or {}, allowed), top_k=top_k,
+                                   page_weight=page_weight, min_score=min_score,
+                                   first=max(FIRST_BLOCK_ROWS, 16 * top_k), sections=SECTIONS_PER_PAGE)
+            rows, lsa, proved_below = bounded.rows, bounded.lsa, bounded.proved_below
         w = scores.tfidf_weight
         blended = w * scores.lexical[rows] + (1 - w) * np.clip(lsa, 0.0, None)
         positive = blended > 0
@@ -236,94 +243,8 @@ class L1Index:
         return self.select(self.score(query, tfidf_weight=tfidf_weight), top_k=top_k, filters=filters,
                            min_score=min_score, page_weight=page_weight, exact=exact)
 
-    def _bounded_rows(self, scores: L1Scores, page_relative: np.ndarray, allowed: np.ndarray | None, top_k: int,
-                      page_weight: float, min_score: float) -> tuple[np.ndarray, np.ndarray, int]:
-        """The rows that can be among the result, with their LSA cosines, and how many rows with a lexical
-        match were proved below the minimum score; every other row is proved unable.
-
-        A row's fused score is at most `w * lexical + (1 - w) + page_weight * page score` (a cosine is at
-        most 1). Round one scores the rows with the best bounds; its `top_k`-th best page gives a threshold
-        T, and round two scores every row whose bound reaches T, which makes the `top_k` pages exact. Then
-        each chosen page's rows that could still be among its best SECTIONS_PER_PAGE are scored too.
-        """
-        a, w = self.arrays, scores.tfidf_weight
-        lexical = scores.lexical
-        cap = (1 - w) if scores.query_vector is not None else 0.0
-        floor = max(min_score - 1e-9, 0.0)
-        matched = scores.matched if scores.matched is not None else np.flatnonzero(lexical)
-        pages = np.arange(self.n_pages) if allowed is None else allowed
-        if allowed is not None:
-            inside = np.zeros(self.n_pages, dtype=bool)
-            inside[allowed] = True
-            matched = matched[inside[a.page_of_chunk[matched]]]
-        blend_bound = w * lexical[matched] + cap
-        reachable = (blend_bound >= floor) & (blend_bound > 0)
-        proved_below = int(reachable.size - reachable.sum())  # matched rows that cannot reach the minimum
-        matched = matched[reachable]
-        matched_bound = blend_bound[reachable] + page_weight * page_relative[a.page_of_chunk[matched]]
-        # rows without a lexical match blend to at most `cap`: one bound per page
-        unmatched_pages = pages if (cap > 0 and cap >= floor) else np.empty(0, dtype=np.int64)
-        unmatched_bound = cap + page_weight * page_relative[unmatched_pages]
-
-        def rows_reaching(threshold: float) -> np.ndarray:
-            extra = self._rows_of(unmatched_pages[unmatched_bound >= threshold])
-            return np.concatenate([matched[matched_bound >= threshold], extra[lexical[extra] == 0]])
-
-        first = max(FIRST_BLOCK_ROWS, 16 * top_k)
-        threshold = (-np.partition(-matched_bound, first - 1)[first - 1] if matched.size > first
-                     else (matched_bound.min() if matched.size else floor))
-        rows = rows_reaching(threshold)
-        lsa, fused, kept = self._fused(scores, rows, page_relative, page_weight, floor)
-        kth = _kth_page_leader(a.page_of_chunk[rows[kept]], fused[kept], top_k)
-        if kth < threshold:
-            rows = rows_reaching(max(kth, floor))
-            lsa, fused, kept = self._fused(scores, rows, page_relative, page_weight, floor)
-        extra = self._section_candidates(scores, rows, fused, kept, page_relative, page_weight, floor, top_k)
-        if extra.size:
-            extra_lsa = self.lsa_scores(scores, extra)
-            rows, lsa = np.concatenate([rows, extra]), np.concatenate([lsa, extra_lsa])
-        return rows, lsa, proved_below
-
-    def _fused(self, scores: L1Scores, rows: np.ndarray, page_relative: np.ndarray, page_weight: float,
-               floor: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """LSA cosines, fused scores and the kept mask (blend above 0 and at least the minimum) of `rows`."""
-        w = scores.tfidf_weight
-        lsa = self.lsa_scores(scores, rows)
-        blended = w * scores.lexical[rows] + (1 - w) * np.clip(lsa, 0.0, None)
-        kept = (blended > 0) & (blended >= floor)
-        return lsa, blended + page_weight * page_relative[self.arrays.page_of_chunk[rows]], kept
-
-    def _section_candidates(self, scores: L1Scores, rows: np.ndarray, fused: np.ndarray, kept: np.ndarray,
-                            page_relative: np.ndarray, page_weight: float, floor: float, top_k: int) -> np.ndarray:
-        """Unscored rows of the chosen pages whose bound reaches their page's SECTIONS_PER_PAGE-th best."""
-        a, w = self.arrays, scores.tfidf_weight
-        cap = (1 - w) if scores.query_vector is not None else 0.0
-        kept_rows, kept_fused = rows[kept], fused[kept]
-        if kept_rows.size == 0:
-            return np.empty(0, dtype=np.int64)
-        pages = a.page_of_chunk[kept_rows]
-        order = np.lexsort((kept_rows, -kept_fused, pages))
-        pages, ranked_fused = pages[order], kept_fused[order]
-        first = np.r_[True, pages[1:] != pages[:-1]]
-        starts = np.flatnonzero(first)
-        leader_pages, leader_scores = pages[first], ranked_fused[first]
-        chosen = leader_pages[np.lexsort((leader_pages, -leader_scores))[:top_k]]
-        counts = np.diff(np.r_[starts, pages.size])
-        needed = np.full(self.n_pages, -np.inf)
-        full = counts >= SECTIONS_PER_PAGE
-        needed[leader_pages[full]] = ranked_fused[starts[full] + SECTIONS_PER_PAGE - 1]
-        candidates = self._rows_of(chosen)
-        scored = np.zeros(len(self.chunks), dtype=bool) if candidates.size else None
-        if scored is None:
-            return candidates
-        scored[rows] = True
-        candidates = candidates[~scored[candidates]]
-        lexical = scores.lexical[candidates]
-        bound = w * lexical + cap + page_weight * page_relative[a.page_of_chunk[candidates]]
-        possible = ((w * lexical + cap) >= floor) & ((w * lexical + cap) > 0)
-        return candidates[possible & (bound >= needed[a.page_of_chunk[candidates]])]
-
-    def _rows_of(self, pages: np.ndarray) -> np.ndarray:
+    def rows_of(self, pages: np.ndarray) -> np.ndarray:
+        """The rows of `pages`, page by page."""
         a = self.arrays
         starts, ends = a.page_row_starts[pages], a.page_row_starts[pages + 1]
         lengths = ends - starts
@@ -331,6 +252,28 @@ class L1Index:
             return np.empty(0, dtype=np.int64)
         offsets = np.repeat(starts - np.r_[0, np.cumsum(lengths)[:-1]], lengths)
         return a.page_row_order[np.arange(lengths.sum()) + offsets]
+
+    @property
+    def lsa_heads(self) -> LsaHeads:
+        """The LSA rows' first dimensions and tail norms (the bounded selection's cheap cosine bound), made
+        on first use: a cache load stays a few array reads."""
+        heads = self._lsa_heads
+        if heads is None:
+            heads = self._lsa_heads = LsaHeads.of(self.arrays.lsa)  # racing callers make equal copies
+        return heads
+
+    def _universe(self, filters: Mapping[str, str], allowed: np.ndarray | None) -> Universe:
+        """The rows the filter allows, page by page; a filter's rows are kept for its next query (a lookup
+        filters by one of a few categories, and gathering a category's rows cost 0.2 ms at 100k)."""
+        if allowed is None:
+            return self._everything
+        key = tuple(sorted(filters.items()))
+        universe = self._universes.get(key)
+        if universe is None:
+            if len(self._universes) >= 64:
+                self._universes.clear()
+            universe = self._universes[key] = Universe(self.rows_of(allowed), allowed, self._page_sizes[allowed])
+        return universe
 
     def _allowed_pages(self, filters: Mapping[str, str]) -> np.ndarray | None:
         _check_filter_keys(filters)
@@ -428,16 +371,6 @@ def _take(chunks: Sequence[Chunk], rows: np.ndarray) -> list[Chunk]:
     """`chunks` at `rows`: in one pass from a column store, else one by one."""
     take = getattr(chunks, "take", None)
     return take(rows) if take is not None else [chunks[row] for row in rows.tolist()]
-
-
-def _kth_page_leader(pages: np.ndarray, fused: np.ndarray, k: int) -> float:
-    """The `k`-th best page's best fused score among scored rows (-inf when fewer than `k` pages)."""
-    if pages.size == 0:
-        return -np.inf
-    best = np.full(int(pages.max()) + 1, -np.inf)
-    np.maximum.at(best, pages, fused)
-    leaders = best[np.isfinite(best)]
-    return float(-np.partition(-leaders, k - 1)[k - 1]) if leaders.size >= k else -np.inf
 
 
 def _relative(pages: np.ndarray, allowed: np.ndarray | None) -> np.ndarray:
