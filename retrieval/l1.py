@@ -24,7 +24,7 @@ category's rows.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -75,9 +75,22 @@ class L1Scores:
     pages: np.ndarray | None
     query_vector: np.ndarray | None
     tfidf_weight: float
-    matched: np.ndarray | None = None  # rows with a lexical score above 0
+    matched: np.ndarray | None = None  # unused since the bounded selection works on dense bounds; kept for callers
     lsa_memo: np.ndarray | None = None  # LSA cosines computed so far (NaN: not yet), shared by the probe and
     # the filtered search of one lookup; concurrent writers store the same values
+    probes: dict[tuple[int, float, float], Probe] = field(default_factory=dict)  # unfiltered selections, by
+    # (top_k, min_score, page_weight): what a filtered selection of the same query may be derived from
+
+
+@dataclass(frozen=True, eq=False)
+class Probe:
+    """An unfiltered bounded selection's scored rows, their blended scores and its result: a filtered
+    selection whose pages are all among them, under the same best page, is that result (see `_derived`)."""
+
+    rows: np.ndarray
+    blended: np.ndarray
+    chosen_pages: np.ndarray
+    candidates: tuple[L1Candidate, ...]
 
 
 @dataclass(frozen=True, eq=False)
@@ -173,7 +186,7 @@ class L1Index:
             norm = float(np.linalg.norm(projected))
             query_vector = projected / norm if norm > 0 else None
         memo = np.full(len(self.chunks), np.nan, dtype=np.float32) if query_vector is not None else None
-        return L1Scores(lexical, pages, query_vector, tfidf_weight, np.flatnonzero(lexical), memo)
+        return L1Scores(lexical, pages, query_vector, tfidf_weight, None, memo)
 
     def lsa_scores(self, scores: L1Scores, rows: np.ndarray) -> np.ndarray:
         """LSA cosines of `rows` (zeros without LSA or a query vector); each row is computed once per query."""
@@ -181,12 +194,12 @@ class L1Index:
             return np.zeros(rows.size, dtype=np.float32)
         memo = scores.lsa_memo
         if memo is None:
-            return self.arrays.lsa[rows] @ scores.query_vector
+            return _cosines(self.arrays.lsa, rows, scores.query_vector)
         values = memo[rows]
         todo = np.isnan(values)
         if todo.any():
             fresh = rows[todo]
-            computed = self.arrays.lsa[fresh] @ scores.query_vector
+            computed = _cosines(self.arrays.lsa, fresh, scores.query_vector)
             memo[fresh] = computed
             values[todo] = computed
         return values
@@ -201,6 +214,10 @@ class L1Index:
         if scores.lexical is None or searched == 0:
             return L1Result((), searched, 0, 0)
         page_relative = _relative(scores.pages, allowed)
+        probe = scores.probes.get((top_k, min_score, page_weight)) if allowed is not None and not exact else None
+        derived = self._derived(scores, probe, allowed, searched, min_score) if probe is not None else None
+        if derived is not None:
+            return derived
         if exact:
             rows = (np.arange(len(self.chunks)) if allowed is None else self.rows_of(allowed))
             lsa = self.lsa_scores(scores, rows)
@@ -219,7 +236,34 @@ class L1Index:
         dropped = int(positive.sum() - kept.sum()) + proved_below
         candidates = self._candidates(chosen, rows, blended, lsa if scores.query_vector is not None else None,
                                       scores.lexical, page_relative)
+        if allowed is None and not exact:
+            chosen_pages = np.unique(self.arrays.page_of_chunk[chosen])
+            scores.probes[(top_k, min_score, page_weight)] = Probe(rows, blended, chosen_pages, candidates)
         return L1Result(candidates, searched, dropped, int(rows.size))
+
+    def _derived(self, scores: L1Scores, probe: Probe, allowed: np.ndarray, searched: int,
+                 min_score: float) -> L1Result | None:
+        """The filtered selection, read off the unfiltered one when provably the same: the best page is
+        allowed (so page scores, relative to it, are unchanged) and so is every page the probe chose (so
+        they are the allowed pages' best too, with the same sections). None otherwise.
+        Counts are the probe's rows inside the filter (what a search scoring those rows reports)."""
+        pages = scores.pages
+        if pages[allowed].max() != pages.max():
+            return None
+        inside = np.zeros(self.n_pages, dtype=bool)
+        inside[allowed] = True
+        if not inside[probe.chosen_pages].all():
+            return None
+        rows_inside = inside[self.arrays.page_of_chunk[probe.rows]]
+        blended = probe.blended[rows_inside]
+        dropped = int(np.count_nonzero((blended > 0) & (blended < min_score - 1e-9)))
+        w = scores.tfidf_weight
+        cap = (1 - w) if scores.query_vector is not None else 0.0
+        if not (cap > 0 and cap - 1e-6 >= max(min_score - 1e-9, 0.0)):  # matched rows proved below, unscored
+            blend_bound = w * scores.lexical + cap
+            proved = (scores.lexical > 0) & ~((blend_bound >= min_score - 1e-9) & (blend_bound > 0))
+            dropped += int(np.count_nonzero(proved & inside[self.arrays.page_of_chunk]))
+        return L1Result(probe.candidates, searched, dropped, int(np.count_nonzero(rows_inside)))
 
     def _candidates(self, chosen: np.ndarray, rows: np.ndarray, blended: np.ndarray, lsa: np.ndarray | None,
                     lexical: np.ndarray, page_relative: np.ndarray) -> tuple[L1Candidate, ...]:
@@ -365,6 +409,13 @@ def _best_pages_sections(rows: np.ndarray, fused: np.ndarray, page_of_chunk: np.
     keep = (rank_in_page < SECTIONS_PER_PAGE) & np.isin(pages, leader_pages[best])
     chosen, scores = rows[keep], fused[keep]
     return chosen[np.lexsort((chosen, -scores))]
+
+
+def _cosines(lsa: np.ndarray, rows: np.ndarray, query_vector: np.ndarray) -> np.ndarray:
+    """Each row's dot product with the query, the same whichever other rows come with it: a BLAS product's
+    last bits depend on the batch (254 of 700 rows differed), so a cosine kept from the probe could differ
+    from the one a fresh search computes. einsum sums each row alone, and is no slower here."""
+    return np.einsum("ij,j->i", lsa[rows], query_vector)
 
 
 def _take(chunks: Sequence[Chunk], rows: np.ndarray) -> list[Chunk]:
