@@ -105,6 +105,8 @@ def validated(result: Any) -> L1Result:
             raise L1BadResult(f"L1 candidate {number} is {type(candidate).__name__}, not L1Candidate")
         for name in ("score", "lexical_score", "lsa_score", "page_score"):
             value = getattr(candidate, name)
+            if type(value) is float and math.isfinite(value):  # the usual case, without the ABC checks below
+                continue
             if value is None and name == "lsa_score":
                 continue
             if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value):

@@ -229,11 +229,21 @@ def _filtered(query: str, probe: _Ranked, decision: FilterDecision, hints: L0Hin
     """The L1 search under an L0-derived filter; widened back to the unfiltered `probe` when much weaker."""
     if decision.decision != "applied" or probe.outcome.result is None:
         return probe, decision  # no filter, the caller's (already applied), or no L1 to filter
-    filtered = _ranked(hints, _run_l1(query, decision.applied, index, config, top_k), index, config, None,
-                       max(top_k, config.l0_domain_top_n))
+    filtered = _ranked_within(probe, hints, _run_l1(query, decision.applied, index, config, top_k), index, config,
+                              max(top_k, config.l0_domain_top_n))
     widening = guard(best_score(filtered.blocks), best_score(probe.blocks), config.filter_widen_ratio)
     decision = replace(decision, widening=widening)
     return (probe if widening.widened else filtered), decision
+
+
+def _ranked_within(probe: _Ranked, hints: L0Hints, outcome: L1Outcome, index: KnowledgeIndex, config: LookupConfig,
+                   keep: int) -> _Ranked:
+    """`_ranked` for the filtered outcome; the probe's blocks when L1 gave the probe's very candidates back
+    (it does when the filter provably changes nothing: l1.L1Index._derived), as ranking them again would."""
+    if outcome.result is not None and probe.outcome.result is not None and \
+            outcome.result.candidates is probe.outcome.result.candidates:
+        return replace(probe, outcome=outcome)
+    return _ranked(hints, outcome, index, config, None, keep)
 
 
 def _recorded_config(config: LookupConfig, index: KnowledgeIndex) -> dict[str, Any]:

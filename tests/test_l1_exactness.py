@@ -86,3 +86,33 @@ def test_cosine_bound_is_at_least_the_cosine(generated):
         bound = heads.cosine_bound(rows, query)
         assert np.all(bound >= lsa @ query) and np.all(bound <= 1.0)
         assert np.mean(bound < 0.9) > 0.5  # tight enough to prune
+
+
+def test_lookups_do_not_depend_on_reading_the_filtered_search_off_the_probe(index, monkeypatch):
+    """The same answers, filter decisions and relevance with the shortcut switched off."""
+    from retrieval import LookupConfig, lookup_knowledge
+
+    queries = ("how do I silence alerts", "alert escalation routing", "invoice refund", "rotate the OAuth token",
+               "retention rollups", "pagerduty service key", "billing plans and invoices")
+    calls = []
+    original = L1Index._derived
+
+    def counted(self, *args, **kwargs):
+        result = original(self, *args, **kwargs)
+        calls.append(result is not None)
+        return result
+
+    def answers() -> list[dict]:
+        out = []
+        for query in queries:
+            index.l1._last_scores = None
+            details = lookup_knowledge(query, index=index, config=LookupConfig()).to_dict()
+            details["retrieval_details"].pop("timings_ms")
+            out.append(details | {"invocation_id": None})
+        return out
+
+    monkeypatch.setattr(L1Index, "_derived", counted)
+    with_shortcut = answers()
+    assert any(calls)  # the shortcut was taken at least once
+    monkeypatch.setattr(L1Index, "_derived", lambda self, *args, **kwargs: None)
+    assert answers() == with_shortcut
