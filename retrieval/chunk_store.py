@@ -6,7 +6,6 @@ building 100k objects up front; a lookup then touches only the few chunks it ret
 
 from __future__ import annotations
 
-import codecs
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import overload
@@ -41,7 +40,7 @@ class TextColumn:
         per-scalar overhead cost more than the decoding)."""
         view = memoryview(self.blob)
         starts, ends = self.offsets[indices].tolist(), self.offsets[np.asarray(indices) + 1].tolist()
-        return [codecs.decode(view[s:e], "utf-8", "surrogatepass") for s, e in zip(starts, ends, strict=True)]
+        return [str(view[s:e], "utf-8", "surrogatepass") for s, e in zip(starts, ends, strict=True)]
 
 
 @dataclass(frozen=True, eq=False)

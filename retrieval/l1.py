@@ -39,6 +39,8 @@ from .text import normalize_label
 FILTER_KEYS = ("category", "source")
 SECTIONS_PER_PAGE = 3  # sections of one page L1 returns; the rest stay out of the pool
 FIRST_BLOCK_ROWS = 512  # rows with the best bounds scored first (at least 16 per requested page)
+FULL_PASS_SHARE = 0.2  # past this share of the rows, score them all in one pass (at 100k: 8 ms, against 25 ms
+# to gather two thirds of them)
 
 
 @dataclass(frozen=True)
@@ -199,6 +201,9 @@ class L1Index:
         todo = np.isnan(values)
         if todo.any():
             fresh = rows[todo]
+            if fresh.size > FULL_PASS_SHARE * memo.size:  # one pass over the contiguous matrix is cheaper
+                memo[:] = _cosines(self.arrays.lsa, slice(None), scores.query_vector)
+                return memo[rows]
             computed = _cosines(self.arrays.lsa, fresh, scores.query_vector)
             memo[fresh] = computed
             values[todo] = computed
@@ -411,7 +416,7 @@ def _best_pages_sections(rows: np.ndarray, fused: np.ndarray, page_of_chunk: np.
     return chosen[np.lexsort((chosen, -scores))]
 
 
-def _cosines(lsa: np.ndarray, rows: np.ndarray, query_vector: np.ndarray) -> np.ndarray:
+def _cosines(lsa: np.ndarray, rows: np.ndarray | slice, query_vector: np.ndarray) -> np.ndarray:
     """Each row's dot product with the query, the same whichever other rows come with it: a BLAS product's
     last bits depend on the batch (254 of 700 rows differed), so a cosine kept from the probe could differ
     from the one a fresh search computes. einsum sums each row alone, and is no slower here."""

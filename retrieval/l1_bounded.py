@@ -108,22 +108,27 @@ class _Query:
         self.rows.append(rows)
         self.lsa.append(self.index.lsa_scores(self.scores, rows))
 
+    def tight(self, rows: np.ndarray) -> np.ndarray:
+        """Each row's fused bound with its cosine's bound in place of 1 (-inf: its blend cannot reach the
+        minimum)."""
+        cosine = np.clip(self.index.lsa_heads.cosine_bound(rows, self.scores.query_vector), 0.0, None)
+        blend = self.w * self.scores.lexical[rows] + self.cap * cosine
+        fused = blend + self.page_part[self.index.arrays.page_of_chunk[rows]]
+        fused[~((blend >= self.floor) & (blend > 0))] = -np.inf
+        return fused
+
     def reaching(self, rows: np.ndarray, threshold: np.ndarray | float, *, tight: bool) -> np.ndarray:
         """`rows` whose bound (`tight`: with the cosine's bound, not 1) reaches `threshold` (a number, or one
         per row) and whose blend can reach the minimum; tightly proved matched rows are counted."""
-        query_vector = self.scores.query_vector
         if rows.size == 0:
             return rows
-        lexical = self.scores.lexical[rows]
-        cosine = 1.0
-        if tight and query_vector is not None:
-            cosine = np.clip(self.index.lsa_heads.cosine_bound(rows, query_vector), 0.0, None)
-        blend = self.w * lexical + self.cap * cosine
-        possible = (blend >= self.floor) & (blend > 0)
-        if tight:
-            self.proved_below += int(np.count_nonzero(~possible & (lexical > 0)))
+        if tight and self.scores.query_vector is not None:
+            fused = self.tight(rows)
+            self.proved_below += int(np.count_nonzero((fused == -np.inf) & (self.scores.lexical[rows] > 0)))
+            return rows[fused >= threshold]
+        blend = self.w * self.scores.lexical[rows] + self.cap
         fused = blend + self.page_part[self.index.arrays.page_of_chunk[rows]]
-        return rows[possible & (fused >= threshold)]
+        return rows[(blend >= self.floor) & (blend > 0) & (fused >= threshold)]
 
     def fused(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Scored rows, their cosines, fused scores and the kept mask (blend above 0 and the minimum)."""
