@@ -31,7 +31,7 @@ import numpy as np
 from .chunk_store import TextColumn
 from .corpus import Chunk
 from .index_config import IndexConfig
-from .l1_bounded import LsaHeads, Universe, bounded_rows
+from .l1_bounded import LsaHeads, PageRanking, Universe, bounded_rows
 from .postings import postings_sum
 from .terms import TermIndex, count_terms, query_terms
 from .text import normalize_label
@@ -236,8 +236,13 @@ class L1Index:
         blended = w * scores.lexical[rows] + (1 - w) * np.clip(lsa, 0.0, None)
         positive = blended > 0
         kept = positive & (blended >= min_score - 1e-9)
-        fused = blended + page_weight * page_relative[self.arrays.page_of_chunk[rows]]
-        chosen = _best_pages_sections(rows[kept], fused[kept], self.arrays.page_of_chunk, top_k)
+        # the best pages (by their best chunk, ties by page), at most SECTIONS_PER_PAGE chunks each, best first
+        # (ties by position): a page with many matching sections cannot crowd other pages out of the pool
+        ranking = None if exact else bounded.ranking  # the bounded selection's, when its rows are these
+        if ranking is None:
+            fused = blended + page_weight * page_relative[self.arrays.page_of_chunk[rows]]
+            ranking = PageRanking.of(rows[kept], fused[kept], self.arrays.page_of_chunk, top_k)
+        chosen = ranking.chosen(SECTIONS_PER_PAGE)
         dropped = int(positive.sum() - kept.sum()) + proved_below
         candidates = self._candidates(chosen, rows, blended, lsa if scores.query_vector is not None else None,
                                       scores.lexical, page_relative)
@@ -395,25 +400,6 @@ def _fit_lsa(counts, config: IndexConfig) -> tuple[np.ndarray, np.ndarray, np.nd
         norms = np.linalg.norm(part, axis=1, keepdims=True)
         lsa[start:start + 50_000] = part / np.where(norms > 0, norms, 1.0)
     return idf, projection, projection_row, lsa
-
-
-def _best_pages_sections(rows: np.ndarray, fused: np.ndarray, page_of_chunk: np.ndarray, top_k: int) -> np.ndarray:
-    """Chunks of the `top_k` best pages (a page ranks by its best chunk, ties by page), at most
-    SECTIONS_PER_PAGE each, best first (ties by position): a page with many matching sections cannot crowd
-    other pages out of the pool."""
-    if rows.size == 0:
-        return np.empty(0, dtype=np.int64)
-    pages = page_of_chunk[rows]
-    order = np.lexsort((rows, -fused, pages))  # by page, then best chunk first, ties by position
-    rows, pages, fused = rows[order], pages[order], fused[order]
-    first = np.r_[True, pages[1:] != pages[:-1]]
-    starts = np.flatnonzero(first)
-    rank_in_page = np.arange(rows.size) - np.repeat(starts, np.diff(np.r_[starts, rows.size]))
-    leader_pages, leader_scores = pages[first], fused[first]
-    best = np.lexsort((leader_pages, -leader_scores))[:top_k]
-    keep = (rank_in_page < SECTIONS_PER_PAGE) & np.isin(pages, leader_pages[best])
-    chosen, scores = rows[keep], fused[keep]
-    return chosen[np.lexsort((chosen, -scores))]
 
 
 def _cosines(lsa: np.ndarray, rows: np.ndarray | slice, query_vector: np.ndarray) -> np.ndarray:

@@ -63,6 +63,7 @@ class Bounded:
     rows: np.ndarray
     lsa: np.ndarray
     proved_below: int
+    ranking: PageRanking | None = None  # of the kept rows, when no row was added after it
 
 
 class _Query:
@@ -148,11 +149,12 @@ def bounded_rows(index: L1Index, scores: L1Scores, page_relative: np.ndarray, un
         todo = query.unscored(np.flatnonzero(query.bound >= kth))  # tight bound can
         query.score(query.reaching(todo, kth, tight=True))
     rows, lsa, fused, kept = query.fused()
-    extra = _section_rows(query, rows, fused, kept, top_k, sections)
+    ranking = PageRanking.of(rows[kept], fused[kept], index.arrays.page_of_chunk, top_k)
+    extra = _section_rows(query, ranking, sections)
     if extra.size:
         query.score(extra)
-        rows, lsa = np.concatenate(query.rows), np.concatenate(query.lsa)
-    return Bounded(rows, lsa, query.proved_below)
+        return Bounded(np.concatenate(query.rows), np.concatenate(query.lsa), query.proved_below)
+    return Bounded(rows, lsa, query.proved_below, ranking)
 
 
 def _first_round(query: _Query, top_k: int, first: int) -> tuple[float, float]:
@@ -188,29 +190,57 @@ def _top_value(bound: np.ndarray, count: int) -> float:
     return float(np.partition(sample, sample.size - rank)[sample.size - rank])
 
 
-def _section_rows(query: _Query, rows: np.ndarray, fused: np.ndarray, kept: np.ndarray, top_k: int,
-                  sections: int) -> np.ndarray:
+def _section_rows(query: _Query, ranking: PageRanking, sections: int) -> np.ndarray:
     """Unscored rows of the chosen pages whose tight bound reaches their page's `sections`-th best."""
     index = query.index
     page_of_chunk = index.arrays.page_of_chunk
-    kept_rows, kept_fused = rows[kept], fused[kept]
-    if kept_rows.size == 0:
+    if ranking.rows.size == 0:
         return np.empty(0, dtype=np.int64)
-    pages = page_of_chunk[kept_rows]
-    order = np.lexsort((kept_rows, -kept_fused, pages))
-    pages, ranked_fused = pages[order], kept_fused[order]
-    first = np.r_[True, pages[1:] != pages[:-1]]
-    starts = np.flatnonzero(first)
-    leader_pages, leader_scores = pages[first], ranked_fused[first]
-    chosen = leader_pages[np.lexsort((leader_pages, -leader_scores))[:top_k]]
-    counts = np.diff(np.r_[starts, pages.size])
+    leader_pages = ranking.pages[ranking.starts]
     needed = np.full(index.n_pages, -np.inf)
-    full = counts >= sections
-    needed[leader_pages[full]] = ranked_fused[starts[full] + sections - 1]
-    candidates = index.rows_of(chosen)
+    full = ranking.counts >= sections
+    needed[leader_pages[full]] = ranking.fused[ranking.starts[full] + sections - 1]
+    candidates = index.rows_of(leader_pages[ranking.best])
     candidates = candidates[~query.scored[candidates]]
     candidates = query.reaching(candidates, needed[page_of_chunk[candidates]], tight=False)
     return query.reaching(candidates, needed[page_of_chunk[candidates]], tight=True)
+
+
+@dataclass(frozen=True, eq=False)
+class PageRanking:
+    """Rows grouped by page, best first within a page (ties by row); where each page starts, its number of
+    rows, and its leaders' indices (into `starts`) of the `top_k` best pages, best first (ties by page)."""
+
+    rows: np.ndarray
+    pages: np.ndarray
+    fused: np.ndarray
+    starts: np.ndarray
+    counts: np.ndarray
+    best: np.ndarray
+
+    @classmethod
+    def of(cls, rows: np.ndarray, fused: np.ndarray, page_of_chunk: np.ndarray, top_k: int) -> PageRanking:
+        pages = page_of_chunk[rows]
+        order = np.lexsort((rows, -fused, pages))
+        rows, pages, fused = rows[order], pages[order], fused[order]
+        first = np.empty(rows.size, dtype=bool)
+        first[:1] = True
+        np.not_equal(pages[1:], pages[:-1], out=first[1:])
+        starts = np.flatnonzero(first)
+        counts = np.diff(starts, append=rows.size)
+        best = np.lexsort((pages[starts], -fused[starts]))[:top_k]
+        return cls(rows, pages, fused, starts, counts, best)
+
+    def chosen(self, sections: int) -> np.ndarray:
+        """The best `sections` rows of each of the best pages, best first (ties by row)."""
+        if self.rows.size == 0:
+            return np.empty(0, dtype=np.int64)
+        picked = np.zeros(self.starts.size, dtype=bool)
+        picked[self.best] = True
+        rank_in_page = np.arange(self.rows.size) - np.repeat(self.starts, self.counts)
+        keep = (rank_in_page < sections) & np.repeat(picked, self.counts)
+        chosen, fused = self.rows[keep], self.fused[keep]
+        return chosen[np.lexsort((chosen, -fused))]
 
 
 def _kth_page_leader(pages: np.ndarray, fused: np.ndarray, k: int) -> float:
