@@ -251,6 +251,20 @@ class L1Index:
             scores.probes[(top_k, min_score, page_weight)] = Probe(rows, blended, chosen_pages, candidates)
         return L1Result(candidates, searched, dropped, int(rows.size))
 
+    def from_probe(self, query: str, *, top_k: int, filters: Mapping[str, str] | None = None, min_score: float = 0.0,
+                   tfidf_weight: float = 0.5, page_weight: float = 0.0) -> L1Result | None:
+        """`search`'s filtered result when the query's unfiltered selection (the lookup's probe, just made)
+        provably gives it, else None: no scoring, so a caller may run it without a time limit."""
+        last = self._last_scores
+        if not filters or last is None or last[0] != (query, tfidf_weight):
+            return None
+        scores = last[1]
+        probe = scores.probes.get((top_k, min_score, page_weight))
+        allowed = self._allowed_pages(filters)
+        if probe is None or allowed is None or allowed.size == 0:
+            return None
+        return self._derived(scores, probe, allowed, int(self._page_sizes[allowed].sum()), min_score)
+
     def _derived(self, scores: L1Scores, probe: Probe, allowed: np.ndarray, searched: int,
                  min_score: float) -> L1Result | None:
         """The filtered selection, read off the unfiltered one when provably the same: the best page is

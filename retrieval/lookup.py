@@ -159,14 +159,16 @@ def _run_l1(query: str, filters: dict[str, str] | None, index: KnowledgeIndex, c
         return L1Outcome("unavailable", error={"type": "L1Unavailable",
                                                "message": index.l1_unavailable_reason or "no L1 index"})
 
+    settings = dict(top_k=max(config.l1_pool, top_k), filters=filters, min_score=config.l1_min_score,
+                    tfidf_weight=config.l1_tfidf_weight, page_weight=config.page_weight)
+
     def search() -> object:
         if config.simulate_l1_failure:
             raise SimulatedL1Failure("simulated L1 failure (simulate_l1_failure drill)")
-        return index.l1.search(query, top_k=max(config.l1_pool, top_k), filters=filters,
-                               min_score=config.l1_min_score, tfidf_weight=config.l1_tfidf_weight,
-                               page_weight=config.page_weight)
+        return index.l1.search(query, **settings)
 
-    call = guarded_search(search, config.l1_timeout_ms)  # checked, time-limited, never raises
+    quick = None if config.simulate_l1_failure or not filters else lambda: index.l1.from_probe(query, **settings)
+    call = guarded_search(search, config.l1_timeout_ms, quick)  # checked, time-limited, never raises
     if call.error is not None:
         error = {"type": type(call.error).__name__, "message": str(call.error)}
         return L1Outcome("timeout" if call.timed_out else "failed", error=error)

@@ -116,3 +116,21 @@ def test_lookups_do_not_depend_on_reading_the_filtered_search_off_the_probe(inde
     assert any(calls)  # the shortcut was taken at least once
     monkeypatch.setattr(L1Index, "_derived", lambda self, *args, **kwargs: None)
     assert answers() == with_shortcut
+
+
+def test_from_probe_answers_only_after_the_same_query_s_probe(generated):
+    index, queries = generated
+    kwargs = dict(top_k=2, min_score=0.05, tfidf_weight=0.9, page_weight=0.5)
+    answered = 0
+    for query in queries:
+        index._last_scores = None
+        assert index.from_probe(query, filters={"category": "ops"}, **kwargs) is None  # no probe yet
+        index.search(query, **kwargs)
+        assert index.from_probe(query, filters={"category": "ops"}, **{**kwargs, "top_k": 3}) is None  # other pool
+        for category in CATEGORIES:
+            quick = index.from_probe(query, filters={"category": category}, **kwargs)
+            if quick is not None:
+                answered += 1
+                full = index.search(query, filters={"category": category}, **kwargs)
+                assert quick.candidates == full.candidates and quick.rows_searched == full.rows_searched
+    assert answered > 5
