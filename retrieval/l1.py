@@ -14,23 +14,24 @@ Chunks are ranked by `score + page_weight * page_score`, so the pool holds the b
 BM25-style weighting rather than plain cosine because cosine over-rewards short chunks: on SciFact train
 it gave nDCG@10 0.682 against 0.698.
 
-Selection is exact but does not scan every chunk's LSA vector. A page's best possible fused score is
-`page_weight * page_score + w * (its best lexical score) + (1 - w)`, since an LSA cosine is at most 1.
-Pages are scored whole, best bound first, in growing blocks, until the `top_k`-th best page found beats
-every unscored page's bound (`select(..., exact=True)` scans everything and is the reference). A filter
-is a set of pages, so a filtered query scores only its category's pages.
+Selection is exact but does not scan every chunk's LSA vector (l1_bounded.py): a row's fused score is at
+most `w * lexical + (1 - w) * (a bound of its cosine) + page_weight * page score`; rows are scored best
+bound first until the `top_k`-th best page found beats every unscored row's bound (`select(..., exact=True)`
+scans everything and is the reference). A filter is a set of pages, so a filtered query scores only its
+category's rows.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from .chunk_store import TextColumn
 from .corpus import Chunk
 from .index_config import IndexConfig
+from .l1_bounded import LsaHeads, PageRanking, Universe, bounded_rows
 from .postings import postings_sum
 from .terms import TermIndex, count_terms, query_terms
 from .text import normalize_label
@@ -38,6 +39,8 @@ from .text import normalize_label
 FILTER_KEYS = ("category", "source")
 SECTIONS_PER_PAGE = 3  # sections of one page L1 returns; the rest stay out of the pool
 FIRST_BLOCK_ROWS = 512  # rows with the best bounds scored first (at least 16 per requested page)
+FULL_PASS_SHARE = 0.2  # past this share of the rows, score them all in one pass (at 100k: 8 ms, against 25 ms
+# to gather two thirds of them)
 
 
 @dataclass(frozen=True)
@@ -74,9 +77,22 @@ class L1Scores:
     pages: np.ndarray | None
     query_vector: np.ndarray | None
     tfidf_weight: float
-    matched: np.ndarray | None = None  # rows with a lexical score above 0
+    matched: np.ndarray | None = None  # unused since the bounded selection works on dense bounds; kept for callers
     lsa_memo: np.ndarray | None = None  # LSA cosines computed so far (NaN: not yet), shared by the probe and
     # the filtered search of one lookup; concurrent writers store the same values
+    probes: dict[tuple[int, float, float], Probe] = field(default_factory=dict)  # unfiltered selections, by
+    # (top_k, min_score, page_weight): what a filtered selection of the same query may be derived from
+
+
+@dataclass(frozen=True, eq=False)
+class Probe:
+    """An unfiltered bounded selection's scored rows, their blended scores and its result: a filtered
+    selection whose pages are all among them, under the same best page, is that result (see `_derived`)."""
+
+    rows: np.ndarray
+    blended: np.ndarray
+    chosen_pages: np.ndarray
+    candidates: tuple[L1Candidate, ...]
 
 
 @dataclass(frozen=True, eq=False)
@@ -127,7 +143,11 @@ class L1Index:
         self._pages_by_domain = _pages_by((c.domains for c in first_chunks), self.n_pages)
         self._page_by_source = {source: page for page, source in enumerate(self.page_sources)}
         self._page_sizes = np.diff(a.page_row_starts)
+        rows_by_page = bool(np.array_equal(a.page_row_order, np.arange(len(a.page_row_order))))
+        self._everything = Universe(None if rows_by_page else a.page_row_order, None, self._page_sizes)
+        self._universes: dict[tuple[tuple[str, str], ...], Universe] = {}
         self._last_scores: tuple[tuple[str, float], L1Scores] | None = None
+        self._lsa_heads: LsaHeads | None = None
 
     @property
     def dimensions(self) -> int:
@@ -168,7 +188,7 @@ class L1Index:
             norm = float(np.linalg.norm(projected))
             query_vector = projected / norm if norm > 0 else None
         memo = np.full(len(self.chunks), np.nan, dtype=np.float32) if query_vector is not None else None
-        return L1Scores(lexical, pages, query_vector, tfidf_weight, np.flatnonzero(lexical), memo)
+        return L1Scores(lexical, pages, query_vector, tfidf_weight, None, memo)
 
     def lsa_scores(self, scores: L1Scores, rows: np.ndarray) -> np.ndarray:
         """LSA cosines of `rows` (zeros without LSA or a query vector); each row is computed once per query."""
@@ -176,12 +196,15 @@ class L1Index:
             return np.zeros(rows.size, dtype=np.float32)
         memo = scores.lsa_memo
         if memo is None:
-            return self.arrays.lsa[rows] @ scores.query_vector
+            return _cosines(self.arrays.lsa, rows, scores.query_vector)
         values = memo[rows]
         todo = np.isnan(values)
         if todo.any():
             fresh = rows[todo]
-            computed = self.arrays.lsa[fresh] @ scores.query_vector
+            if fresh.size > FULL_PASS_SHARE * memo.size:  # one pass over the contiguous matrix is cheaper
+                memo[:] = _cosines(self.arrays.lsa, slice(None), scores.query_vector)
+                return memo[rows]
+            computed = _cosines(self.arrays.lsa, fresh, scores.query_vector)
             memo[fresh] = computed
             values[todo] = computed
         return values
@@ -196,29 +219,89 @@ class L1Index:
         if scores.lexical is None or searched == 0:
             return L1Result((), searched, 0, 0)
         page_relative = _relative(scores.pages, allowed)
+        probe = scores.probes.get((top_k, min_score, page_weight)) if allowed is not None and not exact else None
+        derived = self._derived(scores, probe, allowed, searched, min_score) if probe is not None else None
+        if derived is not None:
+            return derived
         if exact:
-            rows = (np.arange(len(self.chunks)) if allowed is None else self._rows_of(allowed))
+            rows = (np.arange(len(self.chunks)) if allowed is None else self.rows_of(allowed))
             lsa = self.lsa_scores(scores, rows)
             proved_below = 0
         else:
-            rows, lsa, proved_below = self._bounded_rows(scores, page_relative, allowed, top_k, page_weight,
-                                                         min_score)
+            bounded = bounded_rows(self, scores, page_relative, self._universe(filters or {}, allowed), top_k=top_k,
+                                   page_weight=page_weight, min_score=min_score,
+                                   first=max(FIRST_BLOCK_ROWS, 16 * top_k), sections=SECTIONS_PER_PAGE)
+            rows, lsa, proved_below = bounded.rows, bounded.lsa, bounded.proved_below
         w = scores.tfidf_weight
         blended = w * scores.lexical[rows] + (1 - w) * np.clip(lsa, 0.0, None)
         positive = blended > 0
         kept = positive & (blended >= min_score - 1e-9)
-        fused = blended + page_weight * page_relative[self.arrays.page_of_chunk[rows]]
-        chosen = _best_pages_sections(rows[kept], fused[kept], self.arrays.page_of_chunk, top_k)
-        order = np.argsort(rows, kind="stable")
-        positions = order[np.searchsorted(rows[order], chosen)] if chosen else []
-        has_lsa = scores.query_vector is not None
-        candidates = []
-        for row, i in zip(chosen, np.asarray(positions).tolist(), strict=True):
-            candidates.append(L1Candidate(self.chunks[row], float(blended[i]), float(scores.lexical[row]),
-                                          float(lsa[i]) if has_lsa else None,
-                                          float(page_relative[self.arrays.page_of_chunk[row]])))
+        # the best pages (by their best chunk, ties by page), at most SECTIONS_PER_PAGE chunks each, best first
+        # (ties by position): a page with many matching sections cannot crowd other pages out of the pool
+        ranking = None if exact else bounded.ranking  # the bounded selection's, when its rows are these
+        if ranking is None:
+            fused = blended + page_weight * page_relative[self.arrays.page_of_chunk[rows]]
+            ranking = PageRanking.of(rows[kept], fused[kept], self.arrays.page_of_chunk, top_k)
+        chosen = ranking.chosen(SECTIONS_PER_PAGE)
         dropped = int(positive.sum() - kept.sum()) + proved_below
-        return L1Result(tuple(candidates), searched, dropped, int(rows.size))
+        candidates = self._candidates(chosen, rows, blended, lsa if scores.query_vector is not None else None,
+                                      scores.lexical, page_relative)
+        if allowed is None and not exact:
+            chosen_pages = np.unique(self.arrays.page_of_chunk[chosen])
+            scores.probes[(top_k, min_score, page_weight)] = Probe(rows, blended, chosen_pages, candidates)
+        return L1Result(candidates, searched, dropped, int(rows.size))
+
+    def from_probe(self, query: str, *, top_k: int, filters: Mapping[str, str] | None = None, min_score: float = 0.0,
+                   tfidf_weight: float = 0.5, page_weight: float = 0.0) -> L1Result | None:
+        """`search`'s filtered result when the query's unfiltered selection (the lookup's probe, just made)
+        provably gives it, else None: no scoring, so a caller may run it without a time limit."""
+        last = self._last_scores
+        if not filters or last is None or last[0] != (query, tfidf_weight):
+            return None
+        scores = last[1]
+        probe = scores.probes.get((top_k, min_score, page_weight))
+        allowed = self._allowed_pages(filters)
+        if probe is None or allowed is None or allowed.size == 0:
+            return None
+        return self._derived(scores, probe, allowed, int(self._page_sizes[allowed].sum()), min_score)
+
+    def _derived(self, scores: L1Scores, probe: Probe, allowed: np.ndarray, searched: int,
+                 min_score: float) -> L1Result | None:
+        """The filtered selection, read off the unfiltered one when provably the same: the best page is
+        allowed (so page scores, relative to it, are unchanged) and so is every page the probe chose (so
+        they are the allowed pages' best too, with the same sections). None otherwise.
+        Counts are the probe's rows inside the filter (what a search scoring those rows reports)."""
+        pages = scores.pages
+        if pages[allowed].max() != pages.max():
+            return None
+        inside = np.zeros(self.n_pages, dtype=bool)
+        inside[allowed] = True
+        if not inside[probe.chosen_pages].all():
+            return None
+        rows_inside = inside[self.arrays.page_of_chunk[probe.rows]]
+        blended = probe.blended[rows_inside]
+        dropped = int(np.count_nonzero((blended > 0) & (blended < min_score - 1e-9)))
+        w = scores.tfidf_weight
+        cap = (1 - w) if scores.query_vector is not None else 0.0
+        if not (cap > 0 and cap - 1e-6 >= max(min_score - 1e-9, 0.0)):  # matched rows proved below, unscored
+            blend_bound = w * scores.lexical + cap
+            proved = (scores.lexical > 0) & ~((blend_bound >= min_score - 1e-9) & (blend_bound > 0))
+            dropped += int(np.count_nonzero(proved & inside[self.arrays.page_of_chunk]))
+        return L1Result(probe.candidates, searched, dropped, int(np.count_nonzero(rows_inside)))
+
+    def _candidates(self, chosen: np.ndarray, rows: np.ndarray, blended: np.ndarray, lsa: np.ndarray | None,
+                    lexical: np.ndarray, page_relative: np.ndarray) -> tuple[L1Candidate, ...]:
+        """The chosen rows as candidates, their chunks and numbers read in one pass each (numpy's per-scalar
+        overhead, row by row, cost more than L1's arithmetic)."""
+        if chosen.size == 0:
+            return ()
+        order = np.argsort(rows, kind="stable")
+        positions = order[np.searchsorted(rows[order], chosen)]
+        chunks = _take(self.chunks, chosen)
+        lsa_values = lsa[positions].tolist() if lsa is not None else [None] * chosen.size
+        page_values = page_relative[self.arrays.page_of_chunk[chosen]].tolist()
+        return tuple(map(L1Candidate, chunks, blended[positions].tolist(), lexical[chosen].tolist(), lsa_values,
+                         page_values))
 
     def search(self, query: str, *, top_k: int, filters: Mapping[str, str] | None = None,
                min_score: float = 0.0, tfidf_weight: float = 0.5, page_weight: float = 0.0,
@@ -228,94 +311,8 @@ class L1Index:
         return self.select(self.score(query, tfidf_weight=tfidf_weight), top_k=top_k, filters=filters,
                            min_score=min_score, page_weight=page_weight, exact=exact)
 
-    def _bounded_rows(self, scores: L1Scores, page_relative: np.ndarray, allowed: np.ndarray | None, top_k: int,
-                      page_weight: float, min_score: float) -> tuple[np.ndarray, np.ndarray, int]:
-        """The rows that can be among the result, with their LSA cosines, and how many rows with a lexical
-        match were proved below the minimum score; every other row is proved unable.
-
-        A row's fused score is at most `w * lexical + (1 - w) + page_weight * page score` (a cosine is at
-        most 1). Round one scores the rows with the best bounds; its `top_k`-th best page gives a threshold
-        T, and round two scores every row whose bound reaches T, which makes the `top_k` pages exact. Then
-        each chosen page's rows that could still be among its best SECTIONS_PER_PAGE are scored too.
-        """
-        a, w = self.arrays, scores.tfidf_weight
-        lexical = scores.lexical
-        cap = (1 - w) if scores.query_vector is not None else 0.0
-        floor = max(min_score - 1e-9, 0.0)
-        matched = scores.matched if scores.matched is not None else np.flatnonzero(lexical)
-        pages = np.arange(self.n_pages) if allowed is None else allowed
-        if allowed is not None:
-            inside = np.zeros(self.n_pages, dtype=bool)
-            inside[allowed] = True
-            matched = matched[inside[a.page_of_chunk[matched]]]
-        blend_bound = w * lexical[matched] + cap
-        reachable = (blend_bound >= floor) & (blend_bound > 0)
-        proved_below = int(reachable.size - reachable.sum())  # matched rows that cannot reach the minimum
-        matched = matched[reachable]
-        matched_bound = blend_bound[reachable] + page_weight * page_relative[a.page_of_chunk[matched]]
-        # rows without a lexical match blend to at most `cap`: one bound per page
-        unmatched_pages = pages if (cap > 0 and cap >= floor) else np.empty(0, dtype=np.int64)
-        unmatched_bound = cap + page_weight * page_relative[unmatched_pages]
-
-        def rows_reaching(threshold: float) -> np.ndarray:
-            extra = self._rows_of(unmatched_pages[unmatched_bound >= threshold])
-            return np.concatenate([matched[matched_bound >= threshold], extra[lexical[extra] == 0]])
-
-        first = max(FIRST_BLOCK_ROWS, 16 * top_k)
-        threshold = (-np.partition(-matched_bound, first - 1)[first - 1] if matched.size > first
-                     else (matched_bound.min() if matched.size else floor))
-        rows = rows_reaching(threshold)
-        lsa, fused, kept = self._fused(scores, rows, page_relative, page_weight, floor)
-        kth = _kth_page_leader(a.page_of_chunk[rows[kept]], fused[kept], top_k)
-        if kth < threshold:
-            rows = rows_reaching(max(kth, floor))
-            lsa, fused, kept = self._fused(scores, rows, page_relative, page_weight, floor)
-        extra = self._section_candidates(scores, rows, fused, kept, page_relative, page_weight, floor, top_k)
-        if extra.size:
-            extra_lsa = self.lsa_scores(scores, extra)
-            rows, lsa = np.concatenate([rows, extra]), np.concatenate([lsa, extra_lsa])
-        return rows, lsa, proved_below
-
-    def _fused(self, scores: L1Scores, rows: np.ndarray, page_relative: np.ndarray, page_weight: float,
-               floor: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """LSA cosines, fused scores and the kept mask (blend above 0 and at least the minimum) of `rows`."""
-        w = scores.tfidf_weight
-        lsa = self.lsa_scores(scores, rows)
-        blended = w * scores.lexical[rows] + (1 - w) * np.clip(lsa, 0.0, None)
-        kept = (blended > 0) & (blended >= floor)
-        return lsa, blended + page_weight * page_relative[self.arrays.page_of_chunk[rows]], kept
-
-    def _section_candidates(self, scores: L1Scores, rows: np.ndarray, fused: np.ndarray, kept: np.ndarray,
-                            page_relative: np.ndarray, page_weight: float, floor: float, top_k: int) -> np.ndarray:
-        """Unscored rows of the chosen pages whose bound reaches their page's SECTIONS_PER_PAGE-th best."""
-        a, w = self.arrays, scores.tfidf_weight
-        cap = (1 - w) if scores.query_vector is not None else 0.0
-        kept_rows, kept_fused = rows[kept], fused[kept]
-        if kept_rows.size == 0:
-            return np.empty(0, dtype=np.int64)
-        pages = a.page_of_chunk[kept_rows]
-        order = np.lexsort((kept_rows, -kept_fused, pages))
-        pages, ranked_fused = pages[order], kept_fused[order]
-        first = np.r_[True, pages[1:] != pages[:-1]]
-        starts = np.flatnonzero(first)
-        leader_pages, leader_scores = pages[first], ranked_fused[first]
-        chosen = leader_pages[np.lexsort((leader_pages, -leader_scores))[:top_k]]
-        counts = np.diff(np.r_[starts, pages.size])
-        needed = np.full(self.n_pages, -np.inf)
-        full = counts >= SECTIONS_PER_PAGE
-        needed[leader_pages[full]] = ranked_fused[starts[full] + SECTIONS_PER_PAGE - 1]
-        candidates = self._rows_of(chosen)
-        scored = np.zeros(len(self.chunks), dtype=bool) if candidates.size else None
-        if scored is None:
-            return candidates
-        scored[rows] = True
-        candidates = candidates[~scored[candidates]]
-        lexical = scores.lexical[candidates]
-        bound = w * lexical + cap + page_weight * page_relative[a.page_of_chunk[candidates]]
-        possible = ((w * lexical + cap) >= floor) & ((w * lexical + cap) > 0)
-        return candidates[possible & (bound >= needed[a.page_of_chunk[candidates]])]
-
-    def _rows_of(self, pages: np.ndarray) -> np.ndarray:
+    def rows_of(self, pages: np.ndarray) -> np.ndarray:
+        """The rows of `pages`, page by page."""
         a = self.arrays
         starts, ends = a.page_row_starts[pages], a.page_row_starts[pages + 1]
         lengths = ends - starts
@@ -323,6 +320,28 @@ class L1Index:
             return np.empty(0, dtype=np.int64)
         offsets = np.repeat(starts - np.r_[0, np.cumsum(lengths)[:-1]], lengths)
         return a.page_row_order[np.arange(lengths.sum()) + offsets]
+
+    @property
+    def lsa_heads(self) -> LsaHeads:
+        """The LSA rows' first dimensions and tail norms (the bounded selection's cheap cosine bound), made
+        on first use: a cache load stays a few array reads."""
+        heads = self._lsa_heads
+        if heads is None:
+            heads = self._lsa_heads = LsaHeads.of(self.arrays.lsa)  # racing callers make equal copies
+        return heads
+
+    def _universe(self, filters: Mapping[str, str], allowed: np.ndarray | None) -> Universe:
+        """The rows the filter allows, page by page; a filter's rows are kept for its next query (a lookup
+        filters by one of a few categories, and gathering a category's rows cost 0.2 ms at 100k)."""
+        if allowed is None:
+            return self._everything
+        key = tuple(sorted(filters.items()))
+        universe = self._universes.get(key)
+        if universe is None:
+            if len(self._universes) >= 64:
+                self._universes.clear()
+            universe = self._universes[key] = Universe(self.rows_of(allowed), allowed, self._page_sizes[allowed])
+        return universe
 
     def _allowed_pages(self, filters: Mapping[str, str]) -> np.ndarray | None:
         _check_filter_keys(filters)
@@ -397,33 +416,17 @@ def _fit_lsa(counts, config: IndexConfig) -> tuple[np.ndarray, np.ndarray, np.nd
     return idf, projection, projection_row, lsa
 
 
-def _best_pages_sections(rows: np.ndarray, fused: np.ndarray, page_of_chunk: np.ndarray, top_k: int) -> list[int]:
-    """Chunks of the `top_k` best pages (a page ranks by its best chunk, ties by page), at most
-    SECTIONS_PER_PAGE each, best first (ties by position): a page with many matching sections cannot crowd
-    other pages out of the pool."""
-    if rows.size == 0:
-        return []
-    pages = page_of_chunk[rows]
-    order = np.lexsort((rows, -fused, pages))  # by page, then best chunk first, ties by position
-    rows, pages, fused = rows[order], pages[order], fused[order]
-    first = np.r_[True, pages[1:] != pages[:-1]]
-    starts = np.flatnonzero(first)
-    rank_in_page = np.arange(rows.size) - np.repeat(starts, np.diff(np.r_[starts, rows.size]))
-    leader_pages, leader_scores = pages[first], fused[first]
-    best = np.lexsort((leader_pages, -leader_scores))[:top_k]
-    keep = (rank_in_page < SECTIONS_PER_PAGE) & np.isin(pages, leader_pages[best])
-    chosen, scores = rows[keep], fused[keep]
-    return chosen[np.lexsort((chosen, -scores))].tolist()
+def _cosines(lsa: np.ndarray, rows: np.ndarray | slice, query_vector: np.ndarray) -> np.ndarray:
+    """Each row's dot product with the query, the same whichever other rows come with it: a BLAS product's
+    last bits depend on the batch (254 of 700 rows differed), so a cosine kept from the probe could differ
+    from the one a fresh search computes. einsum sums each row alone, and is no slower here."""
+    return np.einsum("ij,j->i", lsa[rows], query_vector)
 
 
-def _kth_page_leader(pages: np.ndarray, fused: np.ndarray, k: int) -> float:
-    """The `k`-th best page's best fused score among scored rows (-inf when fewer than `k` pages)."""
-    if pages.size == 0:
-        return -np.inf
-    best = np.full(int(pages.max()) + 1, -np.inf)
-    np.maximum.at(best, pages, fused)
-    leaders = best[np.isfinite(best)]
-    return float(-np.partition(-leaders, k - 1)[k - 1]) if leaders.size >= k else -np.inf
+def _take(chunks: Sequence[Chunk], rows: np.ndarray) -> list[Chunk]:
+    """`chunks` at `rows`: in one pass from a column store, else one by one."""
+    take = getattr(chunks, "take", None)
+    return take(rows) if take is not None else [chunks[row] for row in rows.tolist()]
 
 
 def _relative(pages: np.ndarray, allowed: np.ndarray | None) -> np.ndarray:

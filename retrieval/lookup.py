@@ -159,14 +159,16 @@ def _run_l1(query: str, filters: dict[str, str] | None, index: KnowledgeIndex, c
         return L1Outcome("unavailable", error={"type": "L1Unavailable",
                                                "message": index.l1_unavailable_reason or "no L1 index"})
 
+    settings = dict(top_k=max(config.l1_pool, top_k), filters=filters, min_score=config.l1_min_score,
+                    tfidf_weight=config.l1_tfidf_weight, page_weight=config.page_weight)
+
     def search() -> object:
         if config.simulate_l1_failure:
             raise SimulatedL1Failure("simulated L1 failure (simulate_l1_failure drill)")
-        return index.l1.search(query, top_k=max(config.l1_pool, top_k), filters=filters,
-                               min_score=config.l1_min_score, tfidf_weight=config.l1_tfidf_weight,
-                               page_weight=config.page_weight)
+        return index.l1.search(query, **settings)
 
-    call = guarded_search(search, config.l1_timeout_ms)  # checked, time-limited, never raises
+    quick = None if config.simulate_l1_failure or not filters else lambda: index.l1.from_probe(query, **settings)
+    call = guarded_search(search, config.l1_timeout_ms, quick)  # checked, time-limited, never raises
     if call.error is not None:
         error = {"type": type(call.error).__name__, "message": str(call.error)}
         return L1Outcome("timeout" if call.timed_out else "failed", error=error)
@@ -229,8 +231,8 @@ def _filtered(query: str, probe: _Ranked, decision: FilterDecision, hints: L0Hin
     """The L1 search under an L0-derived filter; widened back to the unfiltered `probe` when much weaker."""
     if decision.decision != "applied" or probe.outcome.result is None:
         return probe, decision  # no filter, the caller's (already applied), or no L1 to filter
-    filtered = _ranked(hints, _run_l1(query, decision.applied, index, config, top_k), index, config, None,
-                       max(top_k, config.l0_domain_top_n))
+    filtered = _ranked_within(probe, hints, _run_l1(query, decision.applied, index, config, top_k), index, config,
+                              max(top_k, config.l0_domain_top_n))
     widening = guard(_best_inside(probe.blocks, decision.applied["category"]) if filtered.blocks else None,
                      best_score(probe.blocks), config.filter_widen_ratio)
     if widening.widened:
@@ -243,6 +245,16 @@ def _best_inside(blocks: tuple[EvidenceBlock, ...], category: str) -> float | No
     """The best unfiltered score of a page inside `category`: the filtered search normalises page scores
     to the best page inside the filter, so its own scores do not compare with the unfiltered best."""
     return max((b.score for b in blocks if category in b.domains), default=None)
+
+
+def _ranked_within(probe: _Ranked, hints: L0Hints, outcome: L1Outcome, index: KnowledgeIndex, config: LookupConfig,
+                   keep: int) -> _Ranked:
+    """`_ranked` for the filtered outcome; the probe's blocks when L1 gave the probe's very candidates back
+    (it does when the filter provably changes nothing: l1.L1Index._derived), as ranking them again would."""
+    if outcome.result is not None and probe.outcome.result is not None and \
+            outcome.result.candidates is probe.outcome.result.candidates:
+        return replace(probe, outcome=outcome)
+    return _ranked(hints, outcome, index, config, None, keep)
 
 
 def _recorded_config(config: LookupConfig, index: KnowledgeIndex) -> dict[str, Any]:

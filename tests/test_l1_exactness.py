@@ -1,0 +1,136 @@
+"""The bounded selection equals the exact scan on a generated base large enough to prune, grow and tighten."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from retrieval import l1 as l1_module
+from retrieval.corpus import Chunk
+from retrieval.l1 import L1Index
+from retrieval.l1_bounded import LsaHeads
+
+CATEGORIES = ("ops", "billing", "security", "docs")
+
+
+@pytest.fixture(scope="module")
+def generated() -> tuple[L1Index, list[str]]:
+    """300 pages of 1-8 sections, words drawn from a Zipf-like vocabulary (shared words and rare ones)."""
+    rng = np.random.default_rng(5)
+    vocabulary = [f"w{i}" for i in range(1500)]
+    weights = 1.0 / np.arange(1, len(vocabulary) + 1) ** 0.9
+    weights /= weights.sum()
+    chunks = []
+    for page in range(300):
+        category = (CATEGORIES[page % len(CATEGORIES)],)
+        for position in range(int(rng.integers(1, 9))):
+            words = rng.choice(vocabulary, size=int(rng.integers(5, 40)), p=weights)
+            chunks.append(Chunk(f"p{page}.md", position, f"Page {page}", f"Page {page} > s{position}",
+                                " ".join(words), category))
+    queries = [" ".join(rng.choice(vocabulary[:400], size=int(rng.integers(1, 5)))) for _ in range(25)]
+    queries += ["w1499 w1498", "w3 w1200", "zzz unknown"]
+    return L1Index(chunks, svd_dims=48), queries
+
+
+@pytest.mark.parametrize(("first_block", "least_pruned"), [(1, 50), (512, 1)])
+def test_bounded_selection_equals_the_exact_scan_on_a_generated_base(generated, monkeypatch, first_block,
+                                                                     least_pruned):
+    monkeypatch.setattr(l1_module, "FIRST_BLOCK_ROWS", first_block)
+    index, queries = generated
+    pruned = 0
+    for query in queries:
+        for filters in (None, {"category": "ops"}, {"source": "p7.md"}):
+            for top_k, min_score, weight, page_weight in ((1, 0.0, 0.9, 0.5), (5, 0.05, 0.9, 0.5),
+                                                          (30, 0.05, 0.5, 0.0), (3, 0.3, 0.7, 1.0)):
+                kwargs = dict(top_k=top_k, filters=filters, min_score=min_score, tfidf_weight=weight,
+                              page_weight=page_weight)
+                index._last_scores = None
+                fast = index.search(query, **kwargs)
+                exact = index.search(query, exact=True, **kwargs)
+                assert [(c.chunk.chunk_id, c.score, c.lsa_score, c.page_score) for c in fast.candidates] == \
+                    [(c.chunk.chunk_id, c.score, c.lsa_score, c.page_score) for c in exact.candidates]
+                pruned += fast.rows_scored < exact.rows_scored
+    assert pruned >= least_pruned
+
+
+def test_a_filtered_search_after_the_probe_equals_a_fresh_one(generated):
+    """The lookup's second search reuses the probe (its cosines; its whole result when provably the same):
+    what it returns must not depend on that."""
+    index, queries = generated
+    derived = 0
+    for query in queries:
+        for top_k, min_score in ((1, 0.05), (2, 0.0), (5, 0.05), (5, 0.4)):
+            kwargs = dict(top_k=top_k, min_score=min_score, tfidf_weight=0.9, page_weight=0.5)
+            for category in CATEGORIES:
+                index._last_scores = None
+                fresh = index.search(query, filters={"category": category}, **kwargs)
+                index._last_scores = None
+                probe = index.search(query, **kwargs)
+                after_probe = index.search(query, filters={"category": category}, **kwargs)
+                assert [(c.chunk.chunk_id, c.score, c.lsa_score, c.page_score) for c in after_probe.candidates] == \
+                    [(c.chunk.chunk_id, c.score, c.lsa_score, c.page_score) for c in fresh.candidates]
+                assert after_probe.rows_searched == fresh.rows_searched
+                derived += bool(probe.candidates) and after_probe.candidates is probe.candidates
+    assert derived > 20
+
+
+def test_cosine_bound_is_at_least_the_cosine(generated):
+    index, _ = generated
+    lsa = index.arrays.lsa
+    heads = LsaHeads.of(lsa)
+    rng = np.random.default_rng(1)
+    for _ in range(20):
+        query = rng.normal(size=lsa.shape[1]).astype(np.float32)
+        query /= np.linalg.norm(query)
+        rows = np.arange(lsa.shape[0])
+        bound = heads.cosine_bound(rows, query)
+        assert np.all(bound >= lsa @ query) and np.all(bound <= 1.0)
+        assert np.mean(bound < 0.9) > 0.5  # tight enough to prune
+
+
+def test_lookups_do_not_depend_on_reading_the_filtered_search_off_the_probe(index, monkeypatch):
+    """The same answers, filter decisions and relevance with the shortcut switched off."""
+    from retrieval import LookupConfig, lookup_knowledge
+
+    queries = ("how do I silence alerts", "alert escalation routing", "invoice refund", "rotate the OAuth token",
+               "retention rollups", "pagerduty service key", "billing plans and invoices")
+    calls = []
+    original = L1Index._derived
+
+    def counted(self, *args, **kwargs):
+        result = original(self, *args, **kwargs)
+        calls.append(result is not None)
+        return result
+
+    def answers() -> list[dict]:
+        out = []
+        for query in queries:
+            index.l1._last_scores = None
+            details = lookup_knowledge(query, index=index, config=LookupConfig()).to_dict()
+            details["retrieval_details"].pop("timings_ms")
+            out.append(details | {"invocation_id": None})
+        return out
+
+    monkeypatch.setattr(L1Index, "_derived", counted)
+    with_shortcut = answers()
+    assert any(calls)  # the shortcut was taken at least once
+    monkeypatch.setattr(L1Index, "_derived", lambda self, *args, **kwargs: None)
+    assert answers() == with_shortcut
+
+
+def test_from_probe_answers_only_after_the_same_query_s_probe(generated):
+    index, queries = generated
+    kwargs = dict(top_k=2, min_score=0.05, tfidf_weight=0.9, page_weight=0.5)
+    answered = 0
+    for query in queries:
+        index._last_scores = None
+        assert index.from_probe(query, filters={"category": "ops"}, **kwargs) is None  # no probe yet
+        index.search(query, **kwargs)
+        assert index.from_probe(query, filters={"category": "ops"}, **{**kwargs, "top_k": 3}) is None  # other pool
+        for category in CATEGORIES:
+            quick = index.from_probe(query, filters={"category": category}, **kwargs)
+            if quick is not None:
+                answered += 1
+                full = index.search(query, filters={"category": category}, **kwargs)
+                assert quick.candidates == full.candidates and quick.rows_searched == full.rows_searched
+    assert answered > 5
