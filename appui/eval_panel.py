@@ -81,6 +81,9 @@ def _headroom(ctx: state.AppContext, runs: pd.DataFrame) -> None:
     focus = st.session_state.get("eval_focus") or {}
     if focus.get("run_id") in ids:  # opened from a trace: show its run
         st.session_state["eval_run_view"] = focus["run_id"]
+    chosen = (st.session_state.get("eval_select") or {}).get("b")
+    if chosen in ids:  # a saved replay: show it
+        st.session_state["eval_run_view"] = chosen
     if st.session_state.get("eval_run_view") not in ids:
         st.session_state["eval_run_view"] = ids[0]
     run_id = st.selectbox("Run", ids, key="eval_run_view")
