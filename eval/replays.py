@@ -69,6 +69,8 @@ def save_replay_run(store: TraceStore, run_id: str, calls: pd.DataFrame, *, inde
     source = _source_row(store, source_run)
     if source is not None:
         labels = _run_labels(store, source["run_id"])
+        # a run's calls are replayed at their recorded depth (the run's top_k), not B's
+        config = {**config, "top_k": (source["config"] or {}).get("top_k", config.get("top_k"))}
         _save(store, run_id, replayed, lambda lk: labels.get(lk.query_id), index, config, created,
               {**_dataset_of(source), "replay_of": source["run_id"]}, source["metric_names"], source["config"])
         return source["run_id"], run_id
