@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from streamlit.delta_generator import DeltaGenerator
 from streamlit.testing.v1 import AppTest
 
 from appui import build_bar
 from retrieval import build_progress as bp
-from tests.test_app import APP, _ok
+from tests.kb_fixture import write_kb
+from tests.test_app import APP, QUERIES, _ok
 
 
 @pytest.fixture
@@ -69,3 +72,17 @@ def test_build_bar_records_each_finished_stage_seconds():
     assert bar.seconds == {bp.READING: 2.0}
     assert build_bar.stage_summary(bar.seconds) == f"{bp.READING} 2.0 s"
     assert [v for v, _ in drawn] == sorted(v for v, _ in drawn)
+
+
+def test_a_labelled_run_shows_its_datasets_index_build(env, drawn):
+    folder = env["root"] / "dataset"
+    write_kb(folder / "kb")
+    (folder / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in QUERIES))
+    at = _ok(AppTest.from_file(APP, default_timeout=60).run())
+    at = _ok(at.switch_page("appui/compare_page.py").run())
+    drawn.clear()
+    at.text_input(key="eval_dataset").set_value(str(folder))
+    at = _ok(at.button(key="eval_start").click().run())
+    assert any("Stored 1 run(s)" in s.value for s in at.success)
+    building = [text for _, text in drawn if text.startswith("Indexing dataset: ")]
+    assert any(bp.SVD in text for text in building) and any(bp.CACHING in text for text in building)

@@ -71,6 +71,7 @@ def test_saved_replay_is_an_eval_run_selected_in_the_run_pickers(env):
     deltas = next(d.value for d in at.dataframe if "significance" in d.value.columns)
     assert not deltas.empty and "ndcg@10" in set(deltas["metric"])
     assert any(f"compares it with `{recorded}`" in s.value for s in at.success)
+    assert any(c.value.startswith("No query of this replay is labelled") for c in at.caption)
     stored = TraceStore(env["traces"]).query("SELECT run_id, status FROM eval_run")
     assert set(stored["run_id"]) == {recorded, replayed} and set(stored["status"]) == {"complete"}
 

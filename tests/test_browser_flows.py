@@ -194,6 +194,7 @@ def test_flow5_replay_20_interactive_lookups_under_b(server, page, shots):
     replayed = store.query("SELECT count(*) AS n FROM tool_invocation WHERE run_id LIKE 'replay-%'")["n"][0]
     assert replayed == 20
     screenshot(page, shots, "flow5-2-replay-diff")
+    page.get_by_text("Configuration B").first.click()  # folded, so the picture reaches the run pickers
     page.get_by_role("tab", name="Labelled set").click()  # saved as a run: the pickers hold it and its calls
     replay_run, recorded_run = _runs(server["traces"])[:2]
     assert replay_run.startswith("replay-") and recorded_run.startswith("recorded-")
