@@ -58,11 +58,12 @@ class _IndexSlot:
         self.index: KnowledgeIndex | None = None
         self.stage_seconds: dict[str, float] = {}  # the build's stages and their seconds (empty: from cache)
 
-    def get(self, kb_path: str, svd_dims: int, bar: build_bar.BuildBar) -> KnowledgeIndex:
+    def get(self, kb_path: str, svd_dims: int, progress: Callable[[str, float], None]) -> KnowledgeIndex:
+        """The index, built on first use with `progress` (a BuildBar keeps each stage's seconds for the caption)."""
         with self.lock:  # a second tab asking for the same index waits for the first build
             if self.index is None:
-                self.index = open_index(kb_path, svd_dims=svd_dims, progress=bar)
-                self.stage_seconds = {} if self.index.from_cache else dict(bar.seconds)
+                self.index = open_index(kb_path, svd_dims=svd_dims, progress=progress)
+                self.stage_seconds = {} if self.index.from_cache else dict(getattr(progress, "seconds", {}))
             return self.index
 
 
