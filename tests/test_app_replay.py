@@ -76,6 +76,16 @@ def test_saved_replay_is_an_eval_run_selected_in_the_run_pickers(env):
     assert set(stored["run_id"]) == {recorded, replayed} and set(stored["status"]) == {"complete"}
 
 
+def test_a_replay_runs_query_opens_the_recorded_call_beside_its_replay(env):
+    at = _ok(_compare().toggle(key="cmpb_l0_filter").set_value(False).run())
+    at = _ok(at.button(key="rp_start").click().run())
+    recorded, replayed = at.session_state["rp_result"]["compare"]
+    at.session_state["eval_pairs"] = {"selection": {"rows": [0], "columns": [], "cells": []}}
+    at = _ok(at.run())
+    assert {f"Run A: {recorded}", f"Run B: {replayed}"} <= {s.value for s in at.subheader}
+    assert not [w.value for w in at.warning if w.value.startswith("No stored lookup")]
+
+
 def test_replay_of_a_run_replays_that_runs_calls(env):
     at = _ok(_compare().button(key="rp_start").click().run())
     first = at.session_state["rp_result"]["run_id"]
