@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from appui import eval_inputs, run_compare, runs_data, state
+from appui import build_bar, eval_inputs, run_compare, runs_data, state
 from retrieval import LookupConfig
 
 try:
@@ -42,6 +42,9 @@ def parse_grid(text: str) -> dict[str, list[str]]:
 
 def _start(ctx: state.AppContext, config: LookupConfig) -> None:
     dataset = eval_inputs.load(eval_datasets, ctx.traces_path)
+    building = st.empty()  # the dataset's index, behind the same bar as the sidebar's (then from the disk cache)
+    index = eval_runs.open_dataset_index(dataset, config.svd_dims, progress=build_bar.BuildBar(building, dataset.name))
+    building.empty()
     bar = st.progress(0.0, text=f"{dataset.name}: {len(dataset.queries)} queries")
 
     def progress(done: int, total: int) -> None:
@@ -51,7 +54,7 @@ def _start(ctx: state.AppContext, config: LookupConfig) -> None:
         grid = parse_grid(st.session_state.get("eval_grid", ""))
         results = eval_runs.run_sweep(dataset, grid, store=ctx.store, base_config=config, progress=progress)
     else:
-        results = [eval_runs.run_evaluation(dataset, config, store=ctx.store, progress=progress)]
+        results = [eval_runs.run_evaluation(dataset, config, store=ctx.store, progress=progress, index=index)]
     bar.empty()
     st.session_state["eval_last"] = [r.run_id for r in results]
     _select_new(ctx, [r.run_id for r in results])
@@ -81,6 +84,9 @@ def _headroom(ctx: state.AppContext, runs: pd.DataFrame) -> None:
     focus = st.session_state.get("eval_focus") or {}
     if focus.get("run_id") in ids:  # opened from a trace: show its run
         st.session_state["eval_run_view"] = focus["run_id"]
+    chosen = (st.session_state.get("eval_select") or {}).get("b")
+    if chosen in ids:  # a saved replay: show it
+        st.session_state["eval_run_view"] = chosen
     if st.session_state.get("eval_run_view") not in ids:
         st.session_state["eval_run_view"] = ids[0]
     run_id = st.selectbox("Run", ids, key="eval_run_view")
@@ -116,6 +122,9 @@ def summary_card(run: Any) -> None:
     with st.container(border=True, key="eval_card"):
         st.markdown(f"**Run `{run.run_id}`** · {run.dataset.get('name')} · {run.dataset.get('queries')} queries · "
                     f"{json.dumps(run.overrides) if run.overrides else 'default settings'}")
+        if run.dataset.get("labelled_queries") == 0:  # a replay of interactive lookups nobody judged
+            st.caption("No query of this replay is labelled, so every metric is 0: judge blocks on the Lookup or "
+                       "Traces page to score it. The Replay tab shows what changed without labels.")
         shown = list(run.metrics.items())[:6]
         for column, (name, value) in zip(st.columns(len(shown)), shown, strict=True):
             gap = oracle.get(name)

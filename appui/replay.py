@@ -2,7 +2,8 @@
 changed per call — filter decision, layer, primary, blocks gained and lost — and no labels needed.
 
 The replayed calls go through `lookup_knowledge` like any other; recorded, they form a run whose
-`run_id` starts with `replay-` and whose `query_id` is the original call's id.
+`run_id` starts with `replay-` and whose `query_id` is the original run's query id (a run's lookups) or the
+original call's id (interactive lookups); eval.replays stores that run as an evaluation run.
 """
 
 from __future__ import annotations
@@ -67,19 +68,22 @@ def recorded_calls(store: TraceStore, *, run_id: str | None = None, text: str = 
         if text.strip():
             where.append("query ILIKE ?")
             params.append(f"%{text.strip()}%")
-    return store.query(f"SELECT id, query, arguments, retrieval_details, kb_fingerprint FROM {TABLE} WHERE "
+    return store.query(f"SELECT id, query, query_id, latency_ms, config, arguments, retrieval_details, "
+                       f"kb_fingerprint FROM {TABLE} WHERE "
                        f"{' AND '.join(where)} ORDER BY created_at DESC, id LIMIT {int(limit)}", params)
 
 
 def replay(calls: pd.DataFrame, *, index: KnowledgeIndex, config: LookupConfig, store: TraceStore | None,
            run_id: str, progress: Callable[[int, int], None] | None = None) -> list[ReplayDiff]:
     """Each call looked up again under `config` (recorded in `store` under `run_id`, in one write, when given)."""
+    from eval.replays import paired_query_id  # eval/ loads only when a replay runs
+
     out, recorded = [], []
     for done, row in enumerate(calls.itertuples(index=False), start=1):
         arguments = _json(row.arguments)
         result = lookup_knowledge(row.query, index=index, config=config, category=arguments.get("category"),
                                   top_k=arguments.get("top_k"), recorder=recorded.append, run_id=run_id,
-                                  query_id=row.id)
+                                  query_id=paired_query_id(row.id, row.query_id))
         out.append(diff(row.id, row.query, _json(row.retrieval_details), result.retrieval_details,
                         result.invocation_id if store is not None else None))
         if progress is not None:

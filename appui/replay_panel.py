@@ -1,5 +1,6 @@
 """Replay tab of the Compare page: pick recorded lookups, re-run them under configuration B, see per call
-what changed, and keep the replay as a run (see appui/replay.py)."""
+what changed, and keep the replay as an evaluation run (appui/replay.py, eval/replays.py) that the run
+pickers select beside what it replayed."""
 
 from __future__ import annotations
 
@@ -34,7 +35,14 @@ def _start(ctx: state.AppContext, config_b: LookupConfig) -> None:
     bar.empty()
     frame = pd.DataFrame([d.to_row() for d in diffs])
     saved = run_id if st.session_state.get("rp_save", True) and ctx.store is not None else None
-    origin.store("rp_result", {"frame": frame, "run_id": saved}, index, {"B": config_b.to_dict()})
+    pair = None
+    if saved:
+        from eval.replays import save_replay_run
+
+        pair = save_replay_run(ctx.store, saved, calls, index=index, config=config_b.to_dict(), source_run=run)
+        st.session_state["eval_select"] = {"a": pair[0], "b": pair[1]}  # the run pickers move to it
+    origin.store("rp_result", {"frame": frame, "run_id": saved, "compare": pair}, index, {"B": config_b.to_dict()})
+    st.rerun()  # the Labelled set tab, drawn above, lists the new run
 
 
 def render(ctx: state.AppContext, config_b: LookupConfig | None) -> None:
@@ -51,7 +59,9 @@ def render(ctx: state.AppContext, config_b: LookupConfig | None) -> None:
         middle.text_input("Query contains (blank: any)", key="rp_text")
     right.number_input("Calls", min_value=1, max_value=1000, value=20, step=1, key="rp_limit")
     st.toggle("Save the replay as a run", value=True, key="rp_save",
-              help="Record the replayed lookups under a run id starting with replay- (see the Traces page)")
+              help="Store the replay as an evaluation run (run id replay-…) to compare with the run it replayed "
+                   "(interactive lookups: with their recorded calls, stored as run recorded-…), scored against "
+                   "that run's labels or this trace file's judgements")
     if st.button("Replay under B", key="rp_start", type="primary", disabled=config_b is None):
         state.guarded(lambda: _start(ctx, config_b))
     if "rp_result" not in st.session_state:
@@ -69,7 +79,9 @@ def render(ctx: state.AppContext, config_b: LookupConfig | None) -> None:
     for column, (label, value) in zip(st.columns(len(counts)), counts.items(), strict=True):
         column.metric(label, value)
     if shown["run_id"]:
-        st.success(f"Saved as run `{shown['run_id']}` (Traces page → Run filter)")
+        pair = shown.get("compare")
+        versus = f"; the Labelled set tab compares it with `{pair[0]}`" if pair else ""
+        st.success(f"Saved as run `{shown['run_id']}`{versus} (its lookups: Traces page → Run filter)")
     only = st.toggle("Only calls that changed", value=False, key="rp_only_changed")
     table = (changed if only else frame).reset_index(drop=True)
     selection = st.dataframe(table, hide_index=True, key="rp_table", on_select="rerun", selection_mode="single-row")

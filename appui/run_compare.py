@@ -31,8 +31,40 @@ def _truth(traces_path: str, run_id: str) -> pd.DataFrame:
     return storage.load_per_query(state.open_store(traces_path), run_id)
 
 
+def _select(table: pd.DataFrame) -> None:
+    """A pair chosen elsewhere (a saved replay and what it replayed) becomes the pickers' group, A and B."""
+    chosen = st.session_state.pop("eval_select", None) or {}
+    groups = table.set_index("run_id")["group"]
+    a, b = chosen.get("a"), chosen.get("b")
+    if b not in groups.index:
+        return
+    st.session_state["eval_group"], st.session_state["eval_run_b"] = groups[b], b
+    if a in groups.index and groups[a] == groups[b]:
+        st.session_state["eval_run_a"] = a
+    elif a:
+        st.warning(f"Run {b} is not compared with {a}: {a} is on {groups.get(a, 'no stored run')}, {b} on "
+                   f"{groups[b]}; runs are compared only within one dataset and knowledge base.")
+
+
+def _other_run(table: pd.DataFrame) -> None:
+    """Callback of "Compare A with run id": the typed run becomes B if it shares A's dataset and base."""
+    text, run_a = st.session_state.get("eval_run_other", ""), st.session_state.get("eval_run_a")
+    if not text.strip():
+        return
+    try:
+        other = runs_data.resolve_run(table, text)
+        runs_data.check_comparable(table, run_a, other)
+    except runs_data.IncomparableRunsError as exc:
+        st.session_state["eval_other_note"] = ("error", f"Refused: {exc}.")
+        return
+    st.session_state["eval_run_b"] = other
+    st.session_state["eval_other_note"] = ("success", f"Run B is now {other}.")
+
+
 def pickers(table: pd.DataFrame) -> tuple[str, str] | None:
-    """Dataset-and-base group, then runs A and B of that group only; None when there is nothing to compare."""
+    """Dataset-and-base group, then runs A and B of that group only, or B typed by id (refused unless it shares
+    A's dataset and base); None when there is nothing to compare."""
+    _select(table)
     groups = list(dict.fromkeys(table["group"]))
     focus = st.session_state.get("eval_focus") or {}
     picked = (st.session_state.get("eval_run_a"), st.session_state.get("eval_run_b"))
@@ -59,6 +91,14 @@ def pickers(table: pd.DataFrame) -> tuple[str, str] | None:
     left, right = st.columns(2)
     run_a = left.selectbox("Run A", ids, key="eval_run_a", format_func=labels.get)
     run_b = right.selectbox("Run B", ids, key="eval_run_b", format_func=labels.get)
+    st.text_input("Compare A with run id", key="eval_run_other", on_change=_other_run, args=(table,),
+                  placeholder="a run id from the stored runs (e.g. of another dataset): Enter",
+                  help="B becomes that run if it shares A's dataset and knowledge base; otherwise it is refused")
+    kind, note = st.session_state.pop("eval_other_note", (None, None))
+    if kind == "error":
+        st.error(note)
+    elif kind == "success":
+        st.success(note)
     if len(ids) < 2:
         st.info(f"Only one run on {group}: start another (or a sweep) to compare.")
         return None
@@ -128,8 +168,7 @@ def _pair_lookups(ctx: state.AppContext, comparison: Any, row: pd.Series) -> Non
     top = st.number_input("Blocks per side", min_value=1, max_value=50, value=TOP_DEFAULT, key="eval_pair_top")
     columns = st.columns(2)
     for column, run_id, side in ((columns[0], comparison.run_a, "A"), (columns[1], comparison.run_b, "B")):
-        frame = ctx.store.query("SELECT id, retrieval_details FROM tool_invocation WHERE run_id = ? AND query_id = ? "
-                                "ORDER BY created_at DESC LIMIT 1", [run_id, str(row["query_id"])])
+        frame = _stored_lookup(ctx, run_id, str(row["query_id"]))
         with column:
             if frame.empty:
                 st.warning(f"No stored lookup of this query in {run_id}")
@@ -139,3 +178,17 @@ def _pair_lookups(ctx: state.AppContext, comparison: Any, row: pd.Series) -> Non
             if st.button(f"Open the trace of run {side}", key=f"eval_open_trace_{side.lower()}"):
                 st.session_state["tr_open_id"] = str(frame["id"][0])  # a run's query links to its trace
                 st.switch_page("appui/traces_page.py")
+
+
+def _stored_lookup(ctx: state.AppContext, run_id: str, query_id: str) -> pd.DataFrame:
+    """The lookup a run's query row points at (`eval_query.invocation_id`: a replay's `recorded-…` run points at
+    the recorded calls), else the run's latest lookup of that query."""
+    truth = _truth(ctx.traces_path, run_id)
+    ids = truth.loc[truth["query_id"].astype(str) == query_id, "invocation_id"].dropna().tolist() \
+        if "invocation_id" in truth else []
+    if ids:
+        frame = ctx.store.query("SELECT id, retrieval_details FROM tool_invocation WHERE id = ?", [str(ids[0])])
+        if not frame.empty:
+            return frame
+    return ctx.store.query("SELECT id, retrieval_details FROM tool_invocation WHERE run_id = ? AND query_id = ? "
+                           "ORDER BY created_at DESC LIMIT 1", [run_id, query_id])

@@ -27,8 +27,12 @@ def run_table(store: TraceStore, runs: pd.DataFrame) -> pd.DataFrame:
     if runs.empty:
         return runs.assign(dataset_path=[], kb_fingerprint=[], group=[])
     paths = store.query("SELECT run_id, dataset_path FROM eval_run")
-    bases = store.query("SELECT run_id, any_value(kb_fingerprint) AS kb_fingerprint FROM tool_invocation "
-                        "WHERE run_id IS NOT NULL GROUP BY run_id")
+    # the base of a run's lookups, found through its query rows (a replay's `recorded-…` run has no
+    # lookups of its own: its rows point at the recorded calls), else through its run id
+    bases = store.query("SELECT run_id, any_value(kb_fingerprint) AS kb_fingerprint FROM ("
+                        "SELECT q.run_id, t.kb_fingerprint FROM eval_query q JOIN tool_invocation t "
+                        "ON t.id = q.invocation_id UNION ALL SELECT run_id, kb_fingerprint FROM tool_invocation "
+                        "WHERE run_id IS NOT NULL) GROUP BY run_id")
     table = runs.merge(paths, on="run_id", how="left").merge(bases, on="run_id", how="left")
     table["group"] = [_group(d, p, f) for d, p, f in zip(table["dataset"], table["dataset_path"],
                                                          table["kb_fingerprint"], strict=True)]
@@ -49,6 +53,20 @@ def check_comparable(table: pd.DataFrame, run_a: str, run_b: str) -> None:
     if groups[run_a] != groups[run_b]:
         raise IncomparableRunsError(f"run {run_a} is on {groups[run_a]} but run {run_b} is on {groups[run_b]}; "
                                     f"compare runs of one dataset and knowledge base")
+
+
+def resolve_run(table: pd.DataFrame, text: str) -> str:
+    """The stored run `text` names (its id or a unique prefix); IncomparableRunsError saying what is wrong."""
+    text = text.strip()
+    ids = table["run_id"].tolist()
+    found = [r for r in ids if r.startswith(text)] if text else []
+    if text in ids:
+        return text
+    if len(found) == 1:
+        return found[0]
+    if found:
+        raise IncomparableRunsError(f"{text!r} starts {len(found)} runs ({', '.join(found[:3])}, …); type more of it")
+    raise IncomparableRunsError(f"no stored run has the id {text!r}; the stored runs are listed above")
 
 
 def significance_words(p: float | None, delta: float | None) -> str:

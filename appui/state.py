@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 import duckdb
 import streamlit as st
 
-from appui import wording
+from appui import build_bar, wording
 from retrieval import (
     KnowledgeBaseError,
     KnowledgeIndex,
@@ -56,11 +56,14 @@ class _IndexSlot:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.index: KnowledgeIndex | None = None
+        self.stage_seconds: dict[str, float] = {}  # the build's stages and their seconds (empty: from cache)
 
     def get(self, kb_path: str, svd_dims: int, progress: Callable[[str, float], None]) -> KnowledgeIndex:
+        """The index, built on first use with `progress` (a BuildBar keeps each stage's seconds for the caption)."""
         with self.lock:  # a second tab asking for the same index waits for the first build
             if self.index is None:
                 self.index = open_index(kb_path, svd_dims=svd_dims, progress=progress)
+                self.stage_seconds = {} if self.index.from_cache else dict(getattr(progress, "seconds", {}))
             return self.index
 
 
@@ -75,14 +78,11 @@ def _cached_store(traces_path: str) -> TraceStore:
 
 
 def load_index(kb_path: str, svd_dims: int) -> KnowledgeIndex | None:
-    """The cached index, building it behind a progress bar; a bad folder becomes an in-page error."""
+    """The cached index, building it behind a progress bar (each stage's real fraction and an estimate of
+    the time left, see appui/build_bar.py); a bad folder becomes an in-page error."""
     bar = st.empty()
-
-    def progress(stage: str, fraction: float) -> None:
-        bar.progress(min(max(fraction, 0.0), 1.0), text=f"Indexing {kb_path}: {stage}")
-
     try:
-        return _index_slot(kb_path, svd_dims).get(kb_path, svd_dims, progress)
+        return _index_slot(kb_path, svd_dims).get(kb_path, svd_dims, build_bar.BuildBar(bar, kb_path))
     except KnowledgeBaseError as exc:
         st.error(f"Cannot open the knowledge base: {wording.for_page(str(exc))}")
     except (OSError, ValueError) as exc:
@@ -246,11 +246,18 @@ def sidebar_config(prefix: str = "cfg_", title: str = "Configuration") -> Lookup
         return config_widgets(prefix)
 
 
-def index_caption(index: KnowledgeIndex) -> None:
+def build_stages(kb_path: str, svd_dims: int) -> dict[str, float]:
+    """The seconds each stage of this index's build took (empty when it came from the on-disk cache)."""
+    return dict(_index_slot(kb_path, svd_dims).stage_seconds)
+
+
+def index_caption(index: KnowledgeIndex, stages: dict[str, float] | None = None) -> None:
     summary = index.kb.summary()
     st.caption(f"Knowledge base `{summary['root']}`: {summary['entries']} entries · {summary['chunks']} chunks · "
                f"{len(summary['domains'])} domains · "
                + ("index from cache" if index.from_cache else f"indexed in {index.build_seconds:.1f}s"))
+    if stages:
+        st.caption("Build stages: " + build_bar.stage_summary(stages), help="Seconds per stage of the index build")
     if index.l1 is None:
         st.warning(f"L1 unavailable: {index.l1_unavailable_reason}")
     skipped = summary["skipped"]

@@ -79,10 +79,12 @@ class RunResult:
                 "created_at": self.created_at.isoformat(), "config": self.config}
 
 
-def open_dataset_index(dataset: Dataset, svd_dims: int) -> KnowledgeIndex:
-    """The (disk-cached) index of the dataset's knowledge base, without the fields and paths it excludes."""
+def open_dataset_index(dataset: Dataset, svd_dims: int,
+                       progress: Callable[[str, float], None] | None = None) -> KnowledgeIndex:
+    """The (disk-cached) index of the dataset's knowledge base, without the fields and paths it excludes;
+    `progress(stage, fraction)` follows the build (retrieval.build_progress)."""
     return open_index(dataset.kb_path, svd_dims=svd_dims, exclude_fields=dataset.exclude_fields,
-                      exclude_paths=dataset.exclude_paths)
+                      exclude_paths=dataset.exclude_paths, progress=progress)
 
 
 def run_evaluation(dataset: Dataset, config: LookupConfig | None = None, *, store: TraceStore,

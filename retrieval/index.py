@@ -5,13 +5,14 @@ from __future__ import annotations
 import hashlib
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from . import __version__
+from . import build_progress as bp
 from .chunk_store import ChunkRows
 from .corpus import Chunk, KnowledgeBase, exclude_prefixes, load_knowledge_base
 from .index_cache import CachedIndex, read_cache, write_cache
@@ -19,7 +20,7 @@ from .index_config import IndexConfig
 from .l0 import L0Index
 from .l1 import L1Index
 
-Progress = Callable[[str, float], None]
+Progress = bp.Progress  # progress(stage, fraction): see retrieval.build_progress
 _FORMAT = 2
 
 
@@ -44,19 +45,19 @@ class KnowledgeIndex:
 def build_index(kb: KnowledgeBase, *, svd_dims: int | None = None, config: IndexConfig | None = None,
                 progress: Progress | None = None) -> KnowledgeIndex:
     """Index `kb`; an L1 index that cannot be built leaves L1 `unavailable` with the reason, not an error.
-    `svd_dims` overrides `config.svd_dims` (the older keyword)."""
+    `svd_dims` overrides `config.svd_dims` (the older keyword); `progress(stage, fraction)` follows the
+    stages of retrieval.build_progress."""
     config = _with_dims(config, svd_dims)
     started = time.perf_counter()
-    _report(progress, "L0: BM25 over titles, keywords, categories, entities", 0.1)
+    bp.report(progress, bp.L0, 0.0)
     l0 = L0Index(kb.entries)
-    _report(progress, "L1: TF-IDF + SVD over chunks", 0.4)
+    bp.report(progress, bp.L0, 1.0)
     l1, reason = None, None
     chunks = [c for c in kb.chunks if _indexable(c)]
     try:
-        l1 = L1Index(chunks, config)
+        l1 = L1Index(chunks, config, progress=progress)
     except ValueError as exc:  # e.g. no chunk has any indexable term
         reason = f"{type(exc).__name__}: {exc}"
-    _report(progress, "done", 1.0)
     return KnowledgeIndex(kb, l0, l1, reason, config.svd_dims, time.perf_counter() - started, False, config)
 
 
@@ -74,20 +75,29 @@ def open_index(path: str | Path, *, svd_dims: int | None = None, config: IndexCo
     excluded = tuple(sorted(exclude_fields))
     prefixes = exclude_prefixes(exclude_paths)
     if not use_cache:
-        return build_index(load_knowledge_base(path, strict=strict, exclude_fields=excluded, exclude_paths=prefixes),
-                           config=config, progress=progress)
-    _report(progress, "hashing the knowledge base", 0.0)
+        return build_index(_read(path, strict, excluded, prefixes, progress), config=config, progress=progress)
+    bp.report(progress, bp.HASHING, 0.0)
     key = _cache_key(f"{file_signature(path)}|{excluded}", config, strict, prefixes)
     folder = Path(cache_dir or default_cache_dir()) / key
     cached = read_cache(folder)
+    bp.report(progress, bp.HASHING, 1.0)
     if cached is not None:
-        _report(progress, "loaded from cache", 1.0)
+        bp.report(progress, bp.CACHED, 1.0)
         return _from_cache(cached)
-    index = build_index(load_knowledge_base(path, strict=strict, exclude_fields=excluded, exclude_paths=prefixes),
-                        config=config, progress=progress)
+    index = build_index(_read(path, strict, excluded, prefixes, progress), config=config, progress=progress)
+    bp.report(progress, bp.CACHING, 0.0)
     write_cache(folder, CachedIndex(index.kb, index.l1.arrays if index.l1 else None, _l1_rows(index.kb),
                                     index.l1_unavailable_reason, config, index.build_seconds))
+    bp.report(progress, bp.CACHING, 1.0)
     return index
+
+
+def _read(path: str | Path, strict: bool, excluded: tuple[str, ...], prefixes: tuple[str, ...],
+          progress: Progress | None) -> KnowledgeBase:
+    bp.report(progress, bp.READING, 0.0)
+    kb = load_knowledge_base(path, strict=strict, exclude_fields=excluded, exclude_paths=prefixes)
+    bp.report(progress, bp.READING, 1.0)
+    return kb
 
 
 def default_cache_dir() -> Path:
@@ -103,7 +113,7 @@ def _code_fingerprint() -> str:
     """Hash of the modules that shape an index, so a code change never reuses a stale cache."""
     digest = hashlib.sha256()
     for name in ("corpus", "exclusions", "markdown", "kb_files", "kb_jsonl", "surrogates", "text", "terms",
-                 "postings", "chunk_store", "l0", "l1", "index", "index_cache", "index_config"):
+                 "postings", "chunk_store", "l0", "l1", "lsa_fit", "index", "index_cache", "index_config"):
         digest.update((Path(__file__).parent / f"{name}.py").read_bytes())
     return digest.hexdigest()
 
@@ -180,8 +190,3 @@ def _with_dims(config: IndexConfig | None, svd_dims: int | None) -> IndexConfig:
     if svd_dims is None or svd_dims == config.svd_dims:
         return config
     return IndexConfig(**{**config.to_dict(), "svd_dims": svd_dims})
-
-
-def _report(progress: Progress | None, stage: str, fraction: float) -> None:
-    if progress is not None:
-        progress(stage, fraction)

@@ -28,10 +28,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import build_progress as bp
 from .chunk_store import TextColumn
 from .corpus import Chunk
 from .index_config import IndexConfig
 from .l1_bounded import LsaHeads, PageRanking, Universe, bounded_rows
+from .lsa_fit import fit_components
 from .postings import postings_sum
 from .terms import TermIndex, count_terms, query_terms
 from .text import normalize_label
@@ -125,7 +127,7 @@ class L1Index:
     """Vectors of every chunk; LSA dimensions are capped by the corpus so tiny knowledge bases work."""
 
     def __init__(self, chunks: Sequence[Chunk], config: IndexConfig | None = None, *, svd_dims: int | None = None,
-                 arrays: L1Arrays | None = None) -> None:
+                 arrays: L1Arrays | None = None, progress: bp.Progress | None = None) -> None:
         if not chunks:
             raise ValueError("L1 needs at least one chunk with text")
         config = config or IndexConfig()
@@ -133,7 +135,7 @@ class L1Index:
             config = IndexConfig(**{**config.to_dict(), "svd_dims": svd_dims})
         self.chunks = chunks
         self.config = config
-        self.arrays = arrays if arrays is not None else build_arrays(chunks, config)
+        self.arrays = arrays if arrays is not None else build_arrays(chunks, config, progress)
         a = self.arrays
         self.vocabulary = TermIndex(TextColumn(a.unigram_blob, a.unigram_offsets), a.unigram_hashes, a.unigram_ids)
         # one chunk per page names its source and domains (a page's chunks share them)
@@ -356,18 +358,22 @@ class L1Index:
         return allowed
 
 
-def build_arrays(chunks: Sequence[Chunk], config: IndexConfig) -> L1Arrays:
-    """Count terms, weight them (BM25 for sections and pages) and fit the LSA space."""
+def build_arrays(chunks: Sequence[Chunk], config: IndexConfig, progress: bp.Progress | None = None) -> L1Arrays:
+    """Count terms, weight them (BM25 for sections and pages) and fit the LSA space; `progress` gets
+    each stage's fractions (retrieval.build_progress)."""
     sources = [c.source for c in chunks]
     page_number: dict[str, int] = {}
     page_of_chunk = np.fromiter((page_number.setdefault(s, len(page_number)) for s in sources), dtype=np.int64,
                                 count=len(sources))
-    counts = count_terms((f"{c.breadcrumb}\n{c.text}" for c in chunks), page_of_chunk, len(page_number))
+    texts = bp.counted((f"{c.breadcrumb}\n{c.text}" for c in chunks), len(chunks), progress, bp.VECTORISING,
+                       then=bp.WEIGHTING)
+    counts = count_terms(texts, page_of_chunk, len(page_number))
     if counts.chunks.nnz == 0:
         raise ValueError("L1 needs at least one chunk with an indexable term")
     section_weights, section_idf = _bm25_weights(counts.chunks, config.k1, config.b)
     page_weights, page_idf = _bm25_weights(counts.pages, config.k1, config.page_b)
-    lsa_idf, projection, projection_row, lsa = _fit_lsa(counts.chunks, config)
+    bp.report(progress, bp.WEIGHTING, 1.0)
+    lsa_idf, projection, projection_row, lsa = _fit_lsa(counts.chunks, config, progress)
     order = np.argsort(page_of_chunk, kind="stable")
     starts = np.r_[0, np.cumsum(np.bincount(page_of_chunk, minlength=len(page_number)))].astype(np.int64)
     terms = TermIndex.of(counts.unigrams)
@@ -379,11 +385,10 @@ def build_arrays(chunks: Sequence[Chunk], config: IndexConfig) -> L1Arrays:
                     starts, order.astype(np.int64))
 
 
-def _fit_lsa(counts, config: IndexConfig) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _fit_lsa(counts, config: IndexConfig, progress: bp.Progress | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Sublinear, smoothed-idf, L2-normalised TF-IDF; TruncatedSVD fitted on a row sample (the LSA space
     of 20k sections matches that of all of them closely, and a fit is quadratic in what it sees);
     then every chunk projected and L2-normalised."""
-    from sklearn.decomposition import TruncatedSVD
     from sklearn.preprocessing import normalize
 
     n_rows, n_terms = counts.shape
@@ -404,12 +409,13 @@ def _fit_lsa(counts, config: IndexConfig) -> tuple[np.ndarray, np.ndarray, np.nd
     projection_row = np.full(n_terms, -1, dtype=np.int32)
     if dims < 2:
         return idf, np.zeros((0, 0), dtype=np.float32), projection_row, np.zeros((n_rows, 0), dtype=np.float32)
-    svd = TruncatedSVD(n_components=dims, random_state=config.random_state).fit(fitted[:, seen])
-    projection = np.ascontiguousarray(svd.components_.T, dtype=np.float32)
+    bp.report(progress, bp.SVD, 0.0)  # TruncatedSVD's steps, reported per power iteration (retrieval.lsa_fit)
+    components = fit_components(fitted[:, seen], dims, config.random_state, lambda f: bp.report(progress, bp.SVD, f))
+    projection = np.ascontiguousarray(components.T, dtype=np.float32)
     projection_row[seen] = np.arange(seen.size, dtype=np.int32)
     seen_only = tfidf[:, seen].tocsr()  # the terms the SVD never saw project to nothing
     lsa = np.empty((n_rows, dims), dtype=np.float32)
-    for start in range(0, n_rows, 50_000):
+    for start in bp.counted(range(0, n_rows, 50_000), -(-n_rows // 50_000), progress, bp.PROJECTING):
         part = np.asarray(seen_only[start:start + 50_000] @ projection, dtype=np.float32)
         norms = np.linalg.norm(part, axis=1, keepdims=True)
         lsa[start:start + 50_000] = part / np.where(norms > 0, norms, 1.0)

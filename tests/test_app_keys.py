@@ -1,5 +1,5 @@
 """AppTest covers every widget by key: the widgets no other test drives are driven here, and a check that
-every widget key in app.py and appui/ is named by some app or browser test."""
+every widget key in app.py and appui/ is named by some AppTest (tests/test_app*.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
+from appui import data
+from eval import judgements
 from retrieval import LookupConfig, TraceStore
 from tests.kb_fixture import write_kb
 from tests.test_app import APP, _lookup, _ok
@@ -32,14 +34,13 @@ def _keys() -> set[str]:
     return found - DISPLAY
 
 
-def test_every_widget_key_is_driven_by_a_test():
-    tests = "".join(Path(p).read_text() for p in glob.glob(str(ROOT / "tests" / "test_app*.py"))
-                    + glob.glob(str(ROOT / "tests" / "test_browser*.py")))
+def test_every_widget_key_is_driven_by_an_app_test():
+    tests = "".join(Path(p).read_text() for p in glob.glob(str(ROOT / "tests" / "test_app*.py")))
     keys = _keys()
     assert {"lookup_query", "eval_run_a", "rp_start", "tr_page"} <= keys  # the scan finds widgets
     # f-string keys ({prefix}{name}, {key}_judge_{rank}_{grade}) are checked by their fixed parts
     missing = sorted(k for k in keys if not all(part in tests for part in re.split(r"\{[^}]*\}", k) if part))
-    assert not missing, f"widgets no app or browser test drives: {missing}"
+    assert not missing, f"widgets no AppTest drives: {missing}"
 
 
 def test_trace_filters_time_layer_and_decision_narrow_the_table(env):
@@ -97,3 +98,23 @@ def test_split_and_report_pickers(env):
     at = _ok(at.selectbox(key="ex_run_b").set_value(ids[1]).run())
     assert at.get("download_button")[0].label.startswith("Download ")
     assert "ex_report_download" in str(at.get("download_button")[0].proto.id)
+
+
+def _download(at: AppTest, key: str):
+    """The download button with this widget key (AppTest lists them by type, not by key)."""
+    found = [b for b in at.get("download_button") if b.key == key]
+    assert len(found) == 1, [b.key for b in at.get("download_button")]
+    return found[0]
+
+
+def test_run_filter_and_both_download_buttons_by_key(env):
+    at = _lookup(_ok(AppTest.from_file(APP, default_timeout=60).run()), "download invoices")
+    judgements.record(TraceStore(env["traces"]), "download invoices", "billing/invoices.md", 1)
+    at = _ok(at.switch_page("appui/traces_page.py").run())
+    at = _ok(at.selectbox(key="tr_run").set_value(data.NO_RUN).run())
+    assert at.dataframe(key="tr_table").value["query"].tolist() == ["download invoices"]
+    at = _ok(at.switch_page("appui/export_page.py").run())
+    assert _download(at, "ex_download").label == "Download traces.csv"
+    assert any("1 trace(s)" in m.value for m in at.markdown)  # the Traces page's filter, carried over
+    at = _ok(at.radio(key="ex_what").set_value("Judgements").run())
+    assert _download(at, "ex_judgements_download").label == "Download queries.jsonl"

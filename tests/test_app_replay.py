@@ -8,6 +8,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from appui import replay, state
+from eval import replays
 from retrieval import LookupConfig, TraceStore, lookup_knowledge
 from tests.kb_fixture import write_kb
 from tests.test_app import APP, _ok
@@ -57,6 +58,32 @@ def test_replay_is_saved_as_a_run(env):
     rows = TraceStore(env["traces"]).query("SELECT query_id FROM tool_invocation WHERE run_id = ?", [run_id])
     originals = TraceStore(env["traces"]).query("SELECT id FROM tool_invocation WHERE run_id IS NULL")
     assert len(rows) == 20 and set(rows["query_id"]) == set(originals["id"])
+
+
+def test_saved_replay_is_an_eval_run_selected_in_the_run_pickers(env):
+    at = _compare()
+    at = _ok(at.toggle(key="cmpb_l0_filter").set_value(False).run())
+    at = _ok(at.button(key="rp_start").click().run())
+    recorded, replayed = at.session_state["rp_result"]["compare"]
+    assert replayed == at.session_state["rp_result"]["run_id"] and recorded.startswith(replays.RECORDED_PREFIX)
+    assert at.selectbox(key="eval_run_a").value == recorded and at.selectbox(key="eval_run_b").value == replayed
+    assert at.selectbox(key="eval_run_view").value == replayed
+    deltas = next(d.value for d in at.dataframe if "significance" in d.value.columns)
+    assert not deltas.empty and "ndcg@10" in set(deltas["metric"])
+    assert any(f"compares it with `{recorded}`" in s.value for s in at.success)
+    assert any(c.value.startswith("No query of this replay is labelled") for c in at.caption)
+    stored = TraceStore(env["traces"]).query("SELECT run_id, status FROM eval_run")
+    assert set(stored["run_id"]) == {recorded, replayed} and set(stored["status"]) == {"complete"}
+
+
+def test_a_replay_runs_query_opens_the_recorded_call_beside_its_replay(env):
+    at = _ok(_compare().toggle(key="cmpb_l0_filter").set_value(False).run())
+    at = _ok(at.button(key="rp_start").click().run())
+    recorded, replayed = at.session_state["rp_result"]["compare"]
+    at.session_state["eval_pairs"] = {"selection": {"rows": [0], "columns": [], "cells": []}}
+    at = _ok(at.run())
+    assert {f"Run A: {recorded}", f"Run B: {replayed}"} <= {s.value for s in at.subheader}
+    assert not [w.value for w in at.warning if w.value.startswith("No stored lookup")]
 
 
 def test_replay_of_a_run_replays_that_runs_calls(env):

@@ -120,3 +120,33 @@ def test_per_query_deltas_chart_is_sorted(app):
     frame = pd.DataFrame({"query_id": ["a", "b", "c"], "query": ["x", "y", "z"], "m_delta": [0.5, -1.0, 0.0]})
     out = runs_data.sorted_deltas(frame, "m")
     assert out["query_id"].tolist() == ["b", "c", "a"] and out["order"].tolist() == [1, 2, 3]
+
+
+def test_typing_the_id_of_a_run_from_another_dataset_is_refused_on_the_page(app, stored):
+    before = app.selectbox(key="eval_run_b").value
+    at = app.text_input(key="eval_run_other").set_value(stored["other"]).run()
+    assert not at.exception
+    assert [e.value for e in at.error] == [
+        f"Refused: run {app.selectbox(key='eval_run_a').value} is on "
+        f"{next(g for g in at.selectbox(key='eval_group').options if 'one' in g)} but run {stored['other']} is on "
+        f"{next(g for g in at.selectbox(key='eval_group').options if 'two' in g)}; "
+        "compare runs of one dataset and knowledge base."]
+    assert at.selectbox(key="eval_run_b").value == before  # B is unchanged
+
+
+def test_typing_a_run_id_of_the_same_dataset_makes_it_b(app, stored):
+    run_a = app.selectbox(key="eval_run_a").value
+    other = next(r for r in stored["sweep"] if r != run_a)
+    at = _ok(app.selectbox(key="eval_run_b").set_value(run_a).run())
+    at = _ok(at.text_input(key="eval_run_other").set_value(other[:-2]).run())  # a unique prefix is enough
+    assert at.selectbox(key="eval_run_b").value == other
+    assert [s.value for s in at.success] == [f"Run B is now {other}."]
+
+
+def test_typing_an_unknown_run_id_says_so():
+    table = pd.DataFrame({"run_id": ["run-1", "run-2"], "group": ["g", "g"]})
+    with pytest.raises(runs_data.IncomparableRunsError, match="no stored run has the id 'nope'"):
+        runs_data.resolve_run(table, "nope")
+    with pytest.raises(runs_data.IncomparableRunsError, match="starts 2 runs"):
+        runs_data.resolve_run(table, "run-")
+    assert runs_data.resolve_run(table, " run-2 ") == "run-2"

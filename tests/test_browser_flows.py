@@ -124,7 +124,7 @@ def test_flow2_a_sweep_selects_its_runs_in_the_pickers(server, page, shots):
     screenshot(page, shots, "flow2-2-pickers")
 
 
-def test_flow3_a_run_of_another_dataset_is_not_offered(server, page, shots):
+def test_flow3_a_run_of_another_dataset_is_refused(server, page, shots):
     docs = write_kb(server["root"] / "docs")
     queries = server["root"] / "dev.jsonl"
     queries.write_text(json.dumps({"_id": "d1", "text": "rotate an API token", "relevant": ["security/tokens.md"]})
@@ -146,9 +146,20 @@ def test_flow3_a_run_of_another_dataset_is_not_offered(server, page, shots):
     page.locator(".st-key-eval_run_a").click()
     options = page.get_by_role("option")
     visible(page, options.first)
-    assert other not in " ".join(options.all_inner_texts())  # refused: never offered beside the data/ runs
+    assert other not in " ".join(options.all_inner_texts())  # never offered beside the data/ runs
     screenshot(page, shots, "flow3-2-not-offered")
     page.keyboard.press("Escape")
+    wait_for_app(page)
+    run_b = _value(page, "eval_run_b")
+    page.locator(".st-key-eval_run_other input").fill(other)  # picked by id instead: refused on the page
+    page.locator(".st-key-eval_run_other input").press("Enter")
+    visible(page, page.get_by_test_id("stAlertContentError").filter(has_text="Refused: run "))
+    sync_api.expect(page.get_by_test_id("stAlertContentError").first).to_contain_text(
+        f"but run {other} is on ")
+    assert _value(page, "eval_run_b") == run_b  # B is unchanged
+    screenshot(page, shots, "flow3-3-refused")
+    page.locator(".st-key-eval_run_other input").fill("")
+    page.locator(".st-key-eval_run_other input").press("Enter")
     wait_for_app(page)
 
 
@@ -183,6 +194,13 @@ def test_flow5_replay_20_interactive_lookups_under_b(server, page, shots):
     replayed = store.query("SELECT count(*) AS n FROM tool_invocation WHERE run_id LIKE 'replay-%'")["n"][0]
     assert replayed == 20
     screenshot(page, shots, "flow5-2-replay-diff")
+    page.get_by_text("Configuration B").first.click()  # folded, so the picture reaches the run pickers
+    page.get_by_role("tab", name="Labelled set").click()  # saved as a run: the pickers hold it and its calls
+    replay_run, recorded_run = _runs(server["traces"])[:2]
+    assert replay_run.startswith("replay-") and recorded_run.startswith("recorded-")
+    assert _value(page, "eval_run_b").startswith(replay_run) and _value(page, "eval_run_a").startswith(recorded_run)
+    visible(page, page.get_by_text("Metric deltas (B − A)").first)
+    screenshot(page, shots, "flow5-3-replay-run")
 
 
 def test_flow6_judge_export_qrels_and_evaluate_as_the_cli(server, page, shots):

@@ -1,0 +1,91 @@
+"""A replay saved as an evaluation run (eval/replays.py): paired with the run it replayed, or with its recorded
+calls stored as a run; scored against the run's labels or the trace file's judgements."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from appui import replay, runs_data
+from eval import compare, datasets, judgements, replays, runs, storage
+from retrieval import LookupConfig, TraceStore, lookup_knowledge
+from tests.kb_fixture import write_kb
+from tests.test_app import QUERIES
+
+CONFIG = LookupConfig(svd_dims=16)
+B = replace(CONFIG, l0_filter=False)
+
+
+@pytest.fixture
+def dataset(tmp_path: Path) -> datasets.Dataset:
+    write_kb(tmp_path / "data" / "kb")
+    (tmp_path / "data" / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in QUERIES))
+    return datasets.load_dataset(tmp_path / "data")
+
+
+def _replay(store: TraceStore, index, calls: pd.DataFrame, source_run: str | None) -> tuple[str, str]:
+    run_id = replay.new_run_id()
+    replay.replay(calls, index=index, config=B, store=store, run_id=run_id)
+    return replays.save_replay_run(store, run_id, calls, index=index, config=B.to_dict(), source_run=source_run)
+
+
+def test_a_run_replay_is_a_run_of_the_same_dataset_paired_with_the_original(dataset, store):
+    original = runs.run_evaluation(dataset, CONFIG, store=store, baseline=False, oracle=False)
+    index = runs.open_dataset_index(dataset, CONFIG.svd_dims)
+    calls = replay.recorded_calls(store, run_id=original.run_id, limit=100)
+    a, b = _replay(store, index, calls, original.run_id)
+    assert a == original.run_id and b.startswith(replay.PREFIX)
+    stored = runs.load_run(store, b)
+    assert stored.dataset["name"] == original.dataset["name"] and stored.dataset["replay_of"] == a
+    assert stored.overrides == {"l0_filter": False} and stored.top_k == original.top_k
+    comparison = compare.compare_runs(store, a, b)
+    assert len(comparison.per_query) == len(QUERIES) and comparison.unpaired == {"only_in_a": 0, "only_in_b": 0}
+    assert (comparison.per_query["filter_decision_b"] == "disabled").all()
+    table = runs_data.run_table(store, runs.list_runs(store)).set_index("run_id")["group"]
+    assert table[a] == table[b]
+
+
+def test_a_run_replay_is_scored_against_the_runs_labels(dataset, store):
+    original = runs.run_evaluation(dataset, CONFIG, store=store, baseline=False, oracle=False)
+    index = runs.open_dataset_index(dataset, CONFIG.svd_dims)
+    calls = replay.recorded_calls(store, run_id=original.run_id, limit=100)
+    run_id = replay.new_run_id()
+    replay.replay(calls, index=index, config=CONFIG, store=store, run_id=run_id)  # same settings: same figures
+    replays.save_replay_run(store, run_id, calls, index=index, config=CONFIG.to_dict(), source_run=original.run_id)
+    assert runs.load_run(store, run_id).metrics == original.metrics
+
+
+def test_an_interactive_replay_is_paired_with_its_recorded_calls_as_a_run(store, index):
+    for query in ("rotate an API token", "download invoices", "silence an alert"):
+        lookup_knowledge(query, index=index, config=CONFIG, recorder=store)
+    judgements.record(store, "download invoices", "billing/invoices.md", 1)
+    calls = replay.recorded_calls(store, limit=20)
+    a, b = _replay(store, index, calls, None)
+    assert a == replays.RECORDED_PREFIX + b.removeprefix(replay.PREFIX)
+    recorded = storage.load_per_query(store, a)
+    assert set(recorded["invocation_id"]) == set(calls["id"])  # the recorded rows themselves, no new lookups
+    assert store.query("SELECT count(*) AS n FROM tool_invocation WHERE run_id = ?", [a])["n"][0] == 0
+    assert store.query("SELECT count(*) AS n FROM tool_invocation WHERE run_id = ?", [b])["n"][0] == 3
+    scored = runs.load_run(store, b)
+    assert scored.dataset["labelled_queries"] == 1 and scored.dataset["name"] == replays.INTERACTIVE
+    per_query = scored.per_query.set_index("query")
+    assert per_query.loc["download invoices", "mrr@10"] > 0 and per_query.loc["silence an alert", "mrr@10"] == 0
+    comparison = compare.compare_runs(store, a, b)
+    assert len(comparison.per_query) == 3
+    table = runs_data.run_table(store, runs.list_runs(store)).set_index("run_id")["group"]
+    assert table[a] == table[b] and "base not recorded" not in table[a]
+
+
+def test_saving_a_replay_that_recorded_nothing_is_refused(store, index):
+    with pytest.raises(ValueError, match="recorded no lookup; replay with saving on"):
+        replays.save_replay_run(store, "replay-none", pd.DataFrame(), index=index, config=CONFIG.to_dict())
+
+
+def test_replayed_calls_are_paired_on_the_original_query_id():
+    assert replays.paired_query_id("call-1", "q7") == "q7"
+    assert replays.paired_query_id("call-1", None) == "call-1"
+    assert replays.paired_query_id("call-1", float("nan")) == "call-1"
