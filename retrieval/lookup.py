@@ -167,7 +167,9 @@ def _run_l1(query: str, filters: dict[str, str] | None, index: KnowledgeIndex, c
             raise SimulatedL1Failure("simulated L1 failure (simulate_l1_failure drill)")
         return index.l1.search(query, **settings)
 
-    quick = None if config.simulate_l1_failure or not filters else lambda: index.l1.from_probe(query, **settings)
+    from_probe = getattr(index.l1, "from_probe", None)  # an L1 stand-in (tests, plug-ins) may only search
+    quick = None if config.simulate_l1_failure or not filters or from_probe is None else \
+        lambda: from_probe(query, **settings)
     call = guarded_search(search, config.l1_timeout_ms, quick)  # checked, time-limited, never raises
     if call.error is not None:
         error = {"type": type(call.error).__name__, "message": str(call.error)}
