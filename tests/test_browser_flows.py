@@ -215,8 +215,9 @@ def test_flow6_judge_export_qrels_and_evaluate_as_the_cli(server, page, shots):
     open_page(page, "Export")
     page.locator(".st-key-ex_what").get_by_text("Judgements").click()
     page.locator(".st-key-ex_judgement_format").get_by_text("qrels TSV").click()
+    # the button is relabelled by the rerun the radio starts: wait for the qrels one, not the old one
     button = page.locator(".st-key-ex_judgements_download button").filter(has_text="qrels.tsv")
-    visible(page, button)  # the button of the chosen format, not the one drawn before the click reran the page
+    visible(page, button)
     with page.expect_download() as download:
         button.click()
     saved = server["root"] / "qrels.tsv"
