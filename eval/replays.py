@@ -80,7 +80,9 @@ def save_replay_run(store: TraceStore, run_id: str, calls: pd.DataFrame, *, inde
     recorded_id = RECORDED_PREFIX + run_id.split("-", 1)[-1]
     dataset = {"name": INTERACTIVE, "kind": "replay", "path": run_id, "split": "all",
                "replay_of": source_run or INTERACTIVE}
-    original_config = _json(calls["config"].iloc[0]) if "config" in calls and len(calls) else dict(config)
+    recorded_config = _json(calls["config"].iloc[0]) if "config" in calls and len(calls) else {}
+    # the LookupConfig fields only (a trace's config also records the index settings it was answered with)
+    original_config = {k: recorded_config.get(k, v) for k, v in config.items()}
     label = lambda lk: _judged_query(lk, judged)  # noqa: E731
     _save(store, recorded_id, originals, label, index, original_config, created - timedelta(microseconds=1),
           dataset, list(DEFAULT_METRICS), original_config)

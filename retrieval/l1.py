@@ -367,7 +367,7 @@ def build_arrays(chunks: Sequence[Chunk], config: IndexConfig, progress: bp.Prog
                                 count=len(sources))
     texts = bp.counted((f"{c.breadcrumb}\n{c.text}" for c in chunks), len(chunks), progress, bp.VECTORISING,
                        then=bp.WEIGHTING)
-    counts = count_terms(texts, page_of_chunk, len(page_number))
+    counts = count_terms(texts, page_of_chunk, len(page_number), lambda f: bp.report(progress, bp.WEIGHTING, 0.95 * f))
     if counts.chunks.nnz == 0:
         raise ValueError("L1 needs at least one chunk with an indexable term")
     section_weights, section_idf = _bm25_weights(counts.chunks, config.k1, config.b)
@@ -391,6 +391,7 @@ def _fit_lsa(counts, config: IndexConfig, progress: bp.Progress | None = None) -
     then every chunk projected and L2-normalised."""
     from sklearn.preprocessing import normalize
 
+    bp.report(progress, bp.SVD, 0.0)  # the TF-IDF sample, then TruncatedSVD's steps (retrieval.lsa_fit)
     n_rows, n_terms = counts.shape
     doc_freq = np.bincount(counts.indices, minlength=n_terms)
     idf = (np.log((1.0 + n_rows) / (1.0 + doc_freq)) + 1.0).astype(np.float32)
@@ -408,8 +409,8 @@ def _fit_lsa(counts, config: IndexConfig, progress: bp.Progress | None = None) -
     dims = min(config.svd_dims, seen.size - 1, sample.size - 1)
     projection_row = np.full(n_terms, -1, dtype=np.int32)
     if dims < 2:
+        bp.report(progress, bp.SVD, 1.0)  # too few chunks or terms for an LSA space: nothing to fit
         return idf, np.zeros((0, 0), dtype=np.float32), projection_row, np.zeros((n_rows, 0), dtype=np.float32)
-    bp.report(progress, bp.SVD, 0.0)  # TruncatedSVD's steps, reported per power iteration (retrieval.lsa_fit)
     components = fit_components(fitted[:, seen], dims, config.random_state, lambda f: bp.report(progress, bp.SVD, f))
     projection = np.ascontiguousarray(components.T, dtype=np.float32)
     projection_row[seen] = np.arange(seen.size, dtype=np.int32)

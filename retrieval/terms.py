@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import unicodedata
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import repeat
 from typing import Any
@@ -63,8 +63,10 @@ class TermCounter:
 BLOCK_TEXTS = 50_000  # texts counted at a time: bounds the temporary arrays at 1M chunks
 
 
-def count_terms(texts: Iterable[str], page_of_text: np.ndarray, n_pages: int) -> TermCounts:
-    """Unigram counts per text and unigram-plus-pair counts per page (pairs never cross texts).
+def count_terms(texts: Iterable[str], page_of_text: np.ndarray, n_pages: int,
+                progress: Callable[[float], None] | None = None) -> TermCounts:
+    """Unigram counts per text and unigram-plus-pair counts per page (pairs never cross texts); `progress`
+    gets the share of blocks counted.
 
     Counting goes block by block (blocks end where a page ends), each (row, term) pair packed into one
     int64 and counted by sorting, so the peak memory follows a block, not the corpus.
@@ -82,7 +84,7 @@ def count_terms(texts: Iterable[str], page_of_text: np.ndarray, n_pages: int) ->
                                           for a, b in blocks] or [np.empty(0, dtype=np.int64)]))
     n_columns = n_unigrams + pair_keys.size
     chunk_parts, page_parts = [], []
-    for a, b in blocks:
+    for done, (a, b) in enumerate(blocks, start=1):
         tokens = flat[starts[a]:starts[b]].astype(np.int64)
         rows = np.repeat(np.arange(a, b, dtype=np.int64), lengths[a:b])
         chunk_parts.append(_packed_counts(rows, tokens, n_unigrams))
@@ -90,6 +92,8 @@ def count_terms(texts: Iterable[str], page_of_text: np.ndarray, n_pages: int) ->
         columns = n_unigrams + np.searchsorted(pair_keys, keys)
         page_parts.append(_packed_counts(np.concatenate([pages[rows], pages[pair_rows]]),
                                          np.concatenate([tokens, columns]), n_columns))
+        if progress is not None:
+            progress(done / len(blocks))
     unigrams = tuple(sorted(counter.vocabulary, key=counter.vocabulary.__getitem__))
     return TermCounts(unigrams, pair_keys, _csr(chunk_parts, (len(lengths), n_unigrams)),
                       _csr(page_parts, (n_pages, n_columns)))

@@ -45,6 +45,17 @@ def test_chunks_vectorised_and_svd_iterations_are_reported_as_fractions(tmp_path
     assert stages[bp.SVD] == [0.0, *(step / STEPS for step in range(1, STEPS + 1))]
 
 
+def test_a_base_too_small_for_lsa_still_ends_every_stage_it_enters(tmp_path: Path):
+    (tmp_path / "kb").mkdir()
+    (tmp_path / "kb" / "one.md").write_text("---\ntitle: One\n---\nA single page about tokens.\n")
+    events: list[tuple[str, float]] = []
+    index = open_index(tmp_path / "kb", use_cache=False, progress=lambda s, f: events.append((s, f)))
+    assert index.l1 is not None and index.l1.dimensions == 0
+    stages = _by_stage(events)
+    assert stages[bp.SVD] == [0.0, 1.0] and bp.PROJECTING not in stages
+    assert all(fractions[-1] == 1.0 for fractions in stages.values())
+
+
 def test_a_cache_hit_reports_hashing_then_loaded(tmp_path: Path):
     kb = write_kb(tmp_path / "kb")
     open_index(kb, svd_dims=16, cache_dir=tmp_path / "cache")

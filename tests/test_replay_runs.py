@@ -75,7 +75,7 @@ def test_an_interactive_replay_is_paired_with_its_recorded_calls_as_a_run(store,
     per_query = scored.per_query.set_index("query")
     assert per_query.loc["download invoices", "mrr@10"] > 0 and per_query.loc["silence an alert", "mrr@10"] == 0
     comparison = compare.compare_runs(store, a, b)
-    assert len(comparison.per_query) == 3
+    assert len(comparison.per_query) == 3 and comparison.config_diff == {"l0_filter": [True, False]}
     table = runs_data.run_table(store, runs.list_runs(store)).set_index("run_id")["group"]
     assert table[a] == table[b] and "base not recorded" not in table[a]
 
