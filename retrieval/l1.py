@@ -84,6 +84,7 @@ class L1Scores:
     # the filtered search of one lookup; concurrent writers store the same values
     probes: dict[tuple[int, float, float], Probe] = field(default_factory=dict)  # unfiltered selections, by
     # (top_k, min_score, page_weight): what a filtered selection of the same query may be derived from
+    chunks: dict[int, Chunk] = field(default_factory=dict)  # the chunks this query's selections made, by row
 
 
 @dataclass(frozen=True, eq=False)
@@ -247,7 +248,7 @@ class L1Index:
         chosen = ranking.chosen(SECTIONS_PER_PAGE)
         dropped = int(positive.sum() - kept.sum()) + proved_below
         candidates = self._candidates(chosen, rows, blended, lsa if scores.query_vector is not None else None,
-                                      scores.lexical, page_relative)
+                                      scores, page_relative)
         if allowed is None and not exact:
             chosen_pages = np.unique(self.arrays.page_of_chunk[chosen])
             scores.probes[(top_k, min_score, page_weight)] = Probe(rows, blended, chosen_pages, candidates)
@@ -292,18 +293,18 @@ class L1Index:
         return L1Result(probe.candidates, searched, dropped, int(np.count_nonzero(rows_inside)))
 
     def _candidates(self, chosen: np.ndarray, rows: np.ndarray, blended: np.ndarray, lsa: np.ndarray | None,
-                    lexical: np.ndarray, page_relative: np.ndarray) -> tuple[L1Candidate, ...]:
+                    scores: L1Scores, page_relative: np.ndarray) -> tuple[L1Candidate, ...]:
         """The chosen rows as candidates, their chunks and numbers read in one pass each (numpy's per-scalar
-        overhead, row by row, cost more than L1's arithmetic)."""
+        overhead, row by row, cost more than L1's arithmetic); chunks the query's probe made are reused."""
         if chosen.size == 0:
             return ()
         order = np.argsort(rows, kind="stable")
         positions = order[np.searchsorted(rows[order], chosen)]
-        chunks = _take(self.chunks, chosen)
+        chunks = _chunks_of(self.chunks, chosen.tolist(), scores.chunks)
         lsa_values = lsa[positions].tolist() if lsa is not None else [None] * chosen.size
         page_values = page_relative[self.arrays.page_of_chunk[chosen]].tolist()
-        return tuple(map(L1Candidate, chunks, blended[positions].tolist(), lexical[chosen].tolist(), lsa_values,
-                         page_values))
+        return tuple(map(L1Candidate, chunks, blended[positions].tolist(), scores.lexical[chosen].tolist(),
+                         lsa_values, page_values))
 
     def search(self, query: str, *, top_k: int, filters: Mapping[str, str] | None = None,
                min_score: float = 0.0, tfidf_weight: float = 0.5, page_weight: float = 0.0,
@@ -430,10 +431,15 @@ def _cosines(lsa: np.ndarray, rows: np.ndarray | slice, query_vector: np.ndarray
     return np.einsum("ij,j->i", lsa[rows], query_vector)
 
 
-def _take(chunks: Sequence[Chunk], rows: np.ndarray) -> list[Chunk]:
-    """`chunks` at `rows`: in one pass from a column store, else one by one."""
-    take = getattr(chunks, "take", None)
-    return take(rows) if take is not None else [chunks[row] for row in rows.tolist()]
+def _chunks_of(chunks: Sequence[Chunk], rows: list[int], known: dict[int, Chunk]) -> list[Chunk]:
+    """`chunks` at `rows`, those not in `known` read in one pass from a column store (else one by one) and
+    added to it."""
+    missing = [row for row in rows if row not in known]
+    if missing:
+        take = getattr(chunks, "take", None)
+        known.update(zip(missing, take(missing) if take is not None else [chunks[row] for row in missing],
+                         strict=True))
+    return [known[row] for row in rows]
 
 
 def _relative(pages: np.ndarray, allowed: np.ndarray | None) -> np.ndarray:

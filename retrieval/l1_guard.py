@@ -111,12 +111,12 @@ def validated(result: Any) -> L1Result:
     if not isinstance(result.candidates, (tuple, list)):
         raise L1BadResult(f"L1Result.candidates is {type(result.candidates).__name__}, not a tuple")
     for number, candidate in enumerate(result.candidates):
+        if _plainly_valid(candidate):
+            continue
         if not isinstance(candidate, L1Candidate):
             raise L1BadResult(f"L1 candidate {number} is {type(candidate).__name__}, not L1Candidate")
         for name in ("score", "lexical_score", "lsa_score", "page_score"):
             value = getattr(candidate, name)
-            if type(value) is float and math.isfinite(value):  # the usual case, without the ABC checks below
-                continue
             if value is None and name == "lsa_score":
                 continue
             if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value):
@@ -126,3 +126,13 @@ def validated(result: Any) -> L1Result:
         if isinstance(value, bool) or not isinstance(value, Integral) or value < 0:
             raise L1BadResult(f"L1Result.{name} must be a count, got {value!r}")
     return result
+
+
+def _plainly_valid(candidate: Any) -> bool:
+    """The usual case in one test (an L1Candidate of finite floats): checking ~90 candidates field by field
+    through the numbers ABC cost a quarter of a millisecond per search. False sends it to the full check."""
+    if type(candidate) is not L1Candidate:
+        return False
+    score, lexical, lsa, page = candidate.score, candidate.lexical_score, candidate.lsa_score, candidate.page_score
+    return (type(score) is float and type(lexical) is float and type(page) is float
+            and (lsa is None or type(lsa) is float) and math.isfinite(score + lexical + page + (lsa or 0.0)))

@@ -183,15 +183,19 @@ def _ranked(hints: L0Hints, outcome: L1Outcome, index: KnowledgeIndex, config: L
     into blocks, the rest are only counted: building 30 pages' blocks to return 5 cost as much as L1 itself.
     The order is `rank`'s exactly: the same fused score from the same parts, ties by source."""
     by_page: dict[str, list[L1Candidate]] = {}
+    best: dict[str, tuple[float, float]] = {}  # per source: its best L1 score and page score
     for candidate in outcome.result.candidates if outcome.result else ():
-        by_page.setdefault(candidate.chunk.source, []).append(candidate)
+        source = candidate.chunk.source
+        by_page.setdefault(source, []).append(candidate)
+        score, page = best.get(source, (candidate.score, candidate.page_score))
+        best[source] = (max(score, candidate.score), max(page, candidate.page_score))
     l0_blocks = [l0_block(m, entry) for m in hints.matches if (entry := index.kb.entry(m.source)) is not None]
     if category is not None:  # the caller's filter binds L0 evidence too
         l0_blocks = [b for b in l0_blocks if normalize_label(category) in b.domains]
     count = sum(len(c) for c in by_page.values()) + len(l0_blocks)
     l0_by_source = {b.source: b for b in l0_blocks}
     sources = list(dict.fromkeys([*by_page, *l0_by_source]))
-    order = sorted(sources, key=lambda source: (-_fused_score(by_page.get(source), l0_by_source.get(source),
+    order = sorted(sources, key=lambda source: (-_fused_score(best.get(source), l0_by_source.get(source),
                                                                hints.score_bound, config), source))
     chosen = set(order[:keep]) | set(l0_by_source)
     merged = dedupe([l1_page_block(by_page[s]) for s in by_page if s in chosen] + l0_blocks)
@@ -200,11 +204,11 @@ def _ranked(hints: L0Hints, outcome: L1Outcome, index: KnowledgeIndex, config: L
     return _Ranked(outcome, tuple(ranked), count, count - len(sources))
 
 
-def _fused_score(candidates: list[L1Candidate] | None, l0: EvidenceBlock | None, l0_bound: float,
+def _fused_score(l1_best: tuple[float, float] | None, l0: EvidenceBlock | None, l0_bound: float,
                  config: LookupConfig) -> float:
-    """`evidence.rank`'s score of one source's merged block, from its parts (no block built)."""
-    l1_score = max(c.score for c in candidates) if candidates else 0.0
-    page_score = max(c.page_score for c in candidates) if candidates else 0.0
+    """`evidence.rank`'s score of one source's merged block, from its parts (no block built): its
+    candidates' best L1 and page scores, and its L0 block."""
+    l1_score, page_score = l1_best if l1_best is not None else (0.0, 0.0)
     l0_score = l0.l0_score if l0 is not None and l0.l0_score is not None else 0.0
     l0_part = min(l0_score / l0_bound, 1.0) if l0_bound > 0 else 0.0
     return config.l1_weight * l1_score + config.page_weight * page_score + config.l0_weight * l0_part
