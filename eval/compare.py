@@ -20,7 +20,7 @@ from retrieval import TraceStore
 from .storage import load_per_query, load_run_row
 
 PERMUTATIONS = 10_000
-FACTS = ("filter_decision", "filter_category", "first_relevant_rank", "retrieval_layer")
+FACTS = ("filter_decision", "filter_category", "first_relevant_rank", "retrieval_layer", "filter_changed")
 
 
 @dataclass(frozen=True, eq=False)
@@ -116,7 +116,8 @@ def _per_query_table(paired: pd.DataFrame, names: list[str]) -> pd.DataFrame:
         columns[f"{name}_delta"] = paired[f"{name}_b"] - paired[f"{name}_a"]
     for fact in FACTS:
         for side in "ab":
-            columns[f"{fact}_{side}"] = paired[f"{fact}_{side}"]
+            column = f"{fact}_{side}"  # runs stored before a fact existed lack its column
+            columns[column] = paired[column] if column in paired else pd.Series(None, index=paired.index, dtype=object)
     table = pd.DataFrame(columns)
     order = [f"{n}_delta" for n in names]
     return table.sort_values(order + ["query_id"], kind="stable").reset_index(drop=True)

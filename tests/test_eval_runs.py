@@ -14,6 +14,7 @@ from eval import cli, runs
 from eval.compare import compare_runs, paired_statistics, paired_ttest, randomization_test
 from eval.datasets import DatasetError, load_dataset
 from eval.reports import export, render
+from eval.storage import load_per_query
 from retrieval import LookupConfig, TraceStore
 
 PAGES = {
@@ -208,6 +209,18 @@ def test_compare_gives_means_deltas_significance_and_losses_first(dataset, store
     assert {"filter_decision_a", "filter_decision_b"} <= set(comparison.per_query.columns)
     assert comparison.config_diff == {"l1_enabled": [True, False]}
     assert json.loads(json.dumps(comparison.to_dict()))["primary_metric"] == "ndcg@5"
+
+
+def test_comparison_shows_per_side_whether_the_filter_changed_the_top_ten(dataset, store):
+    a = runs.run_evaluation(dataset, CONFIG, store=store, metrics=METRICS)
+    b = runs.run_evaluation(dataset, CONFIG.with_overrides({"l0_filter": False}), store=store, metrics=METRICS)
+    table = compare_runs(store, a.run_id, b.run_id).per_query.set_index("query_id")
+    stored = load_per_query(store, a.run_id).set_index("query_id")["filter_changed"]
+    applied = table["filter_decision_a"] == "applied"
+    assert applied.any()  # the sample's questions do get the L0 filter
+    assert table.loc[applied, "filter_changed_a"].notna().all()  # known wherever a filter ran
+    assert table.loc[~applied, "filter_changed_a"].isna().all() and table["filter_changed_b"].isna().all()
+    assert table["filter_changed_a"].fillna(False).astype(bool).equals(stored.fillna(False).astype(bool).loc[table.index])
 
 
 def test_identical_scores_are_not_significant():
