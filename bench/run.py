@@ -182,12 +182,7 @@ def _profile(index, queries, config) -> None:
             timings.setdefault(stage, []).append(ms)
     profiler.disable()
     print("\nlookup stages, p50 ms: " + ", ".join(f"{s} {statistics.median(v):.2f}" for s, v in timings.items()))
-    out = io.StringIO()
-    pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(12)
-    lines = [line for line in out.getvalue().splitlines() if line.strip()]
-    start = next(i for i, line in enumerate(lines) if line.lstrip().startswith("ncalls"))
-    print("profile of those lookups, by own time (cProfile adds overhead):")
-    print("\n".join("  " + line for line in lines[start:start + 13]))
+    _print_profile(profiler, "profile of those lookups, by own time (cProfile adds overhead):", 12)
 
 
 def _l1_breakdown(index, queries, config) -> None:
@@ -215,12 +210,17 @@ def _l1_breakdown(index, queries, config) -> None:
     print(f"\nL1 inside those lookups, p50 ms: score {statistics.median(times['score']):.2f}, unfiltered probe "
           f"{statistics.median(times['probe']):.2f}, filtered {statistics.median(times['filtered'] or [0]):.2f} "
           f"({derived} of {len(times['filtered'])} filtered searches read off the probe)")
+    _print_profile(profiler, "profile of L1 alone, by own time:", 10)
+
+
+def _print_profile(profiler: cProfile.Profile, title: str, rows: int) -> None:
+    """The `rows` functions with the most own time, under their column header."""
     out = io.StringIO()
-    pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(10)
+    pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(rows)
     lines = [line for line in out.getvalue().splitlines() if line.strip()]
     start = next(i for i, line in enumerate(lines) if line.lstrip().startswith("ncalls"))
-    print("profile of L1 alone, by own time:")
-    print("\n".join("  " + line for line in lines[start:start + 11]))
+    print(title)
+    print("\n".join("  " + line for line in lines[start:start + rows + 1]))
 
 
 def _l1_stages(l1, query: str, filters: dict | None, config, search: dict) -> dict[str, float]:

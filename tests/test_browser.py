@@ -79,36 +79,54 @@ def running_app(env: dict[str, str], log: Path) -> Iterator[str]:
             server.wait()
 
 
+def app_env(root: Path) -> dict[str, str]:
+    """The app's environment in a browser test: its trace file and index cache under `root`, and the
+    sample knowledge base, as `streamlit run app.py` opens it."""
+    env = {**os.environ, "LOOKUP_KNOWLEDGE_TRACES": str(root / "traces.duckdb"),
+           "LOOKUP_KNOWLEDGE_CACHE": str(root / "cache")}
+    env.pop("LOOKUP_KNOWLEDGE_KB", None)
+    return env
+
+
+@contextmanager
+def browser_tab(viewport: dict[str, int]) -> Iterator:
+    """One Chromium tab of `viewport` size that accepts downloads, closed with its browser afterwards."""
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        context = browser.new_context(viewport=viewport, accept_downloads=True)
+        tab = context.new_page()
+        tab.set_default_timeout(TIMEOUT_MS)
+        try:
+            yield tab
+        finally:
+            context.close()
+            browser.close()
+
+
+def screenshot_folder(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
+    """docs/screenshots when UPDATE_SCREENSHOTS=1 (refreshing the README's), else a scratch folder."""
+    target = ROOT / "docs" / "screenshots" if os.environ.get("UPDATE_SCREENSHOTS") == "1" \
+        else tmp_path_factory.mktemp(name)
+    target.mkdir(parents=True, exist_ok=True)
+    return target
+
+
 @pytest.fixture(scope="module")
 def app_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
     root = tmp_path_factory.mktemp("browser")
-    traces, log = root / "traces.duckdb", root / "streamlit.log"
-    env = {**os.environ, "LOOKUP_KNOWLEDGE_TRACES": str(traces), "LOOKUP_KNOWLEDGE_CACHE": str(root / "cache")}
-    env.pop("LOOKUP_KNOWLEDGE_KB", None)  # the sample knowledge base, as `streamlit run app.py` opens it
-    with running_app(env, log) as url:
-        yield {"url": url, "traces": traces, "root": root}
+    with running_app(app_env(root), root / "streamlit.log") as url:
+        yield {"url": url, "traces": root / "traces.duckdb", "root": root}
 
 
 @pytest.fixture(scope="module")
 def page(app_server: dict) -> Iterator:
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        context = browser.new_context(viewport={"width": 1500, "height": 1100}, accept_downloads=True)
-        tab = context.new_page()
-        tab.set_default_timeout(TIMEOUT_MS)
+    with browser_tab({"width": 1500, "height": 1100}) as tab:
         yield tab
-        context.close()
-        browser.close()
 
 
 @pytest.fixture(scope="module")
 def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if os.environ.get("UPDATE_SCREENSHOTS") == "1":
-        target = ROOT / "docs" / "screenshots"
-    else:
-        target = tmp_path_factory.mktemp("screenshots")
-    target.mkdir(parents=True, exist_ok=True)
-    return target
+    return screenshot_folder(tmp_path_factory, "screenshots")
 
 
 def wait_for_app(page) -> None:

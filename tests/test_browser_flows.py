@@ -8,7 +8,6 @@ other (the sweep of flow 2 is what flows 3 and 4 compare). Waits are on the scri
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,13 +21,13 @@ from retrieval.paths import PROJECT_ROOT
 from tests.kb_fixture import write_kb
 from tests.test_browser import (
     CHROMIUM,
-    CHROMIUM_ARGS,
-    ROOT,
-    TIMEOUT_MS,
+    app_env,
+    browser_tab,
     click_first_row,
     open_page,
     running_app,
     screenshot,
+    screenshot_folder,
     sync_api,
     visible,
     wait_for_app,
@@ -42,34 +41,23 @@ SAMPLE_KB = PROJECT_ROOT / "data" / "kb"
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
     root = tmp_path_factory.mktemp("flows")
-    traces, log = root / "traces.duckdb", root / "streamlit.log"
-    env = {**os.environ, "LOOKUP_KNOWLEDGE_TRACES": str(traces), "LOOKUP_KNOWLEDGE_CACHE": str(root / "cache")}
-    env.pop("LOOKUP_KNOWLEDGE_KB", None)
+    traces = root / "traces.duckdb"
     TraceStore(traces)
-    with running_app(env, log) as url:
+    with running_app(app_env(root), root / "streamlit.log") as url:
         yield {"url": url, "traces": traces, "root": root}
 
 
 @pytest.fixture(scope="module")
 def page(server: dict) -> Iterator:
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        context = browser.new_context(viewport={"width": 1440, "height": 900}, accept_downloads=True)
-        tab = context.new_page()
-        tab.set_default_timeout(TIMEOUT_MS)
+    with browser_tab({"width": 1440, "height": 900}) as tab:
         tab.goto(server["url"])
         wait_for_app(tab)
         yield tab
-        context.close()
-        browser.close()
 
 
 @pytest.fixture(scope="module")
 def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    target = ROOT / "docs" / "screenshots" if os.environ.get("UPDATE_SCREENSHOTS") == "1" \
-        else tmp_path_factory.mktemp("flow-shots")
-    target.mkdir(parents=True, exist_ok=True)
-    return target
+    return screenshot_folder(tmp_path_factory, "flow-shots")
 
 
 def _pick(page, key: str, option: str) -> None:

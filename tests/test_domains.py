@@ -94,12 +94,18 @@ WIDEN_KB = {
 }
 
 
-def test_weak_filtered_result_widens_and_says_so(tmp_path):
+@pytest.fixture
+def widen_index(tmp_path):
+    """An index of WIDEN_KB: "widget reset" matches billing's title whole, but a guide outside billing
+    answers it better."""
     for source, text in WIDEN_KB.items():
         (tmp_path / source).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / source).write_text(text, encoding="utf-8")
-    index = build_index(load_knowledge_base(tmp_path), svd_dims=8)
-    result = lookup_knowledge("widget reset", index=index, config=LookupConfig(filter_widen_ratio=0.9))
+    return build_index(load_knowledge_base(tmp_path), svd_dims=8)
+
+
+def test_weak_filtered_result_widens_and_says_so(widen_index):
+    result = lookup_knowledge("widget reset", index=widen_index, config=LookupConfig(filter_widen_ratio=0.9))
     details = result.retrieval_details
     assert details["filter"]["decision"] == "applied"  # the whole-title L0 match carries billing alone
     assert details["filter"]["applied"] == {"category": "billing"}  # sent first, as the spec requires
@@ -107,7 +113,7 @@ def test_weak_filtered_result_widens_and_says_so(tmp_path):
     best = details["filter"]["best_scores"]
     assert best["filtered"] < 0.9 * best["unfiltered"] and "widen when" in details["filter"]["widen_rule"]
     assert result.primary.source == "guides/reset.md"  # the widened result reaches outside the filter
-    kept = lookup_knowledge("widget reset", index=index, config=LookupConfig(filter_widen_ratio=0.0))
+    kept = lookup_knowledge("widget reset", index=widen_index, config=LookupConfig(filter_widen_ratio=0.0))
     assert "widened" not in kept.retrieval_details["filter"]
     assert all("billing" in b.domains for b in kept.evidence_blocks if b.l1_score is not None)
 
@@ -119,29 +125,21 @@ def test_filter_effect_names_the_first_changed_rank_and_the_sources_that_moved()
     assert filter_effect(["a", "b"], ["a"]).first_changed_rank == 2  # the filter left fewer results
 
 
-def test_applied_filter_records_its_effect_beside_the_decision(tmp_path):
-    for source, text in WIDEN_KB.items():
-        (tmp_path / source).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / source).write_text(text, encoding="utf-8")
-    index = build_index(load_knowledge_base(tmp_path), svd_dims=8)
-    kept = lookup_knowledge("widget reset", index=index, config=LookupConfig(filter_widen_ratio=0.0))
+def test_applied_filter_records_its_effect_beside_the_decision(widen_index):
+    kept = lookup_knowledge("widget reset", index=widen_index, config=LookupConfig(filter_widen_ratio=0.0))
     details = kept.retrieval_details
     assert "effect" not in details["filter"]  # the spec's filter keys stay as they are
     # guides/reset.md, outside billing, falls from first to L0-only evidence: same sources, new order
     assert details["filter_effect"] == {"changed": True, "first_changed_rank": 1, "removed": 0, "added": 0}
-    unfiltered = lookup_knowledge("widget reset", index=index, config=LookupConfig(l0_filter=False))
+    unfiltered = lookup_knowledge("widget reset", index=widen_index, config=LookupConfig(l0_filter=False))
     assert unfiltered.retrieval_details["filter_effect"] is None  # no L0 filter ran
 
 
-def test_widening_compares_scores_on_the_unfiltered_scale(tmp_path):
+def test_widening_compares_scores_on_the_unfiltered_scale(widen_index):
     """The filtered search normalises page scores to the best page inside the filter, so the guard reads
     the category's best page from the unfiltered ranking instead."""
-    for source, text in WIDEN_KB.items():
-        (tmp_path / source).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / source).write_text(text, encoding="utf-8")
-    index = build_index(load_knowledge_base(tmp_path), svd_dims=8)
-    probe = lookup_knowledge("widget reset", index=index, config=LookupConfig(l0_filter=False, top_k=10))
+    probe = lookup_knowledge("widget reset", index=widen_index, config=LookupConfig(l0_filter=False, top_k=10))
     billing_best = max(b.score for b in probe.evidence_blocks if "billing" in b.domains)
-    widened = lookup_knowledge("widget reset", index=index, config=LookupConfig(filter_widen_ratio=0.9))
+    widened = lookup_knowledge("widget reset", index=widen_index, config=LookupConfig(filter_widen_ratio=0.9))
     assert widened.retrieval_details["filter"]["best_scores"] == {
         "filtered": pytest.approx(billing_best, abs=1e-6), "unfiltered": pytest.approx(probe.primary.score, abs=1e-6)}
