@@ -136,12 +136,17 @@ def rank(blocks: Sequence[EvidenceBlock], *, l0_weight: float, l1_weight: float,
     fully and one that shares a single common word barely moves the order; the page score is relative
     to the query's best page.
     """
-    def fused(block: EvidenceBlock) -> float:
-        l0 = min((block.l0_score or 0.0) / l0_bound, 1.0) if l0_bound > 0 else 0.0
-        return l1_weight * (block.l1_score or 0.0) + page_weight * (block.page_score or 0.0) + l0_weight * l0
-
-    scored = [replace(b, score=fused(b)) for b in blocks]
+    weights = dict(l0_bound=l0_bound, l0_weight=l0_weight, l1_weight=l1_weight, page_weight=page_weight)
+    scored = [replace(b, score=fused_score(b.l1_score or 0.0, b.page_score or 0.0, b.l0_score or 0.0, **weights))
+              for b in blocks]
     return sorted(scored, key=lambda b: (-b.score, b.source))
+
+
+def fused_score(l1_score: float, page_score: float, l0_score: float, *, l0_bound: float, l0_weight: float,
+                l1_weight: float, page_weight: float) -> float:
+    """`rank`'s score from a block's parts, so a caller can order sources before building their blocks."""
+    l0 = min(l0_score / l0_bound, 1.0) if l0_bound > 0 else 0.0
+    return l1_weight * l1_score + page_weight * page_score + l0_weight * l0
 
 
 def truncate(block: EvidenceBlock, limit: int) -> EvidenceBlock:

@@ -18,7 +18,16 @@ from . import provenance
 from .config import LookupConfig
 from .details import Counts, L1Outcome, RetrievalDetails, best_score, overall_layer
 from .domains import DomainVote, Voter, vote_domains
-from .evidence import EvidenceBlock, dedupe, l0_block, l1_page_block, rank, trim_reasons, truncate
+from .evidence import (
+    EvidenceBlock,
+    dedupe,
+    fused_score,
+    l0_block,
+    l1_page_block,
+    rank,
+    trim_reasons,
+    truncate,
+)
 from .filters import FilterDecision, decide_filter, filter_effect, guard
 from .index import KnowledgeIndex
 from .invocation import Recorder, ToolInvocation
@@ -210,8 +219,8 @@ def _fused_score(l1_best: tuple[float, float] | None, l0: EvidenceBlock | None, 
     candidates' best L1 and page scores, and its L0 block."""
     l1_score, page_score = l1_best if l1_best is not None else (0.0, 0.0)
     l0_score = l0.l0_score if l0 is not None and l0.l0_score is not None else 0.0
-    l0_part = min(l0_score / l0_bound, 1.0) if l0_bound > 0 else 0.0
-    return config.l1_weight * l1_score + config.page_weight * page_score + config.l0_weight * l0_part
+    return fused_score(l1_score, page_score, l0_score, l0_bound=l0_bound, l0_weight=config.l0_weight,
+                       l1_weight=config.l1_weight, page_weight=config.page_weight)
 
 
 def _vote(hints: L0Hints, probe: _Ranked, category: str | None, config: LookupConfig) -> DomainVote:
