@@ -47,6 +47,7 @@ def main() -> None:
     parser.add_argument("--no-naive", action="store_true", help="skip the naive design (slow to build at 1M)")
     args = parser.parse_args()
 
+    print(f"machine speed at the start: {_speed()}")
     corpus = build_corpus(args.chunks, args.corpus_dir)
     print(f"corpus: {corpus.chunks:,} chunks in {corpus.pages:,} pages, {len(corpus.categories)} categories "
           f"({corpus.root})")
@@ -70,6 +71,7 @@ def main() -> None:
         _measure(cached, queries, Path(scratch), args.no_naive)
     print(f"peak RSS of the whole run: {_peak_rss_gb():.2f} GB")
     _startup()
+    print(f"machine speed at the end: {_speed()}")
 
 
 def _measure(index, queries: list[tuple[str, str]], scratch: Path, skip_naive: bool) -> None:
@@ -256,6 +258,30 @@ def _startup() -> None:
             print(f"\nCLI start-up: the command failed: {done.stderr.decode()[-300:]}")
             return
     print(f"\nCLI start-up, `python -m retrieval lookup ...` on the sample: {statistics.median(times):.2f} s wall")
+
+
+def _speed() -> str:
+    """Two fixed workloads, timed (best of 5): interpreted Python, which the lookup mostly is, and a BLAS
+    product, which the naive design mostly is. A shared machine's state moves them by different factors,
+    so a run's lookup/naive ratio can only be read beside them (README, "Performance at scale")."""
+    rng = np.random.default_rng(0)
+    matrix, vector = rng.random((100_000, 256), dtype=np.float32), rng.random(256, dtype=np.float32)
+
+    def python_loop() -> None:
+        total = {}
+        for i in range(200_000):
+            total[i & 1023] = total.get(i & 1023, 0) + i
+
+    def best_ms(work) -> float:
+        took = []
+        for _ in range(5):
+            started = time.perf_counter()
+            work()
+            took.append((time.perf_counter() - started) * 1000)
+        return min(took)
+
+    return (f"Python loop {best_ms(python_loop):.1f} ms, 100k x 256 matrix-vector product "
+            f"{best_ms(lambda: matrix @ vector):.2f} ms")
 
 
 def _times(work, queries) -> list[float]:
