@@ -6,7 +6,10 @@ drift on shared machines:
 - build time, cache load time, peak RSS;
 - lookup end to end with a TraceStore recorder (p50/p95), against the naive design in the same run:
   rank-bm25 `get_scores` over the entries, then scikit-learn TfidfVectorizer -> TruncatedSVD.transform ->
-  cosine over every chunk;
+  cosine over every chunk. The traced lookup, the untraced one and the naive design take turns in blocks
+  of 25 queries, so the machine's drift during a run reaches all three alike;
+- a machine-speed probe at the start and end (a Python loop and a BLAS product): this shared machine
+  changes speed, and interpreted code (the lookup) more than BLAS (the naive design);
 - L0 alone; L1 fast (bounded) and exact, unfiltered and filtered by the query's category, and the recall@30
   of fast against exact; the trace record cost; a profile breakdown of the lookup, and of L1 within it.
 """
@@ -89,14 +92,20 @@ def _measure(index, queries: list[tuple[str, str]], scratch: Path, skip_naive: b
         store(invocation)
         record_ms.append((time.perf_counter() - started) * 1000)
 
-    traced = _times(lambda q, c: lookup_knowledge(q, index=index, config=config, recorder=recorder), queries)
+    # traced, untraced and naive in alternating blocks of the same queries: a shared machine's speed drifts
+    # within a run, and timing each design in its own stretch of the run let that drift into their ratio
+    designs = {"traced": lambda q, c: lookup_knowledge(q, index=index, config=config, recorder=recorder),
+               "bare": lambda q, c: lookup_knowledge(q, index=index, config=config)}
+    if not skip_naive:
+        designs["naive"] = _naive(index)
+    timed = _interleaved(designs, queries, queries[:2])
+    traced, bare, naive = timed["traced"], timed["bare"], timed.get("naive")
     flush = getattr(store, "flush", None)
     if flush is not None:
         flush()
     close = getattr(store, "close", None)
     if close is not None:
         close()
-    bare = _times(lambda q, c: lookup_knowledge(q, index=index, config=config), queries)
     filtered_lookup = _times(lambda q, c: lookup_knowledge(q, index=index, config=config, category=c), queries)
     l0 = _times(lambda q, c: index.l0.match(q, max_matches=config.l0_max_matches,
                                             min_score_ratio=config.l0_min_score_ratio), queries)
@@ -130,16 +139,15 @@ def _measure(index, queries: list[tuple[str, str]], scratch: Path, skip_naive: b
     print(f"  L1 fast filtered / unfiltered       {_p(fast_filtered, 50) / _p(fast, 50):6.2f}")
     print(f"  lookup caller-filtered / unfiltered {_p(filtered_lookup, 50) / _p(bare, 50):6.2f}")
     print(f"  trace record / lookup (p50)         {_p(record_ms, 50) / _p(bare, 50):6.2f}")
-    if not skip_naive:
-        naive = _naive(index, queries)
+    if naive is not None:
         print(f"  naive / lookup + TraceStore (p50)   {_p(naive, 50) / _p(traced, 50):6.1f}x "
               f"(naive p50 {_p(naive, 50):.1f} ms)")
     _profile(index, queries, config)
     _l1_breakdown(index, queries, config)
 
 
-def _naive(index, queries: list[tuple[str, str]]) -> list[float]:
-    """The naive design, timed per query: rank-bm25 over the entries, then TfidfVectorizer ->
+def _naive(index):
+    """The naive design, one query at a time: rank-bm25 over the entries, then TfidfVectorizer ->
     TruncatedSVD.transform -> cosine over every chunk and a top 30. The SVD is fitted on a sample (its fit is
     a build cost, not a query cost) and the chunk vectors are our LSA matrix (same shape, same scan)."""
     from rank_bm25 import BM25Okapi
@@ -160,7 +168,23 @@ def _naive(index, queries: list[tuple[str, str]]) -> list[float]:
         cosine = vectors @ (projected / (np.linalg.norm(projected) or 1.0))
         np.argpartition(-cosine, 30)[:30]
 
-    return _times(one, queries)
+    return one
+
+
+def _interleaved(designs: dict, queries: list[tuple[str, str]], warm_up: list[tuple[str, str]],
+                 block: int = 25) -> dict[str, list[float]]:
+    """Each design timed on every query, the designs taking turns block by block in rotating order (what ran
+    just before a block shapes its caches). Each block starts with two untimed `warm_up` queries, so a turn
+    does not time the caches the previous design left (the naive scan reads 100 MB per query)."""
+    times: dict[str, list[float]] = {name: [] for name in designs}
+    names = list(designs)
+    for turn, start in enumerate(range(0, len(queries), block)):
+        for name in names[turn % len(names):] + names[:turn % len(names)]:  # each design in every position
+            work = designs[name]
+            for query, category in warm_up[:2]:
+                work(query, category)
+            times[name].extend(_times(work, queries[start:start + block]))
+    return times
 
 
 def _recall(l1, queries, search) -> float:
