@@ -8,6 +8,7 @@ inserts them (bad lines are set aside for the rejected file); `finish` removes t
 
 from __future__ import annotations
 
+import time
 from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -18,6 +19,8 @@ from .trace_spool import Batch, Spool
 if TYPE_CHECKING:
     import duckdb
     import pyarrow as pa
+
+YIELD_EVERY = 4  # rows decoded between offers of the GIL: a background drain must not stall lookups for ms
 
 
 @dataclass
@@ -36,7 +39,9 @@ class Pending:
         taken = [memory.popleft() for _ in range(len(memory))]
         pending = cls(spool.claim(), taken)
         rows: list[tuple[Row, bytes]] = []
-        for line in [line for batch in pending.batches for line in batch.lines] + taken:
+        for number, line in enumerate([line for batch in pending.batches for line in batch.lines] + taken):
+            if number % YIELD_EVERY == YIELD_EVERY - 1:
+                time.sleep(0)  # let a waiting lookup have the GIL: decoding is Python, ~0.1-0.3 ms a row
             try:
                 rows.append((decode(line), line))
             except RejectedLine as exc:

@@ -55,6 +55,21 @@ def test_record_stamps_the_callers_latency_and_its_own_time(tmp_path, index):
     assert row["latency_ms"] >= timings["total"] + timings["record"] - 0.01
 
 
+def test_a_drain_offers_the_gil_while_it_decodes_rows(tmp_path, monkeypatch):
+    """Decoding spooled rows is Python; a background drain that held the GIL for a whole batch stalled the
+    lookups running beside it, so it yields every few rows (and still stores every row)."""
+    import retrieval.trace_pending as trace_pending
+
+    store = TraceStore(tmp_path / "t.duckdb")
+    monkeypatch.setattr(store, "drain_in_background", lambda: None)
+    store.record_many([_invocation(f"q{i}") for i in range(40)])
+    yields = []
+    monkeypatch.setattr(trace_pending.time, "sleep", yields.append)
+    assert store.flush()
+    assert yields and len(yields) == 40 // trace_pending.YIELD_EVERY and set(yields) == {0}
+    assert store.count() == 40
+
+
 def test_context_manager_flushes_on_exit(tmp_path):
     with TraceStore(tmp_path / "t.duckdb") as store:
         store.record(_invocation("inside"))
