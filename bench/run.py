@@ -10,7 +10,7 @@ drift on shared machines:
   of 25 queries, so the machine's drift during a run reaches all three alike;
 - a machine-speed probe at the start and end (a Python loop and a BLAS product): this shared machine
   changes speed, and interpreted code (the lookup) more than BLAS (the naive design);
-- L0 alone; L1 fast (bounded) and exact, unfiltered and filtered by the query's category, and the recall@30
+- L0 alone; L1 fast (bounded) and exact, unfiltered and filtered by the query's category, and the recall@l1_pool
   of fast against exact; the trace record cost; a profile breakdown of the lookup, and of L1 within it.
 """
 
@@ -132,7 +132,7 @@ def _measure(index, queries: list[tuple[str, str]], scratch: Path, skip_naive: b
             ("trace record (the recorder call)", record_ms)]
     for name, values in rows:
         print(f"  {name:36s} {_p(values, 50):8.2f} {_p(values, 95):8.2f}")
-    print(f"  L1 fast scored {scored:.1%} of the chunks' LSA vectors on average; recall@30 fast vs exact "
+    print(f"  L1 fast scored {scored:.1%} of the chunks' LSA vectors on average; recall@{config.l1_pool} fast vs exact "
           f"{recall:.3f}")
     print("\nratios (same run):")
     print(f"  L1 exact / fast (unfiltered)        {_p(exact, 50) / _p(fast, 50):6.1f}x")
