@@ -70,6 +70,25 @@ def test_a_drain_offers_the_gil_while_it_decodes_rows(tmp_path, monkeypatch):
     assert store.count() == 40
 
 
+def test_a_drain_builds_its_arrow_batch_in_slices_and_inserts_it_whole(tmp_path, monkeypatch):
+    """Converting 500 rows to Arrow in one call held the GIL for milliseconds; the drain converts
+    ARROW_ROWS at a time (offering the GIL between slices) and still inserts the batch in one statement."""
+    import retrieval.trace_pending as trace_pending
+
+    store = TraceStore(tmp_path / "t.duckdb")
+    monkeypatch.setattr(store, "drain_in_background", lambda: None)
+    rows = 2 * trace_pending.ARROW_ROWS + 5
+    store.record_many([_invocation(f"q{i}") for i in range(rows)])
+    slices, inserts = [], []
+    to_table, insert = trace_pending.to_table, trace_pending.insert
+    monkeypatch.setattr(trace_pending, "to_table", lambda part: slices.append(len(part)) or to_table(part))
+    monkeypatch.setattr(trace_pending, "insert", lambda con, batch, table: inserts.append(table.num_rows) or
+                        insert(con, batch, table))
+    assert store.flush()
+    assert slices == [trace_pending.ARROW_ROWS, trace_pending.ARROW_ROWS, 5]
+    assert inserts == [rows] and store.count() == rows
+
+
 def test_context_manager_flushes_on_exit(tmp_path):
     with TraceStore(tmp_path / "t.duckdb") as store:
         store.record(_invocation("inside"))
