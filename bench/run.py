@@ -98,7 +98,7 @@ def _measure(index, queries: list[tuple[str, str]], scratch: Path, skip_naive: b
                "bare": lambda q, c: lookup_knowledge(q, index=index, config=config)}
     if not skip_naive:
         designs["naive"] = _naive(index)
-    timed = _interleaved(designs, queries, queries[:2])
+    timed = _interleaved(designs, queries, warm_up=queries[:2])
     traced, bare, naive = timed["traced"], timed["bare"], timed.get("naive")
     flush = getattr(store, "flush", None)
     if flush is not None:
@@ -174,14 +174,14 @@ def _naive(index):
 def _interleaved(designs: dict, queries: list[tuple[str, str]], warm_up: list[tuple[str, str]],
                  block: int = 25) -> dict[str, list[float]]:
     """Each design timed on every query, the designs taking turns block by block in rotating order (what ran
-    just before a block shapes its caches). Each block starts with two untimed `warm_up` queries, so a turn
+    just before a block shapes its caches). Each block starts with the untimed `warm_up` queries, so a turn
     does not time the caches the previous design left (the naive scan reads 100 MB per query)."""
     times: dict[str, list[float]] = {name: [] for name in designs}
     names = list(designs)
     for turn, start in enumerate(range(0, len(queries), block)):
         for name in names[turn % len(names):] + names[:turn % len(names)]:  # each design in every position
             work = designs[name]
-            for query, category in warm_up[:2]:
+            for query, category in warm_up:
                 work(query, category)
             times[name].extend(_times(work, queries[start:start + block]))
     return times
