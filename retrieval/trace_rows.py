@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
+import orjson
+
 from .invocation import ToolInvocation
 from .trace_schema import COLUMN_TYPES, COLUMNS, TABLE
 
@@ -47,15 +49,28 @@ def encode(invocation: ToolInvocation, entered: float | None = None) -> bytes:
     if entered is not None and isinstance(details, dict) and isinstance(details.get("timings_ms"), dict):
         spent = (time.perf_counter() - entered) * 1000.0
         row["retrieval_details"] = {**details, "timings_ms": {**details["timings_ms"], "record": round(spent, 3)}}
-    body = _dumps({name: row.get(name) for name in COLUMNS if name != "latency_ms"})
+    value = {name: row.get(name) for name in COLUMNS if name != "latency_ms"}
+    try:
+        body = orjson.dumps(value, option=FAST_OPTIONS)
+    except TypeError:  # a non-plain value, a non-str key, a lone surrogate, an int past 64 bits
+        body = _dumps(value)[:-1] + b',"' + STANDARD_JSON.encode() + b'":true}'
     if entered is not None and isinstance(latency, (int, float)):
         latency += (time.perf_counter() - entered) * 1000.0
     latency = latency if isinstance(latency, (int, float)) and math.isfinite(latency) else None
     return body[:-1] + b',"latency_ms":' + json.dumps(latency).encode() + b"}\n"
 
 
+# A line is written by orjson when every value is plain JSON (str, int, float, bool, None, dict, list,
+# tuple): 3x faster than `json` on a lookup's row, and the drain parses it 3x faster too. orjson refuses
+# the rest (subclasses, dataclasses and datetimes are passed through to it as errors), and those lines are
+# written by `json` (default=str) and marked, so the drain parses them with `json` as well: orjson would
+# read an int past 64 bits as a float. orjson writes NaN/inf as null, as scrubbing does.
+FAST_OPTIONS = orjson.OPT_PASSTHROUGH_SUBCLASS | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
+STANDARD_JSON = "_standard_json"  # key of the mark; not a column, so it is never stored
+
+
 def _dumps(value: Any) -> bytes:
-    """Compact UTF-8 JSON; on lone surrogates or NaN/inf, the scrubbed value (rare path)."""
+    """Compact UTF-8 JSON by `json`; on lone surrogates or NaN/inf, the scrubbed value (rare path)."""
     try:
         return json.dumps(value, ensure_ascii=False, allow_nan=False, default=str,
                           separators=(",", ":")).encode("utf-8")
@@ -79,12 +94,22 @@ def scrub(value: Any) -> Any:
 def decode(line: bytes) -> Row:
     """A validated row from one spool line, or RejectedLine saying what is wrong with it."""
     try:
-        data = json.loads(line)
+        data = _loads(line)
     except ValueError as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
         raise RejectedLine(f"not a JSON line ({exc})") from None
     if not isinstance(data, dict):
         raise RejectedLine(f"a {type(data).__name__}, not a JSON object")
     return tuple(_field(name, data.get(name), name in data) for name in COLUMNS)
+
+
+def _loads(line: bytes) -> Any:
+    """orjson's parse, or `json`'s for lines marked as written by it and for what orjson refuses: NaN
+    literals, escaped lone surrogates (scrubbed later), and lines that are not JSON (`json`'s message)."""
+    try:
+        data = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return json.loads(line)
+    return json.loads(line) if isinstance(data, dict) and data.get(STANDARD_JSON) is True else data
 
 
 def _field(name: str, value: Any, present: bool) -> Any:

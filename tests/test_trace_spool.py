@@ -202,3 +202,55 @@ def test_fsync_policy_is_optional_and_still_records(tmp_path, monkeypatch):
     store = TraceStore(tmp_path / "t.duckdb", fsync=True)
     store.record(_invocation("synced"))
     assert len(synced) == 1 and store.count() == 1
+
+
+def _odd_values_invocation() -> ToolInvocation:
+    import dataclasses
+    from datetime import datetime, timezone
+
+    import numpy as np
+
+    @dataclasses.dataclass
+    class Point:
+        x: int
+
+    details = {"plain": {"score": 0.25, "tiny": 1e-7, "words": ["é", "😀"], "ok": True, "none": None},
+               "numpy": [np.float32(0.5), np.int64(3), np.float64(0.125)], "when": datetime(2026, 1, 2, tzinfo=timezone.utc),
+               "point": Point(1), "keys": {1: "one", None: "none"}, "big": 2**70, "nan": float("nan"),
+               "odd": "lone \ud800", "timings_ms": {"total": 1.0}}
+    return ToolInvocation("lookup_knowledge", "q", {"query": "q", "top_k": np.int64(5)}, "ok", 1.5, {"top_k": 5},
+                          details, id="odd-values")
+
+
+def test_a_spool_line_decodes_to_the_same_row_whichever_json_library_wrote_it(monkeypatch):
+    from retrieval import trace_rows
+
+    invocation = _odd_values_invocation()
+    plain = ToolInvocation("lookup_knowledge", "q", {"query": "q"}, "ok", 1.5, {"top_k": 5},
+                           {"plain": {"score": 0.25, "tiny": 1e-7, "words": ["é", "😀"]}}, id="plain")
+    fast = [trace_rows.decode(trace_rows.encode(inv)) for inv in (invocation, plain)]
+    assert trace_rows.STANDARD_JSON.encode() not in trace_rows.encode(plain)  # the plain row took orjson
+
+    def refuse(*args, **kwargs):
+        raise TypeError("orjson switched off")
+
+    monkeypatch.setattr(trace_rows.orjson, "dumps", refuse)
+    monkeypatch.setattr(trace_rows.orjson, "loads", lambda line: (_ for _ in ()).throw(
+        trace_rows.orjson.JSONDecodeError("off", "", 0)))
+    slow = [trace_rows.decode(trace_rows.encode(inv)) for inv in (invocation, plain)]
+    assert fast == slow
+    details = json.loads(fast[0][trace_rows.COLUMNS.index("retrieval_details")])
+    assert details["numpy"] == ["0.5", "3", 0.125]  # json's default=str, as before orjson
+    assert details["when"] == "2026-01-02 00:00:00+00:00" and details["keys"] == {"1": "one", "None": "none"}
+    assert details["big"] == 2**70 and details["nan"] is None and details["odd"] == "lone \ufffd"
+
+
+def test_lines_orjson_refuses_are_read_by_the_standard_parser():
+    from retrieval import trace_rows
+
+    line = json.dumps({**GOOD, "id": "nan-literal", "latency_ms": float("nan"),
+                       "retrieval_details": {"note": "\ud800"}}).encode()
+    assert b"NaN" in line and b"\\ud800" in line
+    row = trace_rows.decode(line)
+    assert row[trace_rows.COLUMNS.index("id")] == "nan-literal"
+    assert json.loads(row[trace_rows.COLUMNS.index("retrieval_details")]) == {"note": "\ufffd"}
