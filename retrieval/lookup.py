@@ -109,12 +109,13 @@ def lookup_knowledge(query: str, *, index: KnowledgeIndex, config: LookupConfig 
     # the caller's category binds L1 at once; otherwise L1 first ranks every row, and that ranking votes
     probe_filter = {"category": normalize_label(category)} if category is not None else None
     keep = max(top_k, config.l0_domain_top_n)
-    probe = _timed(timings, "l1", lambda: _ranked(hints, _run_l1(query, probe_filter, index, config, top_k),
-                                                 index, config, category, keep))
+    l0_evidence = _l0_blocks(hints, index)  # made once: the probe and the filtered ranking both merge them
+    probe = _timed(timings, "l1", lambda: _ranked(hints, l0_evidence, _run_l1(query, probe_filter, index, config,
+                                                                               top_k), config, category, keep))
     hints = hints.with_vote(_timed(timings, "domains", lambda: _vote(hints, probe, category, config)))
     decision = decide_filter(hints, caller_category=category, use_l0_filter=config.l0_filter)
-    final, decision = _timed(timings, "l1_filtered", lambda: _filtered(query, probe, decision, hints, index,
-                                                                      config, top_k))
+    final, decision = _timed(timings, "l1_filtered", lambda: _filtered(query, probe, decision, hints, l0_evidence,
+                                                                      index, config, top_k))
     blocks = _timed(timings, "evidence", lambda: tuple(
         trim_reasons(truncate(b, config.snippet_chars), MAX_L1_REASONS) for b in final.blocks[:top_k]))
     layer = overall_layer(hints, final.outcome)
@@ -186,7 +187,12 @@ def _run_l1(query: str, filters: dict[str, str] | None, index: KnowledgeIndex, c
     return L1Outcome("ok" if call.result.candidates else "empty", call.result)
 
 
-def _ranked(hints: L0Hints, outcome: L1Outcome, index: KnowledgeIndex, config: LookupConfig,
+def _l0_blocks(hints: L0Hints, index: KnowledgeIndex) -> list[EvidenceBlock]:
+    """L0's evidence: a block per matched entry still in the knowledge base."""
+    return [l0_block(m, entry) for m in hints.matches if (entry := index.kb.entry(m.source)) is not None]
+
+
+def _ranked(hints: L0Hints, l0_evidence: list[EvidenceBlock], outcome: L1Outcome, config: LookupConfig,
             category: str | None, keep: int) -> _Ranked:
     """L1's candidates merged with L0's evidence and ranked; the `keep` best (plus every L0 source) are made
     into blocks, the rest are only counted: building 30 pages' blocks to return 5 cost as much as L1 itself.
@@ -198,7 +204,7 @@ def _ranked(hints: L0Hints, outcome: L1Outcome, index: KnowledgeIndex, config: L
         by_page.setdefault(source, []).append(candidate)
         score, page = best.get(source, (candidate.score, candidate.page_score))
         best[source] = (max(score, candidate.score), max(page, candidate.page_score))
-    l0_blocks = [l0_block(m, entry) for m in hints.matches if (entry := index.kb.entry(m.source)) is not None]
+    l0_blocks = l0_evidence
     if category is not None:  # the caller's filter binds L0 evidence too
         l0_blocks = [b for b in l0_blocks if normalize_label(category) in b.domains]
     count = sum(len(c) for c in by_page.values()) + len(l0_blocks)
@@ -241,13 +247,14 @@ def _vote(hints: L0Hints, probe: _Ranked, category: str | None, config: LookupCo
                         min_coverage=config.l0_domain_min_coverage)
 
 
-def _filtered(query: str, probe: _Ranked, decision: FilterDecision, hints: L0Hints, index: KnowledgeIndex,
-              config: LookupConfig, top_k: int) -> tuple[_Ranked, FilterDecision]:
+def _filtered(query: str, probe: _Ranked, decision: FilterDecision, hints: L0Hints,
+              l0_evidence: list[EvidenceBlock], index: KnowledgeIndex, config: LookupConfig,
+              top_k: int) -> tuple[_Ranked, FilterDecision]:
     """The L1 search under an L0-derived filter; widened back to the unfiltered `probe` when much weaker."""
     if decision.decision != "applied" or probe.outcome.result is None:
         return probe, decision  # no filter, the caller's (already applied), or no L1 to filter
-    filtered = _ranked_within(probe, hints, _run_l1(query, decision.applied, index, config, top_k), index, config,
-                              max(top_k, config.l0_domain_top_n))
+    filtered = _ranked_within(probe, hints, l0_evidence, _run_l1(query, decision.applied, index, config, top_k),
+                              config, max(top_k, config.l0_domain_top_n))
     widening = guard(_best_inside(probe.blocks, decision.applied["category"]) if filtered.blocks else None,
                      best_score(probe.blocks), config.filter_widen_ratio)
     if widening.widened:
@@ -262,14 +269,14 @@ def _best_inside(blocks: tuple[EvidenceBlock, ...], category: str) -> float | No
     return max((b.score for b in blocks if category in b.domains), default=None)
 
 
-def _ranked_within(probe: _Ranked, hints: L0Hints, outcome: L1Outcome, index: KnowledgeIndex, config: LookupConfig,
-                   keep: int) -> _Ranked:
+def _ranked_within(probe: _Ranked, hints: L0Hints, l0_evidence: list[EvidenceBlock], outcome: L1Outcome,
+                   config: LookupConfig, keep: int) -> _Ranked:
     """`_ranked` for the filtered outcome; the probe's blocks when L1 gave the probe's very candidates back
     (it does when the filter provably changes nothing: l1.L1Index._derived), as ranking them again would."""
     if outcome.result is not None and probe.outcome.result is not None and \
             outcome.result.candidates is probe.outcome.result.candidates:
         return replace(probe, outcome=outcome)
-    return _ranked(hints, outcome, index, config, None, keep)
+    return _ranked(hints, l0_evidence, outcome, config, None, keep)
 
 
 def _recorded_config(config: LookupConfig, index: KnowledgeIndex) -> dict[str, Any]:
