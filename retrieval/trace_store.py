@@ -15,14 +15,14 @@ import time
 import warnings
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import trace_db, trace_drain
 from .invocation import ToolInvocation
 from .trace_db import TraceStoreError, TraceStoreLocked
-from .trace_pending import Pending
+from .trace_pending import BACKGROUND_NAP, Pending
 from .trace_rows import encode, fallback_line
 from .trace_schema import COLUMNS, JSON_COLUMNS, MIGRATIONS, SCHEMA_VERSION, TABLE, migrate
 from .trace_spool import Spool
@@ -150,14 +150,18 @@ class TraceStore:
     def count(self) -> int:
         return int(self.query(f"SELECT count(*) AS n FROM {TABLE}")["n"][0])
 
-    @contextmanager
-    def connect(self, timeout: float | None = None, *, drain: bool = True) -> Iterator[duckdb.DuckDBPyConnection]:
+    def connect(self, timeout: float | None = None, *, drain: bool = True) -> AbstractContextManager[duckdb.DuckDBPyConnection]:
         """A short read-write connection with every spooled row added (unless `drain` is False); retried
         while another process holds the lock (up to `timeout`, default `lock_timeout`), then TraceStoreLocked."""
+        return self._connect(timeout, drain=drain, nap=0.0)
+
+    @contextmanager
+    def _connect(self, timeout: float | None, *, drain: bool, nap: float) -> Iterator[duckdb.DuckDBPyConnection]:
+        """`connect`, its drain sleeping `nap` seconds after each row (a background drain yields to lookups)."""
         with self._lock:
             trace_db.check_file(self.path)  # a foreign file is refused before the spool is touched
             try:
-                pending = (Pending.collect(self._spool, self._memory, self.batch_size) if drain
+                pending = (Pending.collect(self._spool, self._memory, self.batch_size, nap=nap) if drain
                            else Pending([], []))
             except OSError as exc:
                 raise TraceStoreError(f"cannot read the spool {self.spool_path}: {exc}") from None
@@ -185,7 +189,7 @@ class TraceStore:
         if not due or not self._lock.acquire(blocking=False):
             return  # a reader or flush is draining right now
         try:  # one attempt: a background drain never queues for the lock ahead of readers
-            with self.connect(timeout=0):
+            with self._connect(0, drain=True, nap=BACKGROUND_NAP):
                 pass
         except (TraceStoreError, OSError) as exc:
             self._backoff = min(max(self._backoff * 2, 0.25), 4.0)

@@ -57,7 +57,7 @@ def test_record_stamps_the_callers_latency_and_its_own_time(tmp_path, index):
 
 def test_a_drain_offers_the_gil_while_it_decodes_rows(tmp_path, monkeypatch):
     """Decoding spooled rows is Python; a background drain that held the GIL for a whole batch stalled the
-    lookups running beside it, so it yields every few rows (and still stores every row)."""
+    lookups running beside it, so it offers the GIL after every row (and still stores every row)."""
     import retrieval.trace_pending as trace_pending
 
     store = TraceStore(tmp_path / "t.duckdb")
@@ -66,8 +66,25 @@ def test_a_drain_offers_the_gil_while_it_decodes_rows(tmp_path, monkeypatch):
     yields = []
     monkeypatch.setattr(trace_pending.time, "sleep", yields.append)
     assert store.flush()
-    assert yields and len(yields) == 40 // trace_pending.YIELD_EVERY and set(yields) == {0}
+    assert len(yields) == 40 + 2 and set(yields) == {0}  # a row each, and between the 3 Arrow slices
     assert store.count() == 40
+
+
+def test_a_background_drain_naps_after_each_row_so_lookups_get_the_gil_first(tmp_path, monkeypatch):
+    """`sleep(0)` may hand the GIL straight back to the drain; a background drain (nobody waits for it)
+    sleeps a little after each row, so a lookup waiting for the GIL runs first. A reader's drain does not."""
+    import retrieval.trace_pending as trace_pending
+    from retrieval import trace_drain
+
+    store = TraceStore(tmp_path / "t.duckdb")
+    monkeypatch.setattr(trace_drain, "notify", lambda now=False: None)  # no drainer thread in this test
+    store.record_many([_invocation(f"q{i}") for i in range(store.batch_size)])
+    naps = []
+    monkeypatch.setattr(trace_pending.time, "sleep", naps.append)
+    store.drain_in_background()
+    rows_and_slices = store.batch_size + -(-store.batch_size // trace_pending.ARROW_ROWS) - 1
+    assert naps == [trace_pending.BACKGROUND_NAP] * rows_and_slices and trace_pending.BACKGROUND_NAP > 0
+    assert store.count() == store.batch_size
 
 
 def test_a_drain_builds_its_arrow_batch_in_slices_and_inserts_it_whole(tmp_path, monkeypatch):
