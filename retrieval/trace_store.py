@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from . import trace_db, trace_drain
 from .invocation import ToolInvocation
 from .trace_db import TraceStoreError, TraceStoreLocked
-from .trace_pending import BACKGROUND_NAP, Pending
+from .trace_pending import Pending
 from .trace_rows import encode, fallback_line
 from .trace_schema import COLUMNS, JSON_COLUMNS, MIGRATIONS, SCHEMA_VERSION, TABLE, migrate
 from .trace_spool import Spool
@@ -153,15 +153,15 @@ class TraceStore:
     def connect(self, timeout: float | None = None, *, drain: bool = True) -> AbstractContextManager[duckdb.DuckDBPyConnection]:
         """A short read-write connection with every spooled row added (unless `drain` is False); retried
         while another process holds the lock (up to `timeout`, default `lock_timeout`), then TraceStoreLocked."""
-        return self._connect(timeout, drain=drain, nap=0.0)
+        return self._connect(timeout, drain=drain, background=False)
 
     @contextmanager
-    def _connect(self, timeout: float | None, *, drain: bool, nap: float) -> Iterator[duckdb.DuckDBPyConnection]:
-        """`connect`, its drain sleeping `nap` seconds after each row (a background drain yields to lookups)."""
+    def _connect(self, timeout: float | None, *, drain: bool, background: bool) -> Iterator[duckdb.DuckDBPyConnection]:
+        """`connect`; a `background` drain is paced so it takes a small share of the GIL (trace_pending._Pacer)."""
         with self._lock:
             trace_db.check_file(self.path)  # a foreign file is refused before the spool is touched
             try:
-                pending = (Pending.collect(self._spool, self._memory, self.batch_size, nap=nap) if drain
+                pending = (Pending.collect(self._spool, self._memory, self.batch_size, background=background) if drain
                            else Pending([], []))
             except OSError as exc:
                 raise TraceStoreError(f"cannot read the spool {self.spool_path}: {exc}") from None
@@ -189,7 +189,7 @@ class TraceStore:
         if not due or not self._lock.acquire(blocking=False):
             return  # a reader or flush is draining right now
         try:  # one attempt: a background drain never queues for the lock ahead of readers
-            with self._connect(0, drain=True, nap=BACKGROUND_NAP):
+            with self._connect(0, drain=True, background=True):
                 pass
         except (TraceStoreError, OSError) as exc:
             self._backoff = min(max(self._backoff * 2, 0.25), 4.0)
