@@ -24,6 +24,7 @@ ARROW_ROWS = 16  # rows per Arrow conversion: converting 500 rows at once held t
 BACKGROUND_SHARE = 0.1  # of the time a background drain is busy, the share it may hold the GIL (see _Pacer)
 BACKGROUND_NAP = 1e-4  # seconds, at least, a background drain sleeps after each step
 LONGEST_STEP = 0.002  # seconds: a step that took longer (it waited for the GIL) is paced as this long
+PACED_BACKLOG = 2_000  # rows: a background drain claiming more goes at full speed, so the spool stays bounded
 
 
 @dataclass
@@ -38,13 +39,16 @@ class Pending:
 
     @classmethod
     def collect(cls, spool: Spool, memory: deque[bytes], batch_size: int, *, background: bool = False) -> Pending:
-        """Claim the spooled rows and decode them, offering the GIL after each row (paced when `background`)."""
-        pacer = _Pacer(background)
+        """Claim the spooled rows and decode them, offering the GIL after each row; paced when `background`,
+        unless the backlog passed PACED_BACKLOG rows (lookups record faster than a paced drain moves rows)."""
+        started = time.perf_counter()
         spool.rotate()
         taken = [memory.popleft() for _ in range(len(memory))]
         pending = cls(spool.claim(), taken)
+        lines = [line for batch in pending.batches for line in batch.lines] + taken
+        pacer = _Pacer(background and len(lines) <= PACED_BACKLOG, started)
         rows: list[tuple[Row, bytes]] = []
-        for line in [line for batch in pending.batches for line in batch.lines] + taken:
+        for line in lines:
             pacer.offer()  # decoding is Python, ~0.1-0.2 ms a row
             try:
                 rows.append((decode(line), line))
@@ -112,9 +116,9 @@ class _Pacer:
     fixed 0.1 ms nap: p95 11.3 -> 8.0 ms, mean 6.1 -> 5.0 ms (on a slow stretch of the machine).
     """
 
-    def __init__(self, background: bool) -> None:
+    def __init__(self, background: bool, since: float) -> None:
         self.background = background
-        self.since = time.perf_counter()
+        self.since = since
 
     def offer(self) -> None:
         if self.background:

@@ -100,6 +100,22 @@ def test_a_background_drain_paces_itself_to_a_small_share_of_the_gil(tmp_path, m
     assert store.count() == rows
 
 
+def test_a_background_drain_behind_a_large_backlog_goes_at_full_speed(tmp_path, monkeypatch):
+    """Pacing bounds a drain's throughput; past PACED_BACKLOG spooled rows it only offers the GIL, so a
+    process recording faster than a paced drain moves rows cannot grow the spool without bound."""
+    import retrieval.trace_pending as trace_pending
+    from retrieval import trace_drain
+
+    store = TraceStore(tmp_path / "t.duckdb", batch_size=20)  # 31 rows are due for a drain
+    monkeypatch.setattr(trace_drain, "notify", lambda now=False: None)
+    monkeypatch.setattr(trace_pending, "PACED_BACKLOG", 30)
+    store.record_many([_invocation(f"q{i}") for i in range(31)])
+    naps = []
+    monkeypatch.setattr(trace_pending.time, "sleep", naps.append)
+    store.drain_in_background()
+    assert naps and set(naps) == {0} and store.count() == 31
+
+
 def test_a_drain_builds_its_arrow_batch_in_slices_and_inserts_it_whole(tmp_path, monkeypatch):
     """Converting 500 rows to Arrow in one call held the GIL for milliseconds; the drain converts
     ARROW_ROWS at a time (offering the GIL between slices) and still inserts the batch in one statement."""
