@@ -31,6 +31,12 @@ class _Drainer:
         self._thread: threading.Thread | None = None
 
     def register(self, store: Drainable) -> None:
+        # The exit flush may be this process's first drain, and its imports (pyarrow imports pandas, which
+        # imports concurrent.futures.thread) must not run during shutdown: that module registers a threading
+        # exit hook, refused once shutdown has begun ("can't register atexit after shutdown"), and the rows
+        # stayed in a batch file behind a traceback. Importing it now costs 7 ms.
+        import concurrent.futures.thread  # noqa: F401
+
         with self._guard:
             self._stores.add(store)
 

@@ -300,3 +300,26 @@ def test_lines_orjson_refuses_are_read_by_the_standard_parser():
     row = trace_rows.decode(line)
     assert row[trace_rows.COLUMNS.index("id")] == "nan-literal"
     assert json.loads(row[trace_rows.COLUMNS.index("retrieval_details")]) == {"note": "\ufffd"}
+
+
+def test_a_process_that_exits_without_flushing_has_its_rows_moved_at_exit(tmp_path):
+    """`atexit` flushes what is spooled. A script's first drain can be that exit flush, and its imports
+    (pyarrow, pandas) once failed during shutdown, leaving the rows in a batch file behind a traceback."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import duckdb
+
+    path = tmp_path / "t.duckdb"
+    script = ("from retrieval import TraceStore\nfrom retrieval.invocation import ToolInvocation\n"
+              f"store = TraceStore({str(path)!r})\n"
+              "store.record(ToolInvocation('lookup_knowledge', 'q', {}, 'ok', 1.0, {}, {'a': 1}, id='at-exit'))\n")
+    done = subprocess.run([sys.executable, "-c", script], cwd=Path(__file__).resolve().parents[1],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    with duckdb.connect(str(path), read_only=True) as con:  # the table itself: no drain on the way
+        assert con.execute("SELECT id FROM tool_invocation").fetchall() == [("at-exit",)]
+    assert not list(tmp_path.glob("*.draining"))  # no batch left behind
+    spool = tmp_path / "t.duckdb.pending.jsonl"
+    assert not spool.exists() or spool.stat().st_size == 0
