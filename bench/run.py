@@ -173,13 +173,19 @@ def _naive(index):
 
 def _interleaved(designs: dict, queries: list[tuple[str, str]], warm_up: list[tuple[str, str]],
                  block: int = 25) -> dict[str, list[float]]:
-    """Each design timed on every query, the designs taking turns block by block in rotating order (what ran
-    just before a block shapes its caches). Each block starts with the untimed `warm_up` queries, so a turn
-    does not time the caches the previous design left (the naive scan reads 100 MB per query)."""
+    """Each design timed on every query, the designs taking turns block by block. What ran just before a
+    block shapes it (the naive scan reads 100 MB per query and leaves BLAS threads busy: a lookup block
+    right after it ran 10-20% slower), so every design has each other design before it equally often:
+    the last design (the naive one) closes every turn, and the others swap order from turn to turn (a
+    fixed rotation put the traced lookup after the naive scan in 10 blocks of 16, the untraced one in 6).
+    Each block starts with the untimed `warm_up` queries, and the first turn is preceded by the last
+    design's, as every later turn is."""
     times: dict[str, list[float]] = {name: [] for name in designs}
-    names = list(designs)
+    *ours, last = list(designs)
+    for query, category in warm_up:
+        designs[last](query, category)
     for turn, start in enumerate(range(0, len(queries), block)):
-        for name in names[turn % len(names):] + names[:turn % len(names)]:  # each design in every position
+        for name in (ours if turn % 2 == 0 else ours[::-1]) + [last]:
             work = designs[name]
             for query, category in warm_up:
                 work(query, category)
