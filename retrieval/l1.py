@@ -40,7 +40,9 @@ from .text import normalize_label
 
 FILTER_KEYS = ("category", "source")
 SECTIONS_PER_PAGE = 3  # sections of one page L1 returns; the rest stay out of the pool
-FIRST_BLOCK_ROWS = 512  # rows with the best bounds scored first (at least 16 per requested page)
+FIRST_BLOCK_ROWS = 256  # rows with the best bounds scored first, at least ROWS_PER_PAGE per requested page (at 100k,
+# 256-320 rows took 12% less time per search than 512: the first block is most of the rows scored)
+ROWS_PER_PAGE = 16
 FULL_PASS_SHARE = 0.2  # past this share of the rows, score them all in one pass (at 100k: 8 ms, against 25 ms
 # to gather two thirds of them)
 
@@ -233,7 +235,7 @@ class L1Index:
         else:
             bounded = bounded_rows(self, scores, page_relative, self._universe(filters or {}, allowed), top_k=top_k,
                                    page_weight=page_weight, min_score=min_score,
-                                   first=max(FIRST_BLOCK_ROWS, 16 * top_k), sections=SECTIONS_PER_PAGE)
+                                   first=max(FIRST_BLOCK_ROWS, ROWS_PER_PAGE * top_k), sections=SECTIONS_PER_PAGE)
             rows, lsa, proved_below = bounded.rows, bounded.lsa, bounded.proved_below
         w = scores.tfidf_weight
         blended = w * scores.lexical[rows] + (1 - w) * np.clip(lsa, 0.0, None)
