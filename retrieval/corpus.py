@@ -12,6 +12,7 @@ import hashlib
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -57,9 +58,10 @@ class Entry:
     description: str
     chunks: tuple[Chunk, ...]
 
-    @property
+    @cached_property
     def domains(self) -> tuple[str, ...]:
-        """Categories compared the way filters compare them: case-folded, spaces collapsed, deduplicated."""
+        """Categories compared the way filters compare them: case-folded, spaces collapsed, deduplicated
+        (computed once: a lookup reads it for every matched entry and evidence block)."""
         return _dedupe(normalize_label(c) for c in self.categories)
 
     @property

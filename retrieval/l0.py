@@ -85,6 +85,7 @@ class L0Index:
     b: float = 0.75
     epsilon: float = 0.25
     vocabulary: dict[str, int] = field(init=False, repr=False)
+    _labels: dict[int, _Labels] = field(init=False, repr=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         docs = [entry_terms(e) for e in self.entries]
@@ -143,7 +144,7 @@ class L0Index:
         ranked = kept[np.lexsort((kept, -scores[kept]))][:max_matches].tolist()  # best first, ties by position
         query_terms = set(terms)
         matches = [replace(m, coverage=self.coverage(terms, i)) for m, i in
-                   ((self._describe(self.entries[i], float(scores[i]), query_terms), i) for i in ranked[:max_matches])
+                   ((self._describe(i, float(scores[i]), query_terms), i) for i in ranked[:max_matches])
                    if m is not None]
         return replace(_hints(matches), score_bound=self.score_bound(terms))
 
@@ -167,18 +168,38 @@ class L0Index:
         start, end = self._row_pointer[row], self._row_pointer[row + 1]
         return self._row_columns[start:end]
 
-    @staticmethod
-    def _describe(entry: Entry, score: float, query_terms: set[str]) -> L0Match | None:
-        def hit(label: str) -> bool:
-            return not query_terms.isdisjoint(tokenize(label))
-
-        keywords = tuple(k for k in entry.keywords if hit(k))
-        entities = tuple(e for e in entry.entities if hit(e))
-        categories = tuple(c for c in entry.domains if hit(c))
-        title = hit(entry.title)
+    def _describe(self, row: int, score: float, query_terms: set[str]) -> L0Match | None:
+        entry = self.entries[row]
+        labels = self._labels.get(row)
+        if labels is None:  # tokenized once per entry, when it first matches (not at load: 65k entries at 1M)
+            labels = self._labels[row] = _Labels.of(entry)
+        keywords = tuple(k for k, terms in labels.keywords if not query_terms.isdisjoint(terms))
+        entities = tuple(e for e, terms in labels.entities if not query_terms.isdisjoint(terms))
+        categories = tuple(c for c, terms in labels.domains if not query_terms.isdisjoint(terms))
+        title = not query_terms.isdisjoint(labels.title)
         if not (title or keywords or entities or categories):
             return None
-        return L0Match(entry.source, entry.title, score, entry.domains, title, keywords, entities, categories)
+        return L0Match(entry.source, entry.title, score, labels.domain_names, title, keywords, entities, categories)
+
+
+@dataclass(frozen=True)
+class _Labels:
+    """An entry's labels with their terms: what `_describe` compares a query's terms with."""
+
+    title: frozenset[str]
+    keywords: tuple[tuple[str, frozenset[str]], ...]
+    entities: tuple[tuple[str, frozenset[str]], ...]
+    domains: tuple[tuple[str, frozenset[str]], ...]
+    domain_names: tuple[str, ...]
+
+    @classmethod
+    def of(cls, entry: Entry) -> _Labels:
+        def terms(labels) -> tuple[tuple[str, frozenset[str]], ...]:
+            return tuple((label, frozenset(tokenize(label))) for label in labels)
+
+        domains = entry.domains
+        return cls(frozenset(tokenize(entry.title)), terms(entry.keywords), terms(entry.entities), terms(domains),
+                   domains)
 
 
 def _hints(matches: list[L0Match]) -> L0Hints:
