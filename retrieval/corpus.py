@@ -64,11 +64,6 @@ class Entry:
         (computed once: a lookup reads it for every matched entry and evidence block)."""
         return _dedupe(normalize_label(c) for c in self.categories)
 
-    @property
-    def opening(self) -> str:
-        """The entry's opening section: L0-only evidence shows this."""
-        return self.chunks[0].text if self.chunks else self.description
-
 
 @dataclass(frozen=True)
 class KnowledgeBase:

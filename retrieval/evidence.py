@@ -72,7 +72,7 @@ def l0_block(match: L0Match, entry: Entry) -> EvidenceBlock:
                          ("category", match.matched_categories)):
         if values:
             reasons.append(HitReason("L0", name, f"{name} matched: {', '.join(values)}", match.score))
-    opening = entry.chunks[0] if entry.chunks else None  # read once: a stored chunk is decoded per access
+    opening = entry.chunks[0] if entry.chunks else None  # the opening section (read once: decoded per access)
     return EvidenceBlock(entry.source, entry.title, opening.breadcrumb if opening else entry.title, "L0",
                          opening.text if opening else entry.description, tuple(reasons), l0_score=match.score,
                          domains=entry.domains)

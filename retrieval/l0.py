@@ -179,7 +179,7 @@ class L0Index:
         title = not query_terms.isdisjoint(labels.title)
         if not (title or keywords or entities or categories):
             return None
-        return L0Match(entry.source, entry.title, score, labels.domain_names, title, keywords, entities, categories)
+        return L0Match(entry.source, entry.title, score, entry.domains, title, keywords, entities, categories)
 
 
 @dataclass(frozen=True)
@@ -190,16 +190,14 @@ class _Labels:
     keywords: tuple[tuple[str, frozenset[str]], ...]
     entities: tuple[tuple[str, frozenset[str]], ...]
     domains: tuple[tuple[str, frozenset[str]], ...]
-    domain_names: tuple[str, ...]
 
     @classmethod
     def of(cls, entry: Entry) -> _Labels:
         def terms(labels) -> tuple[tuple[str, frozenset[str]], ...]:
             return tuple((label, frozenset(tokenize(label))) for label in labels)
 
-        domains = entry.domains
-        return cls(frozenset(tokenize(entry.title)), terms(entry.keywords), terms(entry.entities), terms(domains),
-                   domains)
+        return cls(frozenset(tokenize(entry.title)), terms(entry.keywords), terms(entry.entities),
+                   terms(entry.domains))
 
 
 def _hints(matches: list[L0Match]) -> L0Hints:

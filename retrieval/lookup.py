@@ -192,7 +192,7 @@ def _l0_blocks(hints: L0Hints, index: KnowledgeIndex) -> list[EvidenceBlock]:
     return [l0_block(m, entry) for m in hints.matches if (entry := index.kb.entry(m.source)) is not None]
 
 
-def _ranked(hints: L0Hints, l0_evidence: list[EvidenceBlock], outcome: L1Outcome, config: LookupConfig,
+def _ranked(hints: L0Hints, l0_blocks: list[EvidenceBlock], outcome: L1Outcome, config: LookupConfig,
             category: str | None, keep: int) -> _Ranked:
     """L1's candidates merged with L0's evidence and ranked; the `keep` best (plus every L0 source) are made
     into blocks, the rest are only counted: building 30 pages' blocks to return 5 cost as much as L1 itself.
@@ -204,7 +204,6 @@ def _ranked(hints: L0Hints, l0_evidence: list[EvidenceBlock], outcome: L1Outcome
         by_page.setdefault(source, []).append(candidate)
         score, page = best.get(source, (candidate.score, candidate.page_score))
         best[source] = (max(score, candidate.score), max(page, candidate.page_score))
-    l0_blocks = l0_evidence
     if category is not None:  # the caller's filter binds L0 evidence too
         l0_blocks = [b for b in l0_blocks if normalize_label(category) in b.domains]
     count = sum(len(c) for c in by_page.values()) + len(l0_blocks)

@@ -23,14 +23,11 @@ def postings_sum(indptr: np.ndarray, rows: np.ndarray, values: np.ndarray, ids: 
     """Sum over query terms t of query_weights[t] times column t, as a dense float64 vector of `size`.
     A query has a few terms, so their columns are sliced and joined (no index arrays built): the same
     products in the same order as a gather, 0.1 ms faster on 30k postings."""
-    bounds = indptr[ids].tolist(), indptr[np.asarray(ids) + 1].tolist()
+    starts, ends = indptr[ids].tolist(), indptr[np.asarray(ids) + 1].tolist()
     weights = np.asarray(query_weights, dtype=np.float64).tolist()
-    spans = [(start, end, weight) for start, end, weight in zip(*bounds, weights, strict=True) if end > start]
+    spans = [(start, end, weight) for start, end, weight in zip(starts, ends, weights, strict=True) if end > start]
     if not spans:
         return np.zeros(size, dtype=np.float64)
-    if len(spans) == 1:
-        start, end, weight = spans[0]
-        return np.bincount(rows[start:end], weights=values[start:end] * np.float64(weight), minlength=size)
     joined_rows = np.concatenate([rows[start:end] for start, end, _ in spans])
     weighted = np.concatenate([values[start:end] * np.float64(weight) for start, end, weight in spans])
     return np.bincount(joined_rows, weights=weighted, minlength=size)
