@@ -1,6 +1,6 @@
 """Relevance judgements analysts make in the app, kept in the trace file, and the labelled set they form.
 
-Table `judgement`: one row per mark (query, source, grade, who, when, the lookup it was made on); the
+Table `judgement` (made by the trace file's migrations, retrieval/trace_schema.py): one row per mark (query, source, grade, who, when, the lookup it was made on); the
 latest mark of a (query, source) pair is the one that counts. Exported as `queries.jsonl` rows with
 `relevant` (the docs-folder query-file format) or as qrels TSV (BEIR's `query-id corpus-id score`), and
 evaluated with `python -m eval run --kb DIR --judgements TRACES_FILE`.
@@ -23,16 +23,6 @@ from retrieval import TraceStore
 from .datasets import Dataset, DatasetError, load_query_set
 
 GRADES = {0: "not relevant", 1: "relevant"}
-SCHEMA = """CREATE TABLE IF NOT EXISTS judgement (
-    query VARCHAR NOT NULL, source VARCHAR NOT NULL, grade INTEGER NOT NULL, who VARCHAR,
-    created_at TIMESTAMP NOT NULL, invocation_id VARCHAR, kb_fingerprint VARCHAR)"""
-
-
-def ensure_table(store: TraceStore) -> None:
-    with store.connect() as con:
-        con.execute(SCHEMA)
-
-
 def record(store: TraceStore, query: str, source: str, grade: int, *, who: str = "",
            invocation_id: str | None = None, kb_fingerprint: str | None = None) -> None:
     """Keep one mark; ValueError for a blank query or source or a grade outside GRADES."""
@@ -40,7 +30,6 @@ def record(store: TraceStore, query: str, source: str, grade: int, *, who: str =
         raise ValueError(f"a judgement needs a query and a source, got {query!r} and {source!r}")
     if grade not in GRADES:
         raise ValueError(f"grade must be one of {sorted(GRADES)} ({', '.join(GRADES.values())}), got {grade!r}")
-    ensure_table(store)
     with store.connect() as con:
         con.execute("INSERT INTO judgement VALUES (?, ?, ?, ?, ?, ?, ?)",
                     [query.strip(), source, int(grade), who, datetime.now(timezone.utc).replace(tzinfo=None),
@@ -49,7 +38,6 @@ def record(store: TraceStore, query: str, source: str, grade: int, *, who: str =
 
 def latest(store: TraceStore) -> pd.DataFrame:
     """The mark that counts per (query, source): the latest one; columns query, source, grade, who, created_at."""
-    ensure_table(store)
     return store.query("SELECT query, source, grade, who, created_at FROM judgement "
                        "QUALIFY row_number() OVER (PARTITION BY query, source ORDER BY created_at DESC) = 1 "
                        "ORDER BY query, source")

@@ -30,7 +30,7 @@ from . import oracle as oracle_lib
 from .datasets import Query
 from .diagnostics import summarize
 from .runs import DEFAULT_METRICS, _means, _query_row
-from .storage import LOOKUP, UnknownRunError, ensure_tables, load_per_query, load_run_row, save_run
+from .storage import LOOKUP, UnknownRunError, load_per_query, load_run_row, save_run
 
 RECORDED_PREFIX = "recorded-"
 INTERACTIVE = "interactive lookups"
@@ -61,7 +61,6 @@ def save_replay_run(store: TraceStore, run_id: str, calls: pd.DataFrame, *, inde
                     config: Mapping[str, Any], source_run: str | None = None) -> tuple[str, str]:
     """Store the recorded replay `run_id` of `calls` (the original rows: id, query, query_id, latency_ms,
     retrieval_details, config) as an eval run; returns (A, B): the run to compare it with, and `run_id`."""
-    ensure_tables(store)
     replayed = _recorded(store, run_id)
     if not replayed:
         raise ValueError(f"replay {run_id} recorded no lookup; replay with saving on to store it as a run")

@@ -6,8 +6,8 @@
 - `eval_query_metric`: long form (run, query, system, metric, value); `system` is `lookup`, the BM25
   baseline (`bm25`) or the oracle filter (`oracle`).
 
-Columns added after a table was first created are listed in MIGRATIONS and added to existing trace files
-(ALTER TABLE ... ADD COLUMN IF NOT EXISTS) whenever the tables are ensured; old rows read them as null.
+The tables are part of the trace file's schema (retrieval/trace_schema.py): created, and given columns
+added since, by the file's one list of migrations when a store opens it; old rows read new columns as null.
 
 A run's `eval_run` row is written with `status = 'started'` (and the process's `pid` and `host`) before
 its first lookup, and replaced by the finished row (`complete`) at the end; a run that stops with an
@@ -32,26 +32,6 @@ QUERY_COLUMNS = ("run_id", "query_id", "position", "query", "n_relevant", "relev
                  "filter_correct", "filter_harm", "filter_harm_missed", "filter_widened", "retrieval_layer", "l1_status",
                  "candidate_count", "duplicates_merged", "evidence_count", "latency_ms", "filter_changed")
 RUN_JSON = ("config", "overrides", "metrics", "baseline", "diagnostics", "dataset_info", "metric_names")
-SCHEMA = (
-    """CREATE TABLE IF NOT EXISTS eval_run (
-        run_id VARCHAR PRIMARY KEY, created_at TIMESTAMP NOT NULL, sweep_id VARCHAR, dataset VARCHAR NOT NULL,
-        dataset_kind VARCHAR, dataset_path VARCHAR, split VARCHAR, n_queries INTEGER, top_k INTEGER,
-        seconds DOUBLE, config JSON, overrides JSON, metrics JSON, baseline JSON, diagnostics JSON,
-        dataset_info JSON, metric_names JSON)""",
-    """CREATE TABLE IF NOT EXISTS eval_query (
-        run_id VARCHAR NOT NULL, query_id VARCHAR NOT NULL, position INTEGER, query VARCHAR, n_relevant INTEGER,
-        relevant JSON, categories JSON, invocation_id VARCHAR, first_relevant_rank INTEGER, top_sources JSON,
-        filter_decision VARCHAR, filter_category VARCHAR, filter_correct BOOLEAN, filter_harm BOOLEAN,
-        filter_harm_missed BOOLEAN, filter_widened BOOLEAN, retrieval_layer VARCHAR, l1_status VARCHAR, candidate_count INTEGER,
-        duplicates_merged INTEGER, evidence_count INTEGER, latency_ms DOUBLE, filter_changed BOOLEAN,
-        PRIMARY KEY (run_id, query_id))""",
-    """CREATE TABLE IF NOT EXISTS eval_query_metric (
-        run_id VARCHAR NOT NULL, query_id VARCHAR NOT NULL, system VARCHAR NOT NULL, metric VARCHAR NOT NULL,
-        value DOUBLE, PRIMARY KEY (run_id, query_id, system, metric))""",
-)
-MIGRATIONS = (("eval_query", "filter_widened", "BOOLEAN"),  # (table, column, type) added since the first schema
-              ("eval_run", "status", "VARCHAR"), ("eval_run", "pid", "INTEGER"), ("eval_run", "host", "VARCHAR"),
-              ("eval_query", "filter_changed", "BOOLEAN"))
 STARTED, COMPLETE, INCOMPLETE, RUNNING = "started", "complete", "incomplete", "running"
 BOOLEAN_COLUMNS = ("filter_correct", "filter_harm", "filter_harm_missed", "filter_widened", "filter_changed")
 
@@ -64,18 +44,8 @@ class IncompleteRunError(ValueError):
     """The run has no results: it stopped (or is still running) before its end."""
 
 
-def ensure_tables(store: TraceStore) -> None:
-    """Create the evaluation tables, and add the MIGRATIONS columns to tables an older version created."""
-    with store.connect() as con:
-        for statement in SCHEMA:
-            con.execute(statement)
-        for table, column, kind in MIGRATIONS:
-            con.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {column} {kind}")
-
-
 def start_run(store: TraceStore, run: dict[str, Any]) -> None:
     """Write the run's `eval_run` row as `started` by this process, before its first lookup."""
-    ensure_tables(store)
     row = {k: (json.dumps(v, default=str) if k in RUN_JSON else v) for k, v in run.items()}
     row.update(status=STARTED, pid=os.getpid(), host=socket.gethostname())
     with store.connect() as con:
@@ -95,7 +65,6 @@ def mark_incomplete(store: TraceStore, run_id: str) -> None:
 def save_run(store: TraceStore, run: dict[str, Any], per_query: pd.DataFrame, metric_frame: pd.DataFrame) -> None:
     """Store one finished run: its `eval_run` row (replacing the `started` one), its `eval_query` rows and
     its long-form metrics, in one transaction."""
-    ensure_tables(store)
     row = {k: (json.dumps(v, default=str) if k in RUN_JSON else v) for k, v in run.items()}
     row.update(status=COMPLETE, pid=None, host=None)
     queries = per_query.reindex(columns=list(QUERY_COLUMNS)).copy()
@@ -118,7 +87,6 @@ def save_run(store: TraceStore, run: dict[str, Any], per_query: pd.DataFrame, me
 
 def resolve_run_id(store: TraceStore, text: str) -> str:
     """The run id `text` names: an exact id or a unique prefix; otherwise UnknownRunError with recent ids."""
-    ensure_tables(store)
     found = store.query("SELECT run_id FROM eval_run WHERE starts_with(run_id, ?) ORDER BY created_at DESC",
                         [str(text)])["run_id"].tolist()
     if str(text) in found:
@@ -201,7 +169,6 @@ def load_per_query(store: TraceStore, run_id: str) -> pd.DataFrame:
 
 def list_runs(store: TraceStore, *, incomplete_only: bool = False) -> pd.DataFrame:
     """Every stored run, newest first, with its status, its recorded lookups and its mean metrics as columns."""
-    ensure_tables(store)
     frame = store.query("SELECT r.run_id, r.status, r.pid, r.host, coalesce(t.lookups, 0) AS lookups, r.created_at, "
                         "r.sweep_id, r.dataset, r.split, r.n_queries, r.top_k, r.seconds, r.overrides, r.metrics "
                         "FROM eval_run r LEFT JOIN (SELECT run_id, count(*) AS lookups FROM tool_invocation "

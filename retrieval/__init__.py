@@ -15,7 +15,7 @@ _EXPORTS = {
     "LookupConfig": "config", "IndexConfig": "index_config", "KnowledgeBase": "corpus",
     "KnowledgeBaseError": "corpus", "load_knowledge_base": "corpus", "KnowledgeIndex": "index",
     "build_index": "index", "open_index": "index", "LookupResult": "lookup", "lookup_knowledge": "lookup",
-    "TraceStore": "trace_store", "TraceStoreError": "trace_store",
+    "TraceStore": "trace_store", "TraceStoreError": "trace_store", "TraceWriter": "trace_writer",
 }
 
 __all__ = sorted(_EXPORTS)

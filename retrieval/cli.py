@@ -99,16 +99,14 @@ def _run(args: argparse.Namespace) -> str | None:
         if not args.query.strip():
             raise ValueError('the query is empty; pass the question in quotes, e.g. lookup "reset my API token"')
         config = config_from_args(args)
-        store = None if args.no_trace else TraceStore(args.traces or default_traces())
+        store = None if args.no_trace else TraceStore(args.traces or default_traces(), defer_if_locked=True)
         index = open_index(kb, svd_dims=config.svd_dims, strict=args.strict, use_cache=not args.no_cache)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             result = lookup_knowledge(args.query, index=index, config=config, category=args.category,
                                       top_k=args.top_k, recorder=store)
-            if store is not None:
-                # the row is spooled (durable); the next TraceStore reader or writer moves it into the table,
-                # so a one-shot CLI does not pay for DuckDB's Arrow/pandas import at exit
-                store.close(drain=False)
+            if store is not None:  # the row goes into the table before the process exits (DuckDB reads
+                store.close()  # the spool itself); a held lock leaves it spooled, said in one warning line
         for warning in caught:
             print(f"warning: {warning.message}", file=sys.stderr)
         if index.kb.problems:  # the count is in retrieval_details.kb; the names go to stderr

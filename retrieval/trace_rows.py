@@ -1,4 +1,5 @@
-"""One `tool_invocation` row as a spool line and back: encode safely, validate strictly, insert in batches.
+"""One `tool_invocation` row as a spool line and back: encode safely, and validate strictly (the judge of lines
+DuckDB's strict read does not take; see trace_ingest).
 
 A spool line is one JSON object, UTF-8, with the JSON columns nested (older lines hold them as JSON
 text; both are read). Encoding never fails on odd content: lone surrogates become U+FFFD and
@@ -8,23 +9,17 @@ field's type, so a bad line is rejected with a reason instead of stopping the dr
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 import time
 import uuid
-from collections.abc import Sequence
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 
 from .invocation import ToolInvocation
-from .trace_schema import COLUMN_TYPES, COLUMNS, TABLE
-
-if TYPE_CHECKING:
-    import duckdb
-    import pyarrow as pa
+from .trace_schema import COLUMN_TYPES, COLUMNS
 
 Row = tuple[Any, ...]  # one value per COLUMNS entry, typed for DuckDB
 REQUIRED_TEXT = ("id", "tool_name", "query", "status")
@@ -32,7 +27,7 @@ OPTIONAL_TEXT = ("error", "retrieval_layer", "filter_decision", "l1_status", "ru
                  "kb_fingerprint")
 INTEGERS = ("l0_match_count", "l1_candidate_count", "candidate_count", "evidence_count", "kb_entries", "kb_chunks")
 INT32 = 2**31
-INSERT = f"INSERT OR IGNORE INTO {TABLE} BY NAME SELECT * FROM _incoming"
+JSON_COLUMNS_SET = frozenset(name for name, kind in zip(COLUMNS, COLUMN_TYPES, strict=True) if kind == "JSON")
 
 
 class RejectedLine(ValueError):
@@ -167,60 +162,19 @@ def _json_column(name: str, value: Any) -> str | None:
     return text
 
 
-def to_table(rows: Sequence[Row]) -> pa.Table:
-    """The rows as an Arrow table (built before the file is opened: DuckDB scans it without copying).
-
-    JSON columns are already valid JSON (decode re-serialised them), so they go in as Arrow's JSON type.
-    """
-    import pyarrow as pa
-
-    types = {"VARCHAR": pa.string(), "JSON": _json_type(), "TIMESTAMP": pa.timestamp("us"), "DOUBLE": pa.float64(),
-             "INTEGER": pa.int32()}
-    columns = list(zip(*rows, strict=True)) if rows else [()] * len(COLUMNS)
-    return pa.table({name: pa.array(list(values), type=types[kind])
-                     for name, kind, values in zip(COLUMNS, COLUMN_TYPES, columns, strict=True)})
-
-
-@functools.cache
-def _json_type() -> pa.DataType:
-    """Arrow's JSON type if this pyarrow and DuckDB both know it (DuckDB then skips re-parsing), else string."""
-    import duckdb
-    import pyarrow as pa
-
-    if not hasattr(pa, "json_"):
-        return pa.string()
-    probe = pa.table({"j": pa.array(['{"a": 1}'], type=pa.json_())})
-    try:
-        with duckdb.connect() as con:
-            con.register("probe", probe)
-            kind = con.execute("SELECT typeof(j) FROM probe").fetchone()[0]
-    except duckdb.Error:
-        return pa.string()
-    return pa.json_() if kind == "JSON" else pa.string()
-
-
-def insert(con: duckdb.DuckDBPyConnection, rows: Sequence[Row], table: pa.Table | None = None) -> list[tuple[int, str]]:
-    """Insert `rows` (ids already stored are ignored); returns (position, reason) of rows DuckDB refuses.
-
-    One statement per batch (from `table`, their Arrow form, when given); only when it fails on a row's
-    content is the batch inserted row by row.
-    """
-    import duckdb
-
-    content_errors = (duckdb.ConversionException, duckdb.ConstraintException, duckdb.InvalidInputException,
-                      duckdb.OutOfRangeException)
-    if not rows:
-        return []
-    con.register("_incoming", table if table is not None else to_table(rows))
-    try:
-        con.execute(INSERT)
-        return []
-    except content_errors as exc:
-        if len(rows) == 1:
-            return [(0, f"refused by DuckDB: {exc}")]
-    finally:
-        con.unregister("_incoming")
-    return [(position, reason) for position, row in enumerate(rows) for _, reason in insert(con, [row])]
+def canonical_line(row: Row) -> bytes:
+    """A decoded row as a spool line in the shape trace_ingest's statement takes (ASCII JSON, the JSON
+    columns nested, a naive ISO `created_at`, a non-finite latency as null)."""
+    value: dict[str, Any] = {}
+    for name, kind, item in zip(COLUMNS, COLUMN_TYPES, row, strict=True):
+        if kind == "JSON" and item is not None:
+            item = json.loads(item)
+        elif kind == "TIMESTAMP":
+            item = item.isoformat(timespec="microseconds")
+        elif kind == "DOUBLE" and item is not None and not math.isfinite(item):
+            item = None
+        value[name] = item
+    return json.dumps(value, allow_nan=False).encode("ascii") + b"\n"
 
 
 def fallback_line(invocation: Any, exc: BaseException) -> bytes:

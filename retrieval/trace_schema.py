@@ -1,4 +1,9 @@
-"""The `tool_invocation` table: its columns, its migrations, and the check that a file's table is ours.
+"""The trace file's schema: `tool_invocation`'s columns, and one list of versioned migrations for every table
+in the file (`tool_invocation`, the evaluation tables, `judgement`), applied in order when a writer opens it.
+
+Each migration runs once per file, in one transaction with its row in `schema_version`; a table or column
+added later is a new migration (ADD COLUMN, never a rename), so files made by any earlier version upgrade
+in place and old rows read the new columns as null.
 
 A file whose `tool_invocation` lacks columns this tool writes (another tool's table, an older
 incompatible layout) is refused with a one-line message naming the file, before anything is written.
@@ -43,6 +48,36 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
         f"ALTER TABLE {TABLE} ADD COLUMN IF NOT EXISTS kb_entries INTEGER",
         f"ALTER TABLE {TABLE} ADD COLUMN IF NOT EXISTS kb_chunks INTEGER",
         f"ALTER TABLE {TABLE} ADD COLUMN IF NOT EXISTS index_settings JSON",
+    )),
+    # v3 (evaluation runs): the tables eval/storage.py writes; IF NOT EXISTS, because files of earlier versions
+    # may hold them already (made on first use), some without the columns added since
+    (3, (
+        """CREATE TABLE IF NOT EXISTS eval_run (
+            run_id VARCHAR PRIMARY KEY, created_at TIMESTAMP NOT NULL, sweep_id VARCHAR, dataset VARCHAR NOT NULL,
+            dataset_kind VARCHAR, dataset_path VARCHAR, split VARCHAR, n_queries INTEGER, top_k INTEGER,
+            seconds DOUBLE, config JSON, overrides JSON, metrics JSON, baseline JSON, diagnostics JSON,
+            dataset_info JSON, metric_names JSON, status VARCHAR, pid INTEGER, host VARCHAR)""",
+        """CREATE TABLE IF NOT EXISTS eval_query (
+            run_id VARCHAR NOT NULL, query_id VARCHAR NOT NULL, position INTEGER, query VARCHAR, n_relevant INTEGER,
+            relevant JSON, categories JSON, invocation_id VARCHAR, first_relevant_rank INTEGER, top_sources JSON,
+            filter_decision VARCHAR, filter_category VARCHAR, filter_correct BOOLEAN, filter_harm BOOLEAN,
+            filter_harm_missed BOOLEAN, filter_widened BOOLEAN, retrieval_layer VARCHAR, l1_status VARCHAR,
+            candidate_count INTEGER, duplicates_merged INTEGER, evidence_count INTEGER, latency_ms DOUBLE,
+            filter_changed BOOLEAN, PRIMARY KEY (run_id, query_id))""",
+        """CREATE TABLE IF NOT EXISTS eval_query_metric (
+            run_id VARCHAR NOT NULL, query_id VARCHAR NOT NULL, system VARCHAR NOT NULL, metric VARCHAR NOT NULL,
+            value DOUBLE, PRIMARY KEY (run_id, query_id, system, metric))""",
+        "ALTER TABLE eval_query ADD COLUMN IF NOT EXISTS filter_widened BOOLEAN",
+        "ALTER TABLE eval_query ADD COLUMN IF NOT EXISTS filter_changed BOOLEAN",
+        "ALTER TABLE eval_run ADD COLUMN IF NOT EXISTS status VARCHAR",
+        "ALTER TABLE eval_run ADD COLUMN IF NOT EXISTS pid INTEGER",
+        "ALTER TABLE eval_run ADD COLUMN IF NOT EXISTS host VARCHAR",
+    )),
+    # v4 (relevance judgements made in the app): eval/judgements.py
+    (4, (
+        """CREATE TABLE IF NOT EXISTS judgement (
+            query VARCHAR NOT NULL, source VARCHAR NOT NULL, grade INTEGER NOT NULL, who VARCHAR,
+            created_at TIMESTAMP NOT NULL, invocation_id VARCHAR, kb_fingerprint VARCHAR)""",
     )),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]

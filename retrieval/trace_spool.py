@@ -3,8 +3,8 @@
 - Writers append one line per row with a single `write()` under an exclusive `flock`; a row is
   acknowledged when that write returns. It is then in the OS page cache, which survives a SIGKILL of
   the process (not a power cut: `fsync=True` adds an fsync per row for that).
-- A drainer *rotates* the live spool (renames it to `<spool>.<pid>-<token>.draining` and leaves an
-  empty one), then *claims* batch files with a non-blocking `flock`, inserts them, and unlinks them.
+- A drainer *rotates* the live spool (renames it to `<spool>.<pid>-<token>.draining`; the next append
+  makes a new one), then *claims* batch files with a non-blocking `flock`, inserts them, and unlinks them.
   A writer checks, under its lock, that its handle is still the live spool, so no row lands in a
   renamed file. A drainer killed mid-batch releases its lock with its life; the next drainer claims
   the orphaned batch (inserts ignore ids already stored, so a batch inserted twice is harmless).
@@ -26,16 +26,29 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 APPEND = os.O_WRONLY | os.O_APPEND | os.O_CREAT
+READ_APPEND = os.O_RDWR | os.O_APPEND | os.O_CREAT  # the live spool: appends, and reads its last byte
 LOCK_SPIN = 0.0002  # seconds between non-blocking lock attempts; writers hold the lock for microseconds
 
 
 @dataclass
 class Batch:
-    """A claimed batch file: its lines, and the locked handle that keeps other drainers off it."""
+    """A claimed batch file and the locked handle that keeps other drainers off it."""
 
     path: Path
     fd: int
-    lines: list[bytes]
+
+    @property
+    def source(self) -> str:
+        """A name DuckDB can open for this very file: the handle's /proc entry (immune to renames and free
+        of glob characters, which read_json would expand), or the path where /proc is missing."""
+        proc = f"/proc/self/fd/{self.fd}"
+        return proc if os.path.exists(proc) else str(self.path)
+
+    def lines(self) -> list[bytes]:
+        """The batch's non-blank lines, read through the locked handle."""
+        with os.fdopen(os.dup(self.fd), "rb") as handle:
+            handle.seek(0)
+            return [line for line in handle.read().split(b"\n") if line.strip()]
 
     def done(self) -> None:
         """The batch is stored: remove the file, then let go of it."""
@@ -73,6 +86,9 @@ class Spool:
                     break
                 self._close_writer()
             try:
+                size = os.fstat(fd).st_size  # a writer SIGKILLed inside a long write() can leave half a line:
+                if size and os.pread(fd, 1, size - 1) != b"\n":  # start on a new line, so only that half
+                    data = b"\n" + data  # is rejected, never the row written after it
                 _write_all(fd, data)
                 if self.fsync:
                     os.fsync(fd)
@@ -89,10 +105,11 @@ class Spool:
             if not _lock_live(fd, self.path):
                 return  # another drainer rotated it a moment ago
             try:
-                if os.fstat(fd).st_size:
+                if os.fstat(fd).st_size:  # writers make a new live spool when they next append
                     os.rename(self.path, self.path.with_name(f"{self.path.name}.{os.getpid()}-"
                                                             f"{uuid.uuid4().hex[:12]}.draining"))
-                    os.close(os.open(self.path, APPEND, 0o644))
+                else:  # an empty spool is removed, so a drained trace file leaves no file beside it
+                    self.path.unlink()
             finally:
                 fcntl.flock(fd, fcntl.LOCK_UN)
         finally:
@@ -115,9 +132,7 @@ class Spool:
             if os.fstat(fd).st_nlink == 0:  # finished by another drainer between glob and lock
                 os.close(fd)
                 continue
-            with os.fdopen(os.dup(fd), "rb") as handle:
-                lines = [line for line in handle.read().split(b"\n") if line.strip()]
-            batches.append(Batch(Path(name), fd, lines))
+            batches.append(Batch(Path(name), fd))
         return batches
 
     def reject(self, items: Iterable[tuple[bytes, str]]) -> int:
@@ -163,7 +178,7 @@ class Spool:
         if self._fd >= 0 and self._pid != os.getpid():  # a forked child must not share the parent's lock
             self._fd = -1
         if self._fd < 0:
-            self._fd, self._pid = os.open(self.path, APPEND, 0o644), os.getpid()
+            self._fd, self._pid = os.open(self.path, READ_APPEND, 0o644), os.getpid()
         return self._fd
 
     def _close_writer(self) -> None:

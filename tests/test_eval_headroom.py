@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from eval import cli, runs, storage
+from eval import cli, runs
 from eval.datasets import DatasetError, load_dataset, load_query_set
 from eval.diagnostics import query_diagnostics, summarize
 from eval.reports import render
@@ -271,16 +271,39 @@ def test_frame_without_the_widened_column_counts_nothing_as_widened(frame):
 # storage migration ----------------------------------------------------------------------------------
 
 def test_old_trace_file_gains_the_new_eval_query_column_and_keeps_its_runs(paths):
-    store = TraceStore(paths["traces"])
-    old_schema = [s.replace("filter_widened BOOLEAN, ", "") for s in storage.SCHEMA]
-    assert "filter_widened" not in old_schema[1]
-    with store.connect() as con:
-        for statement in old_schema:
+    """A v2 file whose evaluation tables were made before `filter_widened` (and the run status columns)
+    existed: opening it applies the file's migrations, which add them and keep the old rows."""
+    import duckdb
+
+    from retrieval.trace_schema import MIGRATIONS
+
+    first_eval_schema = [
+        """CREATE TABLE eval_run (run_id VARCHAR PRIMARY KEY, created_at TIMESTAMP NOT NULL, sweep_id VARCHAR,
+            dataset VARCHAR NOT NULL, dataset_kind VARCHAR, dataset_path VARCHAR, split VARCHAR, n_queries INTEGER,
+            top_k INTEGER, seconds DOUBLE, config JSON, overrides JSON, metrics JSON, baseline JSON,
+            diagnostics JSON, dataset_info JSON, metric_names JSON)""",
+        """CREATE TABLE eval_query (run_id VARCHAR NOT NULL, query_id VARCHAR NOT NULL, position INTEGER,
+            query VARCHAR, n_relevant INTEGER, relevant JSON, categories JSON, invocation_id VARCHAR,
+            first_relevant_rank INTEGER, top_sources JSON, filter_decision VARCHAR, filter_category VARCHAR,
+            filter_correct BOOLEAN, filter_harm BOOLEAN, filter_harm_missed BOOLEAN, retrieval_layer VARCHAR,
+            l1_status VARCHAR, candidate_count INTEGER, duplicates_merged INTEGER, evidence_count INTEGER,
+            latency_ms DOUBLE, PRIMARY KEY (run_id, query_id))""",
+        """CREATE TABLE eval_query_metric (run_id VARCHAR NOT NULL, query_id VARCHAR NOT NULL,
+            system VARCHAR NOT NULL, metric VARCHAR NOT NULL, value DOUBLE, PRIMARY KEY (run_id, query_id, system, metric))""",
+    ]
+    with duckdb.connect(str(paths["traces"])) as con:
+        con.execute("CREATE TABLE schema_version (version INTEGER NOT NULL, applied_at TIMESTAMP)")
+        for version, statements in MIGRATIONS[:2]:
+            for statement in statements:
+                con.execute(statement)
+            con.execute(f"INSERT INTO schema_version VALUES ({version}, now()::TIMESTAMP)")
+        for statement in first_eval_schema:
             con.execute(statement)
         con.execute("INSERT INTO eval_run (run_id, created_at, dataset, metrics, diagnostics, dataset_info, "
                     "metric_names, top_k, seconds) VALUES ('run-old', now(), 'old', '{}', '{}', '{}', '[]', 10, 1)")
         con.execute("INSERT INTO eval_query (run_id, query_id, position, query, relevant, categories, top_sources) "
                     "VALUES ('run-old', 'q1', 0, 'old query', '[]', '[]', '[]')")
+    store = TraceStore(paths["traces"])
     dataset = load_query_set(paths["kb"], paths["queries"])
     new = runs.run_evaluation(dataset, CONFIG, store=store, metrics=METRICS, baseline=False)
     columns = store.query("DESCRIBE eval_query")["column_name"].tolist()
@@ -288,5 +311,4 @@ def test_old_trace_file_gains_the_new_eval_query_column_and_keeps_its_runs(paths
     old = runs.load_run(store, "run-old").per_query
     assert old["query"].tolist() == ["old query"] and pd.isna(old["filter_widened"][0])
     assert new.per_query["filter_widened"].tolist() == [False] * len(dataset.queries)
-    storage.ensure_tables(store)  # idempotent
-    assert store.query("DESCRIBE eval_query")["column_name"].tolist() == columns
+    assert TraceStore(paths["traces"]).query("DESCRIBE eval_query")["column_name"].tolist() == columns  # once

@@ -24,8 +24,8 @@ def test_lookup_tool_returns_the_result_dict_and_records(index, store):
     tool = LookupTool(index, LookupConfig(), store)
     payload = tool("PagerDuty", category="integrations", top_k=1)
     assert payload["primary"]["source"] == "integrations/pagerduty.md"
-    assert store.invocations().iloc[0]["arguments"] == json.dumps(
-        {"query": "PagerDuty", "category": "integrations", "top_k": 1})
+    assert json.loads(store.invocations().iloc[0]["arguments"]) == {
+        "query": "PagerDuty", "category": "integrations", "top_k": 1}
     assert "integrations" in tool.definition()["parameters"]["properties"]["category"]["examples"]
 
 

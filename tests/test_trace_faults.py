@@ -12,10 +12,11 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from retrieval import TraceStore, TraceStoreError
+from retrieval import TraceStore, TraceStoreError, trace_reader
 from retrieval.cli import main as lookup_main
 from retrieval.invocation import ToolInvocation
 from retrieval.trace_db import CONNECT_CONFIG, is_lock_error
+from retrieval.trace_store import TraceStoreLockedWarning
 
 
 def _filled(path: Path, rows: int = 300) -> Path:
@@ -99,7 +100,13 @@ def test_a_held_lock_is_waited_for_and_then_named(tmp_path):
     try:
         assert holder.stdout.readline().strip() == "ready"
         with pytest.raises(TraceStoreError, match=rf"locked by process {holder.pid} .* for over 0.5s"):
+            trace_reader.count(path, timeout=0.5)
+        with pytest.raises(TraceStoreError, match=rf"locked by process {holder.pid} .* for over 0.5s"):
             TraceStore(path, lock_timeout=0.5)
+        store = TraceStore(path, lock_timeout=0.5, defer_if_locked=True)  # a CLI's: rows wait in the spool
+        store.record(ToolInvocation("lookup_knowledge", "q", {}, "ok", 1.0, {}, {}))
+        with pytest.warns(TraceStoreLockedWarning, match=rf"locked by process {holder.pid} .* for over 0.5s"):
+            assert store.flush() is False
     finally:
         holder.kill()
         holder.wait()

@@ -43,7 +43,7 @@ def test_record_only_appends_to_the_spool_until_a_read_drains_it(tmp_path, monke
     store.record(_invocation("second"))
     assert _spooled_queries(store) == ["first", "second"]
     assert sorted(store.query("SELECT query FROM tool_invocation")["query"]) == ["first", "second"]
-    assert store.spool_path.read_text() == "" and not list(tmp_path.glob("*.draining"))
+    assert not store.spool_path.exists() and not list(tmp_path.glob("*.draining"))
 
 
 def test_record_stamps_the_callers_latency_and_its_own_time(tmp_path, index):
@@ -55,90 +55,78 @@ def test_record_stamps_the_callers_latency_and_its_own_time(tmp_path, index):
     assert row["latency_ms"] >= timings["total"] + timings["record"] - 0.01
 
 
-def test_a_drain_offers_the_gil_while_it_decodes_rows(tmp_path, monkeypatch):
-    """Decoding spooled rows is Python; a background drain that held the GIL for a whole batch stalled the
-    lookups running beside it, so it offers the GIL after every row (and still stores every row)."""
-    import retrieval.trace_pending as trace_pending
+def test_a_drain_is_one_read_json_statement_with_no_python_decoding(tmp_path, monkeypatch):
+    """The common path: DuckDB reads the claimed batch itself; `decode` (the Python judge) is not called."""
+    import retrieval.trace_ingest as trace_ingest
 
     store = TraceStore(tmp_path / "t.duckdb")
     monkeypatch.setattr(store, "drain_in_background", lambda: None)
-    store.record_many([_invocation(f"q{i}") for i in range(40)])
-    yields = []
-    monkeypatch.setattr(trace_pending.time, "sleep", yields.append)
-    assert store.flush()
-    assert len(yields) == 40 + 2 and set(yields) == {0}  # a row each, and between the 3 Arrow slices
-    assert store.count() == 40
+    judged = []
+    monkeypatch.setattr(trace_ingest, "decode", lambda line: judged.append(line))
+    store.record_many([_invocation(f"row {i}") for i in range(50)])
+    assert store.count() == 50 and judged == []
 
 
-def test_a_background_drain_paces_itself_to_a_small_share_of_the_gil(tmp_path, monkeypatch):
-    """A background drain (nobody waits for it) sleeps after each row for about nine times what the row
-    took, so lookups beside it get the GIL first; a reader's drain only offers it (test above)."""
-    import retrieval.trace_pending as trace_pending
-    from retrieval import trace_drain
-
-    store = TraceStore(tmp_path / "t.duckdb")
-    monkeypatch.setattr(trace_drain, "notify", lambda now=False: None)  # no drainer thread in this test
-    rows = store.batch_size
-    store.record_many([_invocation(f"q{i}") for i in range(rows)])
-    decode = trace_pending.decode
-
-    def slow_decode(line):  # each row takes at least 1 ms of work
-        started = time.perf_counter()
-        while time.perf_counter() - started < 0.001:
-            pass
-        return decode(line)
-
-    naps = []
-    monkeypatch.setattr(trace_pending, "decode", slow_decode)
-    monkeypatch.setattr(trace_pending.time, "sleep", naps.append)
-    store.drain_in_background()
-    row_naps = naps[1:rows]  # the first paces the claim of the batch
-    assert len(naps) == rows + -(-rows // trace_pending.ARROW_ROWS) - 1  # a row each, and between Arrow slices
-    share = trace_pending.BACKGROUND_SHARE
-    assert min(row_naps) >= 0.001 * (1 - share) / share * 0.99  # >= 9 ms after a 1 ms row
-    assert max(naps) <= trace_pending.LONGEST_STEP * (1 - share) / share + 1e-9
-    assert store.count() == rows
+def test_a_line_outside_the_strict_shapes_is_judged_by_decode_and_the_rest_still_stored(tmp_path):
+    """A line in an older layout (JSON columns as text, an offset timestamp) fails the strict statement;
+    the Python decoder then accepts it, so it is stored with the values `decode` gives."""
+    path = tmp_path / "t.duckdb"
+    TraceStore(path).close()
+    older = {**GOOD, "id": "older", "created_at": "2026-01-02T05:04:05+02:00", "l0_match_count": 3.0}
+    path.with_name(path.name + ".pending.jsonl").write_text(json.dumps(older) + "\n")
+    store = TraceStore(path)
+    store.record(_invocation("new"))
+    rows = store.query("SELECT id, created_at, l0_match_count, arguments FROM tool_invocation "
+                       "ORDER BY id = 'older' DESC")
+    assert rows["id"][0] == "older" and len(rows) == 2
+    assert str(rows["created_at"][0]) == "2026-01-02 03:04:05" and rows["l0_match_count"][0] == 3
+    assert json.loads(rows["arguments"][0]) == {"query": "q"}
+    assert not store.rejected_path.exists()
 
 
-def test_a_background_drain_behind_a_large_backlog_goes_at_full_speed(tmp_path, monkeypatch):
-    """Pacing bounds a drain's throughput; past PACED_BACKLOG spooled rows it only offers the GIL, so a
-    process recording faster than a paced drain moves rows cannot grow the spool without bound."""
-    import retrieval.trace_pending as trace_pending
-    from retrieval import trace_drain
+@pytest.mark.parametrize("line", [
+    {**GOOD, "id": "t1", "created_at": "2026-01-02 03:04:05"},
+    {**GOOD, "id": "t2", "created_at": "2026-01-02"},
+    {**GOOD, "id": "t3", "created_at": "2026-02-30T00:00:00"},
+    {**GOOD, "id": "t4", "l1_candidate_count": 2**31},
+    {**GOOD, "id": "t5", "l1_candidate_count": True},
+    {**GOOD, "id": "t6", "latency_ms": "3"},
+    {**GOOD, "id": "t7", "evidence_count": "3"},
+    {**GOOD, "id": "t8", "retrieval_details": {"words": "NaN and Infinity are words here"}},
+    {**GOOD, "id": "", "query": "empty id"},
+    {**GOOD, "id": "t9", "status": None},
+    {**GOOD, "id": "t10", "retrieval_details": 5},
+    {**GOOD, "id": "t11", "arguments": [1, 2]},
+])
+def test_the_strict_statement_and_decode_agree_on_every_edge_case(tmp_path, line):
+    """Whatever path a line takes, it is stored exactly when `decode` accepts it, with `decode`'s values."""
+    from retrieval import trace_rows
 
-    store = TraceStore(tmp_path / "t.duckdb", batch_size=20)  # 31 rows are due for a drain
-    monkeypatch.setattr(trace_drain, "notify", lambda now=False: None)
-    monkeypatch.setattr(trace_pending, "PACED_BACKLOG", 30)
-    store.record_many([_invocation(f"q{i}") for i in range(31)])
-    naps = []
-    monkeypatch.setattr(trace_pending.time, "sleep", naps.append)
-    store.drain_in_background()
-    assert naps and set(naps) == {0} and store.count() == 31
-
-
-def test_a_drain_builds_its_arrow_batch_in_slices_and_inserts_it_whole(tmp_path, monkeypatch):
-    """Converting 500 rows to Arrow in one call held the GIL for milliseconds; the drain converts
-    ARROW_ROWS at a time (offering the GIL between slices) and still inserts the batch in one statement."""
-    import retrieval.trace_pending as trace_pending
-
-    store = TraceStore(tmp_path / "t.duckdb")
-    monkeypatch.setattr(store, "drain_in_background", lambda: None)
-    rows = 2 * trace_pending.ARROW_ROWS + 5
-    store.record_many([_invocation(f"q{i}") for i in range(rows)])
-    slices, inserts = [], []
-    to_table, insert = trace_pending.to_table, trace_pending.insert
-    monkeypatch.setattr(trace_pending, "to_table", lambda part: slices.append(len(part)) or to_table(part))
-    monkeypatch.setattr(trace_pending, "insert", lambda con, batch, table: inserts.append(table.num_rows) or
-                        insert(con, batch, table))
-    assert store.flush()
-    assert slices == [trace_pending.ARROW_ROWS, trace_pending.ARROW_ROWS, 5]
-    assert inserts == [rows] and store.count() == rows
+    try:
+        expected = trace_rows.decode(json.dumps(line).encode())
+    except trace_rows.RejectedLine:
+        expected = None
+    path = tmp_path / "t.duckdb"
+    TraceStore(path).close()
+    path.with_name(path.name + ".pending.jsonl").write_text(json.dumps(line) + "\n")
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        frame = TraceStore(path).query("SELECT * FROM tool_invocation")
+    assert len(frame) == (0 if expected is None else 1)
+    if expected is not None:
+        stored = frame.iloc[0]
+        for name, value in zip(trace_rows.COLUMNS, expected, strict=True):
+            if name in trace_rows.JSON_COLUMNS_SET:
+                assert (None if stored[name] is None else json.loads(stored[name])) == (
+                    None if value is None else json.loads(value)), name
+            elif value is not None:
+                assert stored[name] == value, name
 
 
 def test_context_manager_flushes_on_exit(tmp_path):
     with TraceStore(tmp_path / "t.duckdb") as store:
         store.record(_invocation("inside"))
-    assert store.spool_path.read_text() == ""
+    assert not store.spool_path.exists()
     import duckdb  # a plain reader that does not drain: the row must already be in the table
 
     with duckdb.connect(str(tmp_path / "t.duckdb")) as con:
@@ -149,9 +137,9 @@ def test_background_drainer_moves_rows_without_any_read(tmp_path):
     store = TraceStore(tmp_path / "t.duckdb")
     store.record(_invocation("background"))
     deadline = time.monotonic() + 10
-    while store.spool_path.stat().st_size and time.monotonic() < deadline:
+    while store.spool_path.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert store.spool_path.stat().st_size == 0, "the background drainer did not run within 10 s"
+    assert not store.spool_path.exists(), "the background drainer did not run within 10 s"
     assert store.count() == 1
 
 
@@ -169,7 +157,7 @@ def test_bad_spool_line_goes_to_the_rejected_file_and_lookups_go_on(tmp_path, in
     rejected = [json.loads(line) for line in store.rejected_path.read_text().splitlines()]
     assert len(rejected) == 1 and rejected[0]["reason"]
     assert rejected[0]["line"].startswith(BAD_LINES[kind][:2].decode())
-    assert store.spool_path.read_text() == ""
+    assert not store.spool_path.exists()
 
 
 def test_the_issue_spool_line_no_longer_stops_lookups(tmp_path, index):
@@ -217,12 +205,12 @@ def test_non_finite_floats_in_details_are_stored_as_null(tmp_path):
 def test_write_failure_becomes_a_warning_and_a_spool_row(tmp_path, monkeypatch):
     store = TraceStore(tmp_path / "t.duckdb")
 
-    def full_disk(con, rows, table=None):
+    def full_disk(con, files):
         import duckdb
 
         raise duckdb.IOException("IO Error: No space left on device")
 
-    monkeypatch.setattr("retrieval.trace_pending.insert", full_disk)
+    monkeypatch.setattr("retrieval.trace_ingest.insert", full_disk)
     store.record(_invocation("kept"))  # never raises
     with pytest.warns(TraceStoreWriteWarning, match="No space left.*kept in"):
         assert store.flush() is False
@@ -322,4 +310,17 @@ def test_a_process_that_exits_without_flushing_has_its_rows_moved_at_exit(tmp_pa
         assert con.execute("SELECT id FROM tool_invocation").fetchall() == [("at-exit",)]
     assert not list(tmp_path.glob("*.draining"))  # no batch left behind
     spool = tmp_path / "t.duckdb.pending.jsonl"
-    assert not spool.exists() or spool.stat().st_size == 0
+    assert not spool.exists()
+
+
+def test_half_a_line_left_by_a_killed_writer_costs_only_itself(tmp_path):
+    """A writer SIGKILLed inside a long write() can leave half a line; the next writer starts a new line,
+    so the half is rejected alone and the row written after it is stored."""
+    path = tmp_path / "t.duckdb"
+    TraceStore(path).close()
+    path.with_name(path.name + ".pending.jsonl").write_bytes(json.dumps(GOOD).encode()[:40])
+    store = TraceStore(path)
+    store.record(_invocation("after the half line"))
+    with pytest.warns(TraceSpoolRejectedWarning):
+        assert store.query("SELECT query FROM tool_invocation")["query"].tolist() == ["after the half line"]
+    assert json.loads(store.rejected_path.read_text())["line"] == json.dumps(GOOD)[:40]
