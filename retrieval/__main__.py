@@ -2,6 +2,10 @@
 
 import sys
 
-from .cli import main
+from .exit_drain import prestart
+
+prestart(sys.argv[1:])  # a traced lookup's drain helper loads DuckDB while this process imports the rest
+
+from .cli import main  # noqa: E402
 
 sys.exit(main())

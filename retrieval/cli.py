@@ -14,12 +14,14 @@ from collections.abc import Sequence
 from dataclasses import fields
 from typing import Any
 
+from . import exit_drain
 from .config import LookupConfig
+from .exit_drain import ExitDrain
 from .index import open_index
 from .lookup import lookup_knowledge
 from .paths import default_kb, default_traces
 from .tool import tool_definition
-from .trace_store import TraceStore, TraceStoreError
+from .trace_store import TraceSpoolRejectedWarning, TraceStore, TraceStoreError, TraceStoreLockedWarning
 
 
 def config_flag(name: str) -> str:
@@ -99,14 +101,19 @@ def _run(args: argparse.Namespace) -> str | None:
         if not args.query.strip():
             raise ValueError('the query is empty; pass the question in quotes, e.g. lookup "reset my API token"')
         config = config_from_args(args)
-        store = None if args.no_trace else TraceStore(args.traces or default_traces(), defer_if_locked=True)
-        index = open_index(kb, svd_dims=config.svd_dims, strict=args.strict, use_cache=not args.no_cache)
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            result = lookup_knowledge(args.query, index=index, config=config, category=args.category,
-                                      top_k=args.top_k, recorder=store)
-            if store is not None:  # the row goes into the table before the process exits (DuckDB reads
-                store.close()  # the spool itself); a held lock leaves it spooled, said in one warning line
+        store = None if args.no_trace else TraceStore(args.traces or default_traces(), open_now=False)
+        helper = None if store is None else exit_drain.take(store.path, store.lock_timeout)  # DuckDB loads beside
+        try:  # the lookup, in a helper process, which moves the row into the table before this one exits
+            index = open_index(kb, svd_dims=config.svd_dims, strict=args.strict, use_cache=not args.no_cache)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                result = lookup_knowledge(args.query, index=index, config=config, category=args.category,
+                                          top_k=args.top_k, recorder=store)
+                if store is not None and helper is not None:
+                    _drain_at_exit(store, helper)
+        finally:
+            if helper is not None:
+                helper.close()
         for warning in caught:
             print(f"warning: {warning.message}", file=sys.stderr)
         if index.kb.problems:  # the count is in retrieval_details.kb; the names go to stderr
@@ -122,6 +129,25 @@ def _run(args: argparse.Namespace) -> str | None:
                        build_seconds=round(index.build_seconds, 3), l1_unavailable=index.l1_unavailable_reason)
         return json.dumps(summary, indent=2)
     return json.dumps(tool_definition(sorted({d for e in index.kb.entries for d in e.domains})), indent=2)
+
+
+def _drain_at_exit(store: TraceStore, helper: ExitDrain) -> None:
+    """The helper's drain; a held lock leaves the row spooled (one warning line naming the holder), a file
+    it cannot use is this command's error, and a helper that failed is replaced by a drain here."""
+    outcome = helper.finish()
+    if outcome.status == "ok":
+        for note in filter(None, outcome.message.split("; ")):
+            warnings.warn(note, TraceSpoolRejectedWarning, stacklevel=2)
+        store.detach()
+    elif outcome.status == "locked":
+        store.detach()
+        warnings.warn(f"{outcome.message}; the row is kept in {store.spool_path.name} beside it and added by "
+                      f"the next write", TraceStoreLockedWarning, stacklevel=2)
+    elif outcome.status == "error":
+        store.detach()
+        raise TraceStoreError(outcome.message)
+    else:
+        store.close()
 
 
 def _serve_mcp(args: argparse.Namespace, kb: Any) -> None:

@@ -41,40 +41,46 @@ def open_drained(path: Path, spool: Spool, memory: deque[bytes], *, timeout: flo
     """A connection to `path` with every spooled row (and the `memory` rows) inserted, unless `drain` is
     False. Retried while another process holds the lock, up to `timeout`, then TraceStoreLocked. The
     schema is checked and migrated on the first open in this process, or always with `check`."""
+    trace_db.check_file(path)  # a foreign file is refused before the spool is touched
+    con = trace_db.connect(path, timeout=timeout)
+    try:
+        migrate_once(con, path, force=check)
+        if drain:
+            drain_into(con, path, spool, memory)
+        yield con
+    finally:
+        con.close()
+
+
+def drain_into(con: duckdb.DuckDBPyConnection, path: Path, spool: Spool, memory: deque[bytes]) -> None:
+    """Move the spooled rows (and `memory`'s) into the file `con` holds; bad lines go to the rejected file."""
     import duckdb
 
-    trace_db.check_file(path)  # a foreign file is refused before the spool is touched
     try:
-        pending = Pending.collect(spool, memory) if drain else Pending([], [])
+        pending = Pending.collect(spool, memory)
     except OSError as exc:
         raise TraceStoreError(f"cannot read the spool {spool.path}: {exc}") from None
     try:
-        con = trace_db.connect(path, timeout=timeout)
         try:
-            try:
-                _migrate_once(con, path, force=check)
-                bad = pending.store(con)
-            except duckdb.Error as exc:
-                raise trace_db.file_error(path, exc) from None
-            except OSError as exc:
-                raise TraceStoreError(f"cannot stage spooled rows of {path} for DuckDB: {exc}") from None
-            try:
-                if bad:
-                    spool.reject(bad)
-                    warnings.warn(f"{len(bad)} spooled row(s) of {path} are not valid rows (first: {bad[0][1]}); "
-                                  f"moved to {spool.rejected_path}", TraceSpoolRejectedWarning, stacklevel=4)
-                pending.finish()
-            except OSError as exc:
-                raise TraceStoreError(f"cannot clear the spool {spool.path}: {exc}") from None
-            yield con
-        finally:
-            con.close()
+            bad = pending.store(con)
+        except duckdb.Error as exc:
+            raise trace_db.file_error(path, exc) from None
+        except OSError as exc:
+            raise TraceStoreError(f"cannot stage spooled rows of {path} for DuckDB: {exc}") from None
+        try:
+            if bad:
+                spool.reject(bad)
+                warnings.warn(f"{len(bad)} spooled row(s) of {path} are not valid rows (first: {bad[0][1]}); "
+                              f"moved to {spool.rejected_path}", TraceSpoolRejectedWarning, stacklevel=4)
+            pending.finish()
+        except OSError as exc:
+            raise TraceStoreError(f"cannot clear the spool {spool.path}: {exc}") from None
     finally:
         pending.release(memory)
 
 
-def _migrate_once(con: duckdb.DuckDBPyConnection, path: Path, *, force: bool) -> None:
-    """Migrate `path` the first time this process opens this file (a file made anew is migrated again)."""
+def migrate_once(con: duckdb.DuckDBPyConnection, path: Path, *, force: bool = False) -> None:
+    """Check and migrate `path` the first time this process opens this file (a file made anew is migrated again)."""
     try:
         info = os.stat(path)
         key = (str(path.resolve()), info.st_dev, info.st_ino)
@@ -82,7 +88,12 @@ def _migrate_once(con: duckdb.DuckDBPyConnection, path: Path, *, force: bool) ->
         key = None
     if key is not None and key in _MIGRATED and not force:
         return
-    migrate(con, path)
+    import duckdb
+
+    try:
+        migrate(con, path)
+    except duckdb.Error as exc:
+        raise trace_db.file_error(path, exc) from None
     if key is not None:
         with _MIGRATED_GUARD:
             _MIGRATED.add(key)

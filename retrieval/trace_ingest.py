@@ -32,21 +32,27 @@ NON_STANDARD_NUMBERS = r"NaN|Infinity|[0-9][eE][+]?[0-9]{3,}"
 
 
 def insert(con: duckdb.DuckDBPyConnection, files: Sequence[str], *, judged: bool = False) -> None:
-    """Insert every line of `files` (ids already stored are ignored) in one statement, or insert nothing
-    and raise one of `content_errors()` when a line is outside the accepted shapes. `judged` lines were
-    written by `canonical_line`, so their JSON values are standard whatever words they hold."""
+    """Insert every line of `files` in one statement, or insert nothing and raise one of `content_errors()`
+    when a line is outside the accepted shapes. `judged` lines were written by `canonical_line`, so their
+    JSON values are standard whatever words they hold."""
     if files:
-        con.execute(statement(files, judged=judged))
+        con.execute(f"INSERT INTO {TABLE} BY NAME {select(files, judged=judged)}")
 
 
-def statement(files: Sequence[str], *, judged: bool = False) -> str:
-    """The strict INSERT over `files` (paths as escaped literals: a bound parameter makes DuckDB import pandas)."""
+def select(files: Sequence[str], *, judged: bool = False) -> str:
+    """The strict SELECT over `files` (paths as escaped literals: a bound parameter makes DuckDB import
+    pandas); an id twice in the files is kept once. The values are plain extractions and every check sits
+    in one predicate: a CASE per column took half again as long to plan (11 ms against 7)."""
     sources = ", ".join(_literal(name) for name in files)
     columns = ", ".join(f"{_ident(name)}: 'JSON'" for name in COLUMNS)
-    select = ",\n  ".join(f"{_check(name, kind, judged)} AS {_ident(name)}" for name, kind in zip(COLUMNS, COLUMN_TYPES, strict=True))
-    return (f"INSERT OR IGNORE INTO {TABLE} BY NAME SELECT\n  {select}\n"
+    kinds = list(zip(COLUMNS, COLUMN_TYPES, strict=True))
+    values = ", ".join(f"{_value(name, kind)} AS {_ident(name)}" for name, kind in kinds)
+    checks = " AND ".join(_check(name, kind, judged) for name, kind in kinds)
+    return (f"SELECT {values}\n"
             f"FROM read_json([{sources}], format = 'newline_delimited', compression = 'uncompressed', "
-            f"maximum_object_size = {MAX_LINE_BYTES}, columns = {{{columns}}})")
+            f"maximum_object_size = {MAX_LINE_BYTES}, columns = {{{columns}}})\n"
+            f"WHERE CASE WHEN {checks} THEN true ELSE error('a line outside the shapes this tool writes') END\n"
+            f"QUALIFY row_number() OVER (PARTITION BY {_ident('id')}) = 1")
 
 
 def content_errors() -> tuple[type[BaseException], ...]:
@@ -57,9 +63,10 @@ def content_errors() -> tuple[type[BaseException], ...]:
             duckdb.OutOfRangeException)
 
 
-def insert_judged(con: duckdb.DuckDBPyConnection, lines: Iterable[bytes]) -> list[tuple[bytes, str]]:
-    """The fallback: `decode` judges each line; the good ones go in (canonical form, one statement, or line
-    by line if DuckDB refuses one of them). Returns the lines to reject with their reasons."""
+def judge(con: duckdb.DuckDBPyConnection, lines: Iterable[bytes]) -> tuple[list[bytes], list[tuple[bytes, str]]]:
+    """The fallback: `decode` judges each line, and DuckDB checks the canonical form of those it accepts
+    (a read-only SELECT, so a refusal aborts no transaction). Returns the canonical lines to insert and
+    the lines to reject with their reasons."""
     bad: list[tuple[bytes, str]] = []
     good: list[tuple[bytes, bytes]] = []
     for line in lines:
@@ -67,23 +74,26 @@ def insert_judged(con: duckdb.DuckDBPyConnection, lines: Iterable[bytes]) -> lis
             good.append((line, canonical_line(decode(line))))
         except RejectedLine as exc:
             bad.append((line, str(exc)))
-    try:
-        _insert_lines(con, [canonical for _, canonical in good])
-    except content_errors():
-        for line, canonical in good:
-            try:
-                _insert_lines(con, [canonical])
-            except content_errors() as exc:
-                bad.append((line, f"refused by DuckDB: {_first_line(exc)}"))
-    return bad
+    if not good or _refusal(con, [canonical for _, canonical in good]) is None:
+        return [canonical for _, canonical in good], bad
+    accepted = []
+    for line, canonical in good:
+        refusal = _refusal(con, [canonical])
+        if refusal is None:
+            accepted.append(canonical)
+        else:
+            bad.append((line, f"refused by DuckDB: {refusal}"))
+    return accepted, bad
 
 
-def _insert_lines(con: duckdb.DuckDBPyConnection, lines: Sequence[bytes]) -> None:
-    """Insert lines held in memory, through a temporary file DuckDB reads."""
-    if not lines:
-        return
+def _refusal(con: duckdb.DuckDBPyConnection, lines: Sequence[bytes]) -> str | None:
+    """DuckDB's reason for refusing one of `lines` (canonical), or None when it takes them all."""
     with temporary_file(lines) as name:
-        insert(con, [name], judged=True)
+        try:
+            con.execute(f"SELECT count(*) FROM ({select([name], judged=True)})").fetchone()
+        except content_errors() as exc:
+            return _first_line(exc)
+    return None
 
 
 class temporary_file:
@@ -103,28 +113,43 @@ class temporary_file:
         Path(self.name).unlink(missing_ok=True)
 
 
-def _check(name: str, kind: str, judged: bool) -> str:
-    """The SQL that yields column `name` from its JSON value, or fails through error() naming the column."""
+REQUIRED = ("id", "created_at", "tool_name", "query", "status")
+
+
+def _value(name: str, kind: str) -> str:
+    """The SQL that yields column `name` from its JSON value (once `_check` has passed)."""
     value = _ident(name)
-    text = f"({value}->>'$')"  # parenthesised: ->> binds more loosely than comparisons
-    fail = f"error('{name}: ' || coalesce(json_type({value}), 'missing'))"
-    nullable = f"WHEN {value} IS NULL THEN NULL " if name not in ("id", "created_at", "tool_name", "query", "status") else ""
     if kind == "VARCHAR":
-        nonempty = f" AND {text} <> ''" if name == "id" else ""
-        return f"CASE {nullable}WHEN json_type({value}) = 'VARCHAR'{nonempty} THEN {text} ELSE {fail} END"
+        return f"({value}->>'$')"
     if kind == "TIMESTAMP":
-        return (f"CASE WHEN json_type({value}) = 'VARCHAR' AND regexp_full_match({text}, '{TIMESTAMP_SHAPE}') "
-                f"THEN CAST({text} AS TIMESTAMP) ELSE {fail} END")
-    if kind == "INTEGER":
-        return (f"CASE {nullable}WHEN json_type({value}) IN ('BIGINT', 'UBIGINT') AND abs(CAST({value} AS HUGEINT)) < {INT32} "
-                f"THEN CAST({value} AS INTEGER) ELSE {fail} END")
-    if kind == "DOUBLE":
-        return (f"CASE {nullable}WHEN json_type({value}) IN ('BIGINT', 'UBIGINT', 'DOUBLE') AND isfinite(CAST({value} AS DOUBLE)) "
-                f"THEN CAST({value} AS DOUBLE) ELSE {fail} END")
+        return f"CAST(({value}->>'$') AS TIMESTAMP)"
+    if kind in ("INTEGER", "DOUBLE"):
+        return f"CAST({value} AS {kind})"
     if kind == "JSON":
-        standard = "" if judged else f"AND NOT regexp_matches(CAST({value} AS VARCHAR), '{NON_STANDARD_NUMBERS}') "
-        return f"CASE {nullable}WHEN json_type({value}) IN ('OBJECT', 'ARRAY') {standard}THEN {value} ELSE {fail} END"
+        return value
     raise ValueError(f"no ingest rule for column {name} of type {kind}")
+
+
+def _check(name: str, kind: str, judged: bool) -> str:
+    """The SQL that is true when column `name`'s JSON value has the shape this tool writes (null, or
+    false, otherwise; the statement's error() then fails it). `->>` is parenthesised: it binds more
+    loosely than comparisons."""
+    value = _ident(name)
+    if kind == "VARCHAR":
+        shape = f"json_type({value}) = 'VARCHAR'" + (f" AND ({value}->>'$') <> ''" if name == "id" else "")
+    elif kind == "TIMESTAMP":
+        shape = f"json_type({value}) = 'VARCHAR' AND regexp_full_match(({value}->>'$'), '{TIMESTAMP_SHAPE}')"
+    elif kind == "INTEGER":
+        shape = f"json_type({value}) IN ('BIGINT', 'UBIGINT') AND abs(CAST({value} AS HUGEINT)) < {INT32}"
+    elif kind == "DOUBLE":
+        shape = f"json_type({value}) IN ('BIGINT', 'UBIGINT', 'DOUBLE') AND isfinite(CAST({value} AS DOUBLE))"
+    elif kind == "JSON":
+        shape = f"json_type({value}) IN ('OBJECT', 'ARRAY')"
+        if not judged:
+            shape += f" AND NOT regexp_matches(CAST({value} AS VARCHAR), '{NON_STANDARD_NUMBERS}')"
+    else:
+        raise ValueError(f"no ingest rule for column {name} of type {kind}")
+    return f"({shape})" if name in REQUIRED else f"({value} IS NULL OR ({shape}))"
 
 
 def _ident(name: str) -> str:

@@ -79,6 +79,23 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
             query VARCHAR NOT NULL, source VARCHAR NOT NULL, grade INTEGER NOT NULL, who VARCHAR,
             created_at TIMESTAMP NOT NULL, invocation_id VARCHAR, kb_fingerprint VARCHAR)""",
     )),
+    # v5 (DuckDB drains the spool): tool_invocation without indexes (DuckDB rewrites a table's whole ART
+    # index at every checkpoint, 0.1-0.3 s per drain at 200k rows; a run's rows are found by a column scan),
+    # and the ledger of drained spool batches that makes a drain exactly-once instead of the primary key
+    (5, (
+        f"""CREATE TABLE {TABLE}_v5 (
+            id VARCHAR NOT NULL, created_at TIMESTAMP NOT NULL, tool_name VARCHAR NOT NULL,
+            query VARCHAR NOT NULL, arguments JSON, status VARCHAR NOT NULL, error VARCHAR,
+            latency_ms DOUBLE, retrieval_layer VARCHAR, filter_decision VARCHAR, l1_status VARCHAR,
+            l0_match_count INTEGER, l1_candidate_count INTEGER, candidate_count INTEGER,
+            evidence_count INTEGER, run_id VARCHAR, query_id VARCHAR, config JSON, retrieval_details JSON,
+            kb_path VARCHAR, kb_fingerprint VARCHAR, kb_entries INTEGER, kb_chunks INTEGER, index_settings JSON)""",
+        f"INSERT INTO {TABLE}_v5 BY NAME SELECT * FROM {TABLE}",
+        "DROP INDEX IF EXISTS tool_invocation_run",
+        f"DROP TABLE {TABLE}",
+        f"ALTER TABLE {TABLE}_v5 RENAME TO {TABLE}",
+        "CREATE TABLE IF NOT EXISTS trace_batch (name VARCHAR NOT NULL, drained_at TIMESTAMP NOT NULL)",
+    )),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from . import trace_drain
 from .invocation import ToolInvocation
-from .trace_db import TraceStoreError, TraceStoreLocked
+from .trace_db import TraceStoreError, TraceStoreLocked, check_file
 from .trace_file import open_drained, spool_path
 from .trace_rows import encode, fallback_line
 from .trace_spool import Spool
@@ -48,10 +48,11 @@ class TraceWriter:
     """
 
     def __init__(self, path: str | Path, *, lock_timeout: float = 10.0, batch_size: int = 500,
-                 fsync: bool = False, defer_if_locked: bool = False) -> None:
+                 fsync: bool = False, defer_if_locked: bool = False, open_now: bool = True) -> None:
         """Opens (checks and migrates) the file now, so a broken or foreign one is named before any lookup;
-        a file another process holds raises TraceStoreLocked, or with `defer_if_locked` (a one-shot CLI)
-        is left to the drain at close, the rows waiting in the spool meanwhile."""
+        a file another process holds raises TraceStoreLocked, or with `defer_if_locked` is left to the
+        first drain, the rows waiting in the spool meanwhile. Without `open_now` only the file's first bytes
+        are checked (DuckDB is not loaded): for a command whose drain is done by exit_drain's helper."""
         self.path = Path(path)
         self.lock_timeout, self.batch_size = lock_timeout, batch_size
         if self.path.is_dir():
@@ -69,9 +70,12 @@ class TraceWriter:
         self._retry = _Backoff()
         self._warned = ""
         try:
-            with self._lock, open_drained(self.path, self._spool, self._memory, timeout=lock_timeout,
-                                          drain=False, check=True):
-                pass
+            if open_now:
+                with self._lock, open_drained(self.path, self._spool, self._memory, timeout=lock_timeout,
+                                              drain=False, check=True):
+                    pass
+            else:
+                check_file(self.path)
         except TraceStoreLocked:
             if not defer_if_locked:
                 raise
@@ -125,6 +129,12 @@ class TraceWriter:
         """Drain what was recorded and stop draining in the background; rows recorded later still go to
         the spool (and restart the background drain)."""
         self.flush(timeout)
+        trace_drain.unregister(self)
+        self._spool.close()
+
+    def detach(self) -> None:
+        """Stop draining without a drain: what is spooled waits for the next one (e.g. exit_drain's helper
+        reported the file locked, and the exit must not wait for the lock a second time)."""
         trace_drain.unregister(self)
         self._spool.close()
 

@@ -205,7 +205,7 @@ def test_non_finite_floats_in_details_are_stored_as_null(tmp_path):
 def test_write_failure_becomes_a_warning_and_a_spool_row(tmp_path, monkeypatch):
     store = TraceStore(tmp_path / "t.duckdb")
 
-    def full_disk(con, files):
+    def full_disk(con, files, **kwargs):
         import duckdb
 
         raise duckdb.IOException("IO Error: No space left on device")
