@@ -57,6 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_kb_flags(lookup)
     lookup.add_argument("--traces", default=None, help="DuckDB trace file (default: traces.duckdb)")
     lookup.add_argument("--no-trace", action="store_true", help="do not record the invocation")
+    lookup.add_argument("--lock-timeout", type=float, default=exit_drain.LOCK_TIMEOUT, metavar="SECONDS",
+                        help="how long to wait for a trace file another process holds before leaving the row in "
+                             f"the spool beside it (default {exit_drain.LOCK_TIMEOUT:g})")
     lookup.add_argument("--compact", action="store_true", help="one-line JSON")
     add_config_flags(lookup)
     index = commands.add_parser("index", help="build (or load from cache) the index and print a summary")
@@ -101,7 +104,10 @@ def _run(args: argparse.Namespace) -> str | None:
         if not args.query.strip():
             raise ValueError('the query is empty; pass the question in quotes, e.g. lookup "reset my API token"')
         config = config_from_args(args)
-        store = None if args.no_trace else TraceStore(args.traces or default_traces(), open_now=False)
+        if not args.lock_timeout >= 0:
+            raise ValueError(f"--lock-timeout takes seconds, 0 or more, got {args.lock_timeout}")
+        store = None if args.no_trace else TraceStore(args.traces or default_traces(), open_now=False,
+                                                      lock_timeout=args.lock_timeout)
         helper = None if store is None else exit_drain.take(store.path, store.lock_timeout)  # DuckDB loads beside
         try:  # the lookup, in a helper process, which moves the row into the table before this one exits
             index = open_index(kb, svd_dims=config.svd_dims, strict=args.strict, use_cache=not args.no_cache)

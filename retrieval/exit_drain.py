@@ -31,7 +31,7 @@ from typing import TextIO
 OK, LOCKED, ERROR, FAILED = "ok", "locked", "error", "failed"
 HOLD = 1.0  # seconds the helper keeps the file open waiting for the drain (other processes wait that long)
 LOCK_TIMEOUT = 10.0  # the trace writer's default
-_prestarted: dict[str, ExitDrain] = {}
+_prestarted: dict[tuple[str, float], ExitDrain] = {}
 
 
 @dataclass(frozen=True)
@@ -52,18 +52,22 @@ def prestart(argv: list[str]) -> None:
         return
     from .paths import default_traces
 
-    traces = str(default_traces())
+    flags = {"--traces": str(default_traces()), "--lock-timeout": repr(LOCK_TIMEOUT)}
     for i, arg in enumerate(argv):
-        if arg == "--traces" and i + 1 < len(argv):
-            traces = argv[i + 1]
-        elif arg.startswith("--traces="):
-            traces = arg.split("=", 1)[1]
-    _prestarted[str(Path(traces))] = ExitDrain(Path(traces), LOCK_TIMEOUT, fork=True)
+        name, equals, value = arg.partition("=")
+        if name in flags:
+            flags[name] = value if equals else (argv[i + 1] if i + 1 < len(argv) else flags[name])
+    try:
+        timeout = float(flags["--lock-timeout"])
+    except ValueError:
+        return  # the command refuses the flag itself
+    _prestarted[(str(Path(flags["--traces"])), timeout)] = ExitDrain(Path(flags["--traces"]), timeout, fork=True)
 
 
 def take(path: Path, lock_timeout: float) -> ExitDrain:
-    """The helper prestarted for `path`, or a new one (spawned: this process may hold threads or DuckDB)."""
-    return _prestarted.pop(str(path), None) or ExitDrain(path, lock_timeout)
+    """The helper prestarted for `path` and `lock_timeout`, or a new one (spawned: this process may hold
+    threads or DuckDB state, which a fork must not copy)."""
+    return _prestarted.pop((str(path), float(lock_timeout)), None) or ExitDrain(path, lock_timeout)
 
 
 class ExitDrain:

@@ -1,8 +1,9 @@
 """The background drainer: one daemon thread per process moves spooled rows of every open TraceStore
 into DuckDB, in batches, and `atexit` flushes what is left.
 
-Stores register themselves (weakly: a forgotten store is not kept alive; its rows stay in the spool
-for the next drain). The thread wakes every `INTERVAL` seconds, or at once when a store's batch is full.
+Stores register themselves weakly (a forgotten store is not kept alive), and the spool of a store that
+was garbage-collected with rows waiting is drained at exit all the same. The thread wakes every
+`INTERVAL` seconds, or at once when a store's batch is full.
 """
 
 from __future__ import annotations
@@ -10,7 +11,10 @@ from __future__ import annotations
 import atexit
 import os
 import threading
+import warnings
 import weakref
+from collections import deque
+from pathlib import Path
 from typing import Any, Protocol
 
 INTERVAL = 0.5  # seconds between the drainer's looks; with trace_writer.MAX_AGE, rows reach the table in ~1.5 s
@@ -30,14 +34,27 @@ class _Drainer:
         self._guard = threading.Lock()
         self._thread: threading.Thread | None = None
         self._held: list[Drainable] = []
+        self._forgotten: set[str] = set()  # trace files of stores collected while registered
+        self._finalizers: dict[int, weakref.finalize] = {}
 
     def register(self, store: Drainable) -> None:
         with self._guard:
-            self._stores.add(store)
+            if store not in self._stores:
+                self._stores.add(store)
+                path = str(getattr(store, "path", ""))
+                self._finalizers[id(store)] = weakref.finalize(store, self._forget, id(store), path)
 
     def unregister(self, store: Drainable) -> None:
         with self._guard:
             self._stores.discard(store)
+            finalizer = self._finalizers.pop(id(store), None)
+        if finalizer is not None:
+            finalizer.detach()
+
+    def _forget(self, key: int, path: str) -> None:
+        self._finalizers.pop(key, None)
+        if path:
+            self._forgotten.add(path)
 
     def notify(self, *, now: bool = False) -> None:
         """Rows are pending: make sure the thread runs (started lazily, again after a fork); `now` wakes it."""
@@ -59,6 +76,9 @@ class _Drainer:
     def close_all(self) -> None:
         for store in list(self._stores):
             store.close(timeout=EXIT_TIMEOUT)
+        live = {str(getattr(store, "path", "")) for store in list(self._stores)}
+        for path in sorted(self._forgotten - live):
+            _drain_file(Path(path))
 
     def before_fork(self) -> None:
         """Hold every store's lock across a fork, so no child starts inside a drain's DuckDB connection."""
@@ -74,6 +94,25 @@ class _Drainer:
     def after_fork(self) -> None:
         self.after_fork_in_parent()
         self._thread, self._guard = None, threading.Lock()
+
+
+def _drain_file(path: Path) -> None:
+    """Move what waits in `path`'s spool into the table (a forgotten store's rows); a warning if it cannot."""
+    from .trace_db import TraceStoreError
+    from .trace_file import open_drained, spool_path
+    from .trace_spool import Spool
+
+    spool = Spool(spool_path(path))
+    if not spool.has_rows():
+        return
+    try:
+        with open_drained(path, spool, deque(), timeout=EXIT_TIMEOUT):
+            pass
+    except (TraceStoreError, OSError) as exc:
+        warnings.warn(f"{exc}; recorded rows are kept in {spool.path.name} beside it and added by the next write",
+                      RuntimeWarning, stacklevel=2)
+    finally:
+        spool.close()
 
 
 def _lock_of(store: Drainable) -> Any:

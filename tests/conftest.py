@@ -63,3 +63,10 @@ def shared_path(*parts: str) -> Path:
     if not path.exists():
         pytest.skip(f"shared data not found at {path} (set LOOKUP_KNOWLEDGE_SHARED_DATA to its folder)")
     return path
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Browser flows are slow tests too, so `-m 'not slow'` leaves them out."""
+    for item in items:
+        if item.get_closest_marker("browser") is not None:
+            item.add_marker(pytest.mark.slow)
