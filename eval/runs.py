@@ -51,6 +51,7 @@ __all__ = ["DEFAULT_METRICS", "RunResult", "delete_run", "list_runs", "load_run"
 
 DEFAULT_METRICS = ("ndcg@10", "recall@10", "recall@100", "mrr@10", "map@100", "hit@10", "p@10")
 BATCH_SIZE = 200
+SPOOL_AGE = 0.5  # seconds a recorded lookup waits in the run's buffer: the table stays within ~2 s of the run
 Progress = Callable[[int, int], None]
 
 
@@ -99,7 +100,8 @@ def run_evaluation(dataset: Dataset, config: LookupConfig | None = None, *, stor
     filter (eval.oracle); `diagnostics["oracle"]` holds its metrics and headroom, or why it was skipped.
     With `resume` (a run id or prefix), an incomplete run of the same dataset and configuration is
     finished: its recorded lookups are reused and only the missing queries are looked up.
-    Recorded lookups are spooled every `batch_size` queries: a killed run keeps every spooled one.
+    Recorded lookups are spooled every `batch_size` queries or SPOOL_AGE seconds, whichever comes first: a
+    killed run keeps every spooled one, and the table follows the run within about 2 s.
     """
     parsed = metric_lib.parse_metrics(metrics)
     depth = top_k or metric_lib.depth(parsed)
@@ -215,8 +217,10 @@ def _oracle_diagnostics(enabled: bool, metric_frame: pd.DataFrame, means: dict[s
 def _lookups(dataset: Dataset, config: LookupConfig, index: KnowledgeIndex, store: TraceStore, run_id: str,
              parsed: Sequence[metric_lib.Metric], progress: Progress | None, done: Mapping[str, _Recorded],
              batch_size: int) -> tuple[list[dict[str, Any]], list[tuple]]:
-    """Run every lookup not `done` through the core, spooling recorded invocations every `batch_size` queries."""
+    """Run every lookup not `done` through the core, spooling recorded invocations every `batch_size` queries
+    or SPOOL_AGE seconds."""
     buffer: list[ToolInvocation] = []
+    buffered_at = time.monotonic()  # about when the buffer's oldest lookup was recorded
     rows, metric_rows = [], []
     total = len(dataset.queries)
     for position, query in enumerate(dataset.queries):
@@ -229,9 +233,11 @@ def _lookups(dataset: Dataset, config: LookupConfig, index: KnowledgeIndex, stor
                                recorded.latency_ms, index))
         metric_rows.extend((run_id, query.id, LOOKUP, name, value)
                            for name, value in metric_lib.score(recorded.ranked, query.qrels, parsed).items())
-        if len(buffer) >= batch_size:
+        if buffer and (len(buffer) >= batch_size or time.monotonic() - buffered_at >= SPOOL_AGE):
             store.record_many(buffer)
             buffer.clear()
+        if not buffer:
+            buffered_at = time.monotonic()
         if progress is not None:
             progress(position + 1, total)
     store.record_many(buffer)

@@ -197,7 +197,7 @@ def _serve(path: Path, lock_timeout: float, requests: TextIO, answers: TextIO) -
     con = None
     try:
         trace_db.check_file(path)
-        con = trace_db.connect(path, timeout=min(lock_timeout, HOLD))
+        con = trace_db.connect(path, timeout=min(lock_timeout, HOLD), threads=1)
         migrate_once(con, path, force=True)
     except TraceStoreLocked:
         pass  # held by another process now; the drain waits for it
@@ -215,7 +215,7 @@ def _serve(path: Path, lock_timeout: float, requests: TextIO, answers: TextIO) -
             warnings.simplefilter("always")
             if con is None:
                 trace_db.check_file(path)
-                con = trace_db.connect(path, timeout=lock_timeout)
+                con = trace_db.connect(path, timeout=lock_timeout, threads=1)
                 migrate_once(con, path, force=True)
             drain_into(con, path, spool, deque())
             con.execute("PRAGMA disable_checkpoint_on_shutdown")  # see the module's docstring

@@ -69,15 +69,19 @@ def check_file(path: Path) -> None:
         raise TraceStoreError(f"cannot open trace file {path}: it is {kind} a DuckDB database; {ADVICE}")
 
 
-def connect(path: Path, *, timeout: float) -> duckdb.DuckDBPyConnection:
-    """A read-write connection, retried with jittered backoff while the lock is held, up to `timeout` s."""
+def connect(path: Path, *, timeout: float, threads: int | None = None) -> duckdb.DuckDBPyConnection:
+    """A read-write connection, retried with jittered backoff while the lock is held, up to `timeout` s.
+    `threads=1` keeps DuckDB's work on the calling thread (a background drain beside lookups)."""
     import duckdb
 
     check_file(path)
+    config: dict[str, object] = dict(CONNECT_CONFIG)
+    if threads is not None:
+        config["threads"] = threads
     deadline, delay = time.monotonic() + timeout, 0.002
     while True:
         try:
-            return duckdb.connect(str(path), config=dict(CONNECT_CONFIG))
+            return duckdb.connect(str(path), config=config)
         except duckdb.Error as exc:
             if not (is_lock_error(exc) or _is_busy_here(exc)):
                 raise file_error(path, exc) from None

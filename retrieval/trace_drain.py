@@ -17,7 +17,8 @@ from collections import deque
 from pathlib import Path
 from typing import Any, Protocol
 
-INTERVAL = 0.5  # seconds between the drainer's looks; with trace_writer.MAX_AGE, rows reach the table in ~1.5 s
+INTERVAL = 0.5  # seconds between the drainer's looks at most; it also wakes when a store's rows fall due
+MIN_WAIT = 0.02  # seconds
 EXIT_TIMEOUT = 5.0  # seconds `atexit` waits for the trace file's lock before leaving rows in the spool
 
 
@@ -68,10 +69,16 @@ class _Drainer:
 
     def _run(self) -> None:
         while True:
-            self._wake.wait(INTERVAL)
+            self._wake.wait(self._next_wait())
             self._wake.clear()
             for store in list(self._stores):
                 store.drain_in_background()
+
+    def _next_wait(self) -> float:
+        """Until the first store's rows are due (so a row is not left waiting for the next tick), at most
+        INTERVAL and at least MIN_WAIT (a due store whose lock a reader holds must not make this spin)."""
+        waits = [due for store in list(self._stores) if (due := getattr(store, "due_in", lambda: None)()) is not None]
+        return max(MIN_WAIT, min([INTERVAL, *waits]))
 
     def close_all(self) -> None:
         for store in list(self._stores):

@@ -37,12 +37,14 @@ def spool_path(path: Path) -> Path:
 
 @contextmanager
 def open_drained(path: Path, spool: Spool, memory: deque[bytes], *, timeout: float,
-                 drain: bool = True, check: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
+                 drain: bool = True, check: bool = False, threads: int | None = None
+                 ) -> Iterator[duckdb.DuckDBPyConnection]:
     """A connection to `path` with every spooled row (and the `memory` rows) inserted, unless `drain` is
     False. Retried while another process holds the lock, up to `timeout`, then TraceStoreLocked. The
-    schema is checked and migrated on the first open in this process, or always with `check`."""
+    schema is checked and migrated on the first open in this process, or always with `check`; `threads`
+    caps DuckDB's threads (trace_db.connect)."""
     trace_db.check_file(path)  # a foreign file is refused before the spool is touched
-    con = trace_db.connect(path, timeout=timeout)
+    con = trace_db.connect(path, timeout=timeout, threads=threads)
     try:
         migrate_once(con, path, force=check)
         if drain:

@@ -30,7 +30,8 @@ if TYPE_CHECKING:
     import duckdb
 
 MAX_MEMORY_ROWS = 10_000  # rows kept in memory when even the spool cannot be written
-MAX_AGE = 1.0  # seconds a recorded row waits for a background drain (which wakes every trace_drain.INTERVAL)
+MAX_AGE = 1.0  # seconds a recorded row waits for a background drain (the drainer wakes when it falls due)
+BACKGROUND_LOCK_WAIT = 0.25  # seconds a background drain retries while another process holds the file
 
 
 class TraceStoreWriteWarning(UserWarning):
@@ -139,26 +140,36 @@ class TraceWriter:
         self._spool.close()
 
     @contextmanager
-    def connect(self, timeout: float | None = None, *, drain: bool = True) -> Iterator[duckdb.DuckDBPyConnection]:
+    def connect(self, timeout: float | None = None, *, drain: bool = True,
+                background: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
         """A short read-write connection with every spooled row added first (unless `drain` is False);
-        retried while another process holds the lock (up to `timeout`, default `lock_timeout`)."""
+        retried while another process holds the lock (up to `timeout`, default `lock_timeout`). A
+        `background` drain runs DuckDB on one thread, the drainer's, so lookups beside it keep a core."""
         with self._lock, open_drained(self.path, self._spool, self._memory, drain=drain,
-                                      timeout=self.lock_timeout if timeout is None else timeout) as con:
+                                      timeout=self.lock_timeout if timeout is None else timeout,
+                                      threads=1 if background else None) as con:
             if drain:
                 self._unsent, self._waiting, self._warned = 0, None, ""
                 self._retry.reset()
             yield con
 
+    def due_in(self) -> float | None:
+        """Seconds until this writer's rows are due for a background drain (0 when they are), or None."""
+        if self._waiting is None:
+            return None
+        return max(0.0, self._waiting + MAX_AGE - time.monotonic(), self._retry.until - time.monotonic())
+
     def drain_in_background(self) -> None:
-        """Called by the drainer thread: drain this writer's rows once they are due, backing off while the
-        file is unavailable. One attempt: a background drain never queues for the lock ahead of readers."""
+        """Called by the drainer thread: drain this writer's rows once they are due, retrying for a moment
+        while another process holds the file (a reader polling it), then backing off. It never waits for this
+        writer's own lock: a reader or flush of this process that is draining already does the job."""
         if self._waiting is None or not self._retry.due():
             return
         due = self._memory or self._unsent >= self.batch_size or time.monotonic() - self._waiting >= MAX_AGE
         if not due or not self._lock.acquire(blocking=False):
             return  # a reader or flush is draining right now
         try:
-            with self.connect(0):
+            with self.connect(BACKGROUND_LOCK_WAIT, background=True):
                 pass
         except (TraceStoreError, OSError) as exc:
             self._retry.fail()
@@ -206,7 +217,8 @@ class TraceWriter:
 
 
 class _Backoff:
-    """Jittered exponential backoff for background drains while the file is unavailable (0.25 s to 4 s)."""
+    """Jittered exponential backoff for background drains while the file is unavailable (0.25 s to 1 s: a
+    reader holding the file for a moment must not leave the table more than ~2 s behind)."""
 
     def __init__(self) -> None:
         self.delay, self.until = 0.0, 0.0
@@ -215,7 +227,7 @@ class _Backoff:
         return time.monotonic() >= self.until
 
     def fail(self) -> None:
-        self.delay = min(max(self.delay * 2, 0.25), 4.0)
+        self.delay = min(max(self.delay * 2, 0.25), 1.0)
         self.until = time.monotonic() + self.delay * (0.5 + random.random())
 
     def reset(self) -> None:

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -70,3 +74,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.get_closest_marker("browser") is not None:
             item.add_marker(pytest.mark.slow)
+
+
+@contextmanager
+def held_trace_file(path: Path) -> Iterator[subprocess.Popen]:
+    """Another process holding `path` read-write (DuckDB's lock) until the block ends; yields it (its pid)."""
+    holder = subprocess.Popen([sys.executable, "-c", f"import duckdb, time; c = duckdb.connect({str(path)!r}); "
+                               "print('ready', flush=True); time.sleep(60)"], stdout=subprocess.PIPE, text=True)
+    try:
+        if holder.stdout.readline().strip() != "ready":
+            raise AssertionError(f"the process meant to hold {path} did not start")
+        yield holder
+    finally:
+        holder.kill()
+        holder.wait()

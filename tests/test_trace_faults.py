@@ -4,8 +4,6 @@ wrong-schema files refused in one line naming the file, fast, and without touchi
 from __future__ import annotations
 
 import sqlite3
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -17,6 +15,7 @@ from retrieval.cli import main as lookup_main
 from retrieval.invocation import ToolInvocation
 from retrieval.trace_db import CONNECT_CONFIG, is_lock_error
 from retrieval.trace_store import TraceStoreLockedWarning
+from tests.conftest import held_trace_file
 
 
 def _filled(path: Path, rows: int = 300) -> Path:
@@ -95,10 +94,7 @@ def test_cli_prints_one_line_for_a_broken_trace_file(tmp_path, capsys):
 def test_a_held_lock_is_waited_for_and_then_named(tmp_path):
     path = tmp_path / "held.duckdb"
     TraceStore(path).close()
-    holder = subprocess.Popen([sys.executable, "-c", f"import duckdb, time; c = duckdb.connect({str(path)!r}); "
-                               "print('ready', flush=True); time.sleep(30)"], stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "ready"
+    with held_trace_file(path) as holder:
         with pytest.raises(TraceStoreError, match=rf"locked by process {holder.pid} .* for over 0.5s"):
             trace_reader.count(path, timeout=0.5)
         with pytest.raises(TraceStoreError, match=rf"locked by process {holder.pid} .* for over 0.5s"):
@@ -107,6 +103,3 @@ def test_a_held_lock_is_waited_for_and_then_named(tmp_path):
         store.record(ToolInvocation("lookup_knowledge", "q", {}, "ok", 1.0, {}, {}))
         with pytest.warns(TraceStoreLockedWarning, match=rf"locked by process {holder.pid} .* for over 0.5s"):
             assert store.flush() is False
-    finally:
-        holder.kill()
-        holder.wait()

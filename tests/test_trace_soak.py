@@ -15,6 +15,7 @@ pytestmark = pytest.mark.slow
 
 def test_hundreds_of_sigkills_leave_a_readable_file_and_every_acknowledged_row_once(tmp_path):
     result = run_soak(tmp_path, kills=300, seed=19)
+    print(result)  # pytest -s shows the figures docs/traces.md quotes
     assert result.kills >= 300
     assert result.corrupt == [], result.corrupt
     assert result.acknowledged > 1000, "the writers must have recorded rows between the kills"

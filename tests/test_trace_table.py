@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 import time
 from collections import deque
 from pathlib import Path
@@ -19,6 +20,7 @@ import pytest
 
 from retrieval import TraceStore, trace_reader
 from retrieval.invocation import ToolInvocation
+from tests.conftest import held_trace_file
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE_KB = ROOT / "data" / "kb"
@@ -30,18 +32,46 @@ def _plain(path: Path, sql: str) -> list[tuple]:
         return con.execute(sql).fetchall()
 
 
-def _seen_within(path: Path, sql: str, expected: int, limit: float = WITHIN) -> float:
-    """Seconds until a plain reader finds `expected` rows for `sql` (a writer may hold the lock a moment)."""
-    started = time.monotonic()
-    while True:
-        try:
-            if path.exists() and _plain(path, sql)[0][0] >= expected:
-                return time.monotonic() - started
-        except (duckdb.IOException, duckdb.ConnectionException):
-            pass  # a writer holds the file right now (another process's lock, or this process's connection)
-        if time.monotonic() - started > limit + 3:
-            raise AssertionError(f"{sql} did not reach {expected} within {limit + 3:.0f} s")
-        time.sleep(0.05)
+WATCH = """
+import sys, time, duckdb
+path, sql = sys.argv[1], sys.argv[2]
+while True:
+    try:
+        with duckdb.connect(path, read_only=True) as con:
+            print(time.time(), con.execute(sql).fetchone()[0], flush=True)
+    except duckdb.Error:
+        pass  # the file does not exist yet, or a writer holds it at this moment
+    time.sleep(0.1)
+"""
+
+
+class Watcher:
+    """A plain DuckDB reader in its own process, as an analyst's would be, polling `sql` every 0.1 s."""
+
+    def __init__(self, path: Path, sql: str) -> None:
+        self.seen: list[tuple[float, int]] = []  # (time.time(), value)
+        self.proc = subprocess.Popen([sys.executable, "-c", WATCH, str(path), sql], stdout=subprocess.PIPE, text=True)
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            at, value = line.split()
+            self.seen.append((float(at), int(value)))
+
+    def seconds_until(self, expected: int, since: float, limit: float = WITHIN + 3) -> float:
+        """Seconds from `since` (time.time()) until the reader first saw `expected` or more."""
+        while time.time() - since < limit:
+            hit = next((at for at, value in list(self.seen) if at >= since and value >= expected), None)
+            if hit is not None:
+                return hit - since
+            time.sleep(0.05)
+        raise AssertionError(f"the plain reader did not see {expected} within {limit:.0f} s: {self.seen[-5:]}")
+
+    def stop(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+        self.reader.join(5)
 
 
 def _cli(*args: str, cwd: Path = ROOT, **kwargs) -> subprocess.CompletedProcess:
@@ -75,15 +105,9 @@ def test_a_traced_cli_lookup_imports_neither_pyarrow_nor_pandas(tmp_path):
 def test_a_cli_lookup_on_a_held_file_keeps_its_row_spooled_and_names_the_holder_in_one_line(tmp_path):
     traces = tmp_path / "t.duckdb"
     TraceStore(traces).close()
-    holder = subprocess.Popen([sys.executable, "-c", f"import duckdb, time; c = duckdb.connect({str(traces)!r}); "
-                               "print('ready', flush=True); time.sleep(60)"], stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "ready"
+    with held_trace_file(traces) as holder:
         done = _cli("-m", "retrieval", "lookup", "invoice", "--kb", str(SAMPLE_KB), "--traces", str(traces),
                     "--lock-timeout", "0.5")
-    finally:
-        holder.kill()
-        holder.wait()
     assert done.returncode == 0 and json.loads(done.stdout)["invocation_id"]
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, lines
@@ -106,8 +130,13 @@ def test_an_mcp_call_reaches_the_table_within_two_seconds_while_the_server_runs(
     from tests.test_mcp_server import mcp_server
 
     with mcp_server(tmp_path) as server:
-        invocation_id = server.lookup(query="invoices").structured_content["invocation_id"]
-        took = _seen_within(server.traces, f"SELECT count(*) FROM tool_invocation WHERE id = '{invocation_id}'", 1)
+        watcher = Watcher(server.traces, "SELECT count(*) FROM tool_invocation")
+        try:
+            called = time.time()
+            server.lookup(query="invoices")
+            took = watcher.seconds_until(1, called)
+        finally:
+            watcher.stop()
     assert took <= WITHIN
 
 
@@ -127,21 +156,30 @@ def test_a_long_lived_writer_keeps_the_table_within_two_seconds(tmp_path):
     drain moves each row into the table within WITHIN seconds, without any read."""
     traces = tmp_path / "t.duckdb"
     store = TraceStore(traces)
-    for i in range(3):
-        store.record(ToolInvocation("lookup_knowledge", f"q{i}", {}, "ok", 1.0, {}, {"n": i}))
-        assert _seen_within(traces, "SELECT count(*) FROM tool_invocation", i + 1) <= WITHIN
-        time.sleep(0.3)
-    store.close()
+    watcher = Watcher(traces, "SELECT count(*) FROM tool_invocation")
+    try:
+        for i in range(3):
+            recorded = time.time()
+            store.record(ToolInvocation("lookup_knowledge", f"q{i}", {}, "ok", 1.0, {}, {"n": i}))
+            assert watcher.seconds_until(i + 1, recorded) <= WITHIN
+    finally:
+        watcher.stop()
+        store.close()
 
 
 def test_an_app_lookup_is_in_the_table_when_the_page_shows_it(env):
     from streamlit.testing.v1 import AppTest
 
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
-    at.text_input(key="lookup_query").set_value("rotate an API token")
-    at = at.button(key="lookup_run").click().run()
-    assert not at.exception and not at.error
-    assert _seen_within(env["traces"], "SELECT count(*) FROM tool_invocation", 1) <= WITHIN
+    watcher = Watcher(env["traces"], "SELECT count(*) FROM tool_invocation")
+    try:
+        clicked = time.time()
+        at.text_input(key="lookup_query").set_value("rotate an API token")
+        at = at.button(key="lookup_run").click().run()
+        assert not at.exception and not at.error
+        assert watcher.seconds_until(1, clicked) <= WITHIN
+    finally:
+        watcher.stop()
 
 
 def test_the_reading_functions_drain_the_spool_without_a_writer(tmp_path):
@@ -189,3 +227,39 @@ def test_a_store_dropped_without_closing_still_leaves_its_rows_in_the_table_at_e
     done = _cli("-c", script)
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
     assert _plain(traces, "SELECT id FROM tool_invocation") == [("dropped",)]
+
+
+def test_an_eval_run_keeps_the_table_within_two_seconds_while_it_runs(tmp_path, monkeypatch):
+    """A run spools its lookups every SPOOL_AGE seconds (not only every 200 queries), so a plain reader
+    sees the run's rows grow while it runs."""
+
+    from eval import runs
+    from eval.datasets import load_query_set
+    from retrieval import LookupConfig, open_index
+
+    traces = tmp_path / "t.duckdb"
+    store = TraceStore(traces)
+    dataset = load_query_set(SAMPLE_KB, ROOT / "data" / "queries.jsonl")
+    index = open_index(SAMPLE_KB)
+    started = time.time()
+    real_lookup = runs.lookup_knowledge
+    finished: list[float] = []
+
+    def slow_lookup(*args, **kwargs):  # 50 ms a lookup: a 67-query run lasts over 3 s
+        time.sleep(0.05)
+        result = real_lookup(*args, **kwargs)
+        finished.append(time.time())
+        return result
+
+    monkeypatch.setattr(runs, "lookup_knowledge", slow_lookup)
+    watcher = Watcher(traces, "SELECT count(*) FROM tool_invocation")
+    try:
+        runs.run_evaluation(dataset, LookupConfig(), store=store, index=index, baseline=False, oracle=False)
+        time.sleep(0.3)
+    finally:
+        watcher.stop()
+    seen = [(at, count) for at, count in watcher.seen if at <= finished[-1]]
+    assert finished[-1] - started > 3 and len(seen) > 10
+    behind = [(round(at - started, 2), count, sum(1 for f in finished if f <= at - WITHIN)) for at, count in seen]
+    assert all(count >= due for _, count, due in behind), [b for b in behind if b[1] < b[2]]
+    assert any(0 < count < len(finished) for _, count, _ in behind), "no row reached the table while it ran"
