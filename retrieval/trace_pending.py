@@ -81,7 +81,10 @@ LEDGER_DAYS = 30  # ledger entries older than this are dropped (a batch orphaned
 
 def _commit(con: duckdb.DuckDBPyConnection, files: list[str], batches: list[Batch], *, judged: bool) -> None:
     """Insert `files` and record `batches` in the ledger, in one transaction (rolled back on any error)."""
+    import duckdb
+
     con.execute("BEGIN TRANSACTION")
+    committed = False
     try:
         trace_ingest.insert(con, files, judged=judged)
         if batches:
@@ -89,12 +92,11 @@ def _commit(con: duckdb.DuckDBPyConnection, files: list[str], batches: list[Batc
             con.execute(f"INSERT INTO {LEDGER} VALUES {values}")
             con.execute(f"DELETE FROM {LEDGER} WHERE drained_at < now()::TIMESTAMP - INTERVAL {LEDGER_DAYS} DAY")
         con.execute("COMMIT")
-    except BaseException:
-        import duckdb
-
-        with contextlib.suppress(duckdb.Error):  # a failed COMMIT leaves no transaction to roll back
-            con.execute("ROLLBACK")
-        raise
+        committed = True
+    finally:
+        if not committed:
+            with contextlib.suppress(duckdb.Error):  # a failed COMMIT leaves no transaction to roll back
+                con.execute("ROLLBACK")
 
 
 def _ledgered(con: duckdb.DuckDBPyConnection, names: list[str]) -> set[str]:
