@@ -9,10 +9,9 @@ table when the command exits. The protocol is one line each way: the child says 
 
 `python -m retrieval` forks the helper before its own heavy imports (`prestart`), and the helper keeps
 its connection for up to HOLD seconds while it waits, so the drain after the lookup is only the insert.
-The helper's commit is durable in DuckDB's write-ahead log (`<file>.wal`), and it closes without the
-shutdown checkpoint (25 ms, a third of what tracing adds to the command): every DuckDB client reads the
-log when it opens the file, and the next connection that closes normally (the app's, a drain of a long
-process, DuckDB's own once the log passes 16 MB) folds it into the file.
+Like every connection of this project, the helper's commits go to DuckDB's write-ahead log
+(`<file>.wal`), which every DuckDB client reads when it opens the file; a detached process folds it into
+the file once it grows (trace_checkpoint).
 """
 
 from __future__ import annotations
@@ -185,6 +184,7 @@ def _serve(path: Path, lock_timeout: float, requests: TextIO, answers: TextIO) -
     import warnings
 
     from . import trace_db
+    from .trace_checkpoint import maybe_checkpoint
     from .trace_db import TraceStoreError, TraceStoreLocked, one_line
     from .trace_file import drain_into, migrate_once, spool_path
     from .trace_spool import Spool
@@ -218,8 +218,8 @@ def _serve(path: Path, lock_timeout: float, requests: TextIO, answers: TextIO) -
                 con = trace_db.connect(path, timeout=lock_timeout, threads=1)
                 migrate_once(con, path, force=True)
             drain_into(con, path, spool, deque())
-            con.execute("PRAGMA disable_checkpoint_on_shutdown")  # see the module's docstring
             con.close()
+        maybe_checkpoint(path)
     except TraceStoreLocked as exc:
         say(f"{LOCKED}: {one_line(exc)}")
         return 0

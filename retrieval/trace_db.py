@@ -18,7 +18,11 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # duckdb is imported where a connection is opened
     import duckdb
 
-CONNECT_CONFIG = {"autoload_known_extensions": False, "autoinstall_known_extensions": False}
+# No checkpoint in our connections (see trace_checkpoint): commits go to the write-ahead log only, and
+# a detached process folds it into the file. A SIGKILL during a checkpoint's write of DuckDB's metadata
+# block (rewritten in place, holding the old and the new metadata) left files no client could open.
+CONNECT_CONFIG = {"autoload_known_extensions": False, "autoinstall_known_extensions": False,
+                  "checkpoint_threshold": "1TB", "auto_checkpoint_skip_wal_threshold": 2**62}
 LOCK_ERROR = re.compile(r'^IO Error: Could not set lock on file "')
 OTHER_CONFIG_ERROR = "Can't open a connection to same database file with a different configuration"
 DUCKDB_MAGIC = b"DUCK"  # bytes 8-11 of every DuckDB database file
@@ -81,7 +85,9 @@ def connect(path: Path, *, timeout: float, threads: int | None = None) -> duckdb
     deadline, delay = time.monotonic() + timeout, 0.002
     while True:
         try:
-            return duckdb.connect(str(path), config=config)
+            con = duckdb.connect(str(path), config=config)
+            con.execute("PRAGMA disable_checkpoint_on_shutdown")
+            return con
         except duckdb.Error as exc:
             if not (is_lock_error(exc) or _is_busy_here(exc)):
                 raise file_error(path, exc) from None

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import trace_db
+from .trace_checkpoint import maybe_checkpoint
 from .trace_db import TraceStoreError
 from .trace_pending import Pending
 from .trace_schema import migrate
@@ -52,6 +53,7 @@ def open_drained(path: Path, spool: Spool, memory: deque[bytes], *, timeout: flo
         yield con
     finally:
         con.close()
+    maybe_checkpoint(path)
 
 
 def drain_into(con: duckdb.DuckDBPyConnection, path: Path, spool: Spool, memory: deque[bytes]) -> None:

@@ -13,15 +13,19 @@ import pytest
 from retrieval import TraceStore, TraceStoreError, trace_reader
 from retrieval.cli import main as lookup_main
 from retrieval.invocation import ToolInvocation
+from retrieval.trace_checkpoint import checkpoint
 from retrieval.trace_db import CONNECT_CONFIG, is_lock_error
 from retrieval.trace_store import TraceStoreLockedWarning
 from tests.conftest import held_trace_file
 
 
 def _filled(path: Path, rows: int = 300) -> Path:
+    """A trace file with `rows` rows in the file itself (checkpointed: our connections write to the log)."""
     with TraceStore(path) as store:
         store.record_many([ToolInvocation("lookup_knowledge", f"query {i}", {}, "ok", 1.0, {}, {"pad": "x" * 500})
                            for i in range(rows)])
+    assert checkpoint(path)
+    assert not path.with_name(path.name + ".wal").exists()
     return path
 
 
@@ -80,7 +84,38 @@ def test_sqlite_file_is_refused_without_loading_an_extension(tmp_path):
 def test_every_store_connection_has_extension_autoload_off(tmp_path):
     with TraceStore(tmp_path / "t.duckdb").connect() as con:
         settings = {name: con.execute(f"SELECT current_setting('{name}')").fetchone()[0] for name in CONNECT_CONFIG}
-    assert settings == dict.fromkeys(CONNECT_CONFIG, False)
+    assert settings["autoload_known_extensions"] is False and settings["autoinstall_known_extensions"] is False
+
+
+def test_no_store_connection_checkpoints(tmp_path):
+    """Commits stay in DuckDB's log: a connection never checkpoints, at commit or at close (trace_checkpoint
+    does it in a detached process), so a SIGKILL never lands in the middle of one."""
+    path = tmp_path / "t.duckdb"
+    with TraceStore(path) as store:
+        store.record_many([ToolInvocation("lookup_knowledge", f"q{i}", {}, "ok", 1.0, {}, {"pad": "x" * 5000})
+                           for i in range(500)])
+    wal = path.with_name(path.name + ".wal")
+    assert wal.stat().st_size > 2_000_000  # 500 rows went to the log, none folded in by a commit or a close
+    assert trace_reader.count(path) == 500
+    assert checkpoint(path) and not wal.exists()
+    assert duckdb.connect(str(path), read_only=True).execute("SELECT count(*) FROM tool_invocation").fetchone() == (500,)
+
+
+def test_a_large_log_starts_the_detached_checkpointer(tmp_path):
+    from retrieval.trace_checkpoint import maybe_checkpoint
+
+    path = tmp_path / "t.duckdb"
+    with TraceStore(path) as store:
+        store.record_many([ToolInvocation("lookup_knowledge", f"q{i}", {}, "ok", 1.0, {}, {"pad": "x" * 5000})
+                           for i in range(200)])
+    wal = path.with_name(path.name + ".wal")
+    assert not maybe_checkpoint(path, threshold=wal.stat().st_size + 1)  # under the threshold: nothing starts
+    assert maybe_checkpoint(path, threshold=1024)
+    deadline = time.monotonic() + 30
+    while wal.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not wal.exists(), "the checkpointer did not fold the log into the file within 30 s"
+    assert trace_reader.count(path) == 200
 
 
 def test_cli_prints_one_line_for_a_broken_trace_file(tmp_path, capsys):

@@ -4,7 +4,8 @@ Each round starts 2-4 processes on one trace file (at least one writer; the othe
 until each is working, then SIGKILLs every one of them at a random moment within `window` seconds. A
 writer records batches of rows and, once `record_many` has returned (the acknowledgement), appends their
 ids to its ack log; a third of its batches it also drains itself. A drainer moves spooled rows into the
-table in a loop (`trace_reader.count`), now and then with a CHECKPOINT. After every round a plain,
+table in a loop (`trace_reader.count`). The workers start the detached checkpointer (trace_checkpoint) once
+the log passes 64 kB instead of 4 MB, so checkpoints run all through the soak. After every round a plain,
 read-only DuckDB connection must open the file and read `tool_invocation`; at the end one drain moves
 what is left, and every acknowledged id must be in the table exactly once.
 
@@ -15,6 +16,7 @@ The fast form runs in the test suite (tests/test_trace_soak.py); the long form i
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -42,6 +44,7 @@ class SoakResult:
     doubled: int = 0
     rejected_lines: int = 0
     orphaned_batches: int = 0  # batch files a killed drainer left mid-drain (found after a round)
+    largest_wal: int = 0  # bytes of DuckDB's log seen after a round (the checkpointer keeps it small)
     seconds: float = 0.0
 
     def ok(self) -> bool:
@@ -74,13 +77,13 @@ def run_soak(folder: Path, *, kills: int, seed: int = 0, window: float = 0.4) ->
             proc.wait()
             proc.stdout.close()
         result.orphaned_batches += len(list(folder.glob("soak.duckdb.pending.jsonl.*.draining")))
-        try:
-            with duckdb.connect(str(path), read_only=True) as con:
-                con.execute("SELECT count(*), count(DISTINCT id) FROM tool_invocation").fetchone()
-        except duckdb.Error as exc:
+        wal = path.with_name(path.name + ".wal")
+        result.largest_wal = max(result.largest_wal, wal.stat().st_size if wal.exists() else 0)
+        problem = _unreadable(path)
+        if problem:
             kept = folder / f"corrupt-round-{result.rounds}.duckdb"
             shutil.copy(path, kept)
-            result.corrupt.append(f"round {result.rounds}: {type(exc).__name__}: {exc} (copy: {kept})")
+            result.corrupt.append(f"round {result.rounds}: {problem} (copy: {kept})")
             break
     TraceStore(path).close()  # the last drain: whatever the killed processes left spooled
     acked: set[str] = set()
@@ -97,9 +100,32 @@ def run_soak(folder: Path, *, kills: int, seed: int = 0, window: float = 0.4) ->
     return result
 
 
+SOAK_CHECKPOINT_WAL = 64 << 10  # bytes of log after which the workers start a checkpointer
+
+
+def _unreadable(path: Path, patience: float = 60.0) -> str:
+    """Why a plain read-only DuckDB cannot read `path`'s table ("" when it can). A checkpointer (detached,
+    never killed here) may hold the file a moment: a held lock is waited for, not counted."""
+    import duckdb
+
+    deadline = time.monotonic() + patience
+    while True:
+        try:
+            with duckdb.connect(str(path), read_only=True) as con:
+                con.execute("SELECT count(*), count(DISTINCT id) FROM tool_invocation").fetchone()
+            return ""
+        except duckdb.IOException as exc:
+            if "Could not set lock" not in str(exc) or time.monotonic() > deadline:
+                return f"{type(exc).__name__}: {exc}"
+            time.sleep(0.05)
+        except duckdb.Error as exc:
+            return f"{type(exc).__name__}: {exc}"
+
+
 def _start(role: str, path: Path, folder: Path, tag: str, seed: int) -> subprocess.Popen:
+    env = {**os.environ, "LOOKUP_KNOWLEDGE_CHECKPOINT_WAL": str(SOAK_CHECKPOINT_WAL)}
     return subprocess.Popen([sys.executable, "-m", "tests.trace_soak", role, str(path), str(folder), tag, str(seed)],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
 
 
 def _writer(path: Path, folder: Path, tag: str, seed: int) -> None:
@@ -123,19 +149,14 @@ def _writer(path: Path, folder: Path, tag: str, seed: int) -> None:
             store.flush(timeout=0.2)
 
 
-def _drainer(path: Path, seed: int) -> None:
+def _drainer(path: Path) -> None:
     from retrieval import trace_reader
     from retrieval.trace_db import TraceStoreError
 
-    rng = random.Random(seed)
     print("ready", flush=True)
     while True:
-        try:
-            with trace_reader.connect(path, timeout=0.2) as con:
-                if rng.random() < 0.2:
-                    con.execute("CHECKPOINT")
-        except TraceStoreError:
-            pass  # locked by another process: try again
+        with contextlib.suppress(TraceStoreError):  # locked by another process: try again
+            trace_reader.count(path, timeout=0.2)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -143,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] == "writer":
         _writer(Path(argv[1]), Path(argv[2]), argv[3], int(argv[4]))
     if argv and argv[0] == "drainer":
-        _drainer(Path(argv[1]), int(argv[4]))
+        _drainer(Path(argv[1]))
     parser = argparse.ArgumentParser(description="The SIGKILL soak of the trace file (long form).")
     parser.add_argument("--kills", type=int, default=3000)
     parser.add_argument("--seed", type=int, default=0)
