@@ -5,7 +5,7 @@ until each is working, then SIGKILLs every one of them at a random moment within
 writer records batches of rows and, once `record_many` has returned (the acknowledgement), appends their
 ids to its ack log; a third of its batches it also drains itself. A drainer moves spooled rows into the
 table in a loop (`trace_reader.count`). The workers start the detached checkpointer (trace_checkpoint) once
-the log passes 64 kB instead of 4 MB, so checkpoints run all through the soak. After every round a plain,
+the log passes 256 kB instead of 4 MB, so checkpoints run all through the soak. After every round a plain,
 read-only DuckDB connection must open the file and read `tool_invocation`; at the end one drain moves
 what is left, and every acknowledged id must be in the table exactly once.
 
@@ -100,7 +100,7 @@ def run_soak(folder: Path, *, kills: int, seed: int = 0, window: float = 0.4) ->
     return result
 
 
-SOAK_CHECKPOINT_WAL = 64 << 10  # bytes of log after which the workers start a checkpointer
+SOAK_CHECKPOINT_WAL = 256 << 10  # bytes of log after which the workers start a checkpointer
 
 
 def _unreadable(path: Path, patience: float = 60.0) -> str:
