@@ -51,7 +51,7 @@ __all__ = ["DEFAULT_METRICS", "RunResult", "delete_run", "list_runs", "load_run"
 
 DEFAULT_METRICS = ("ndcg@10", "recall@10", "recall@100", "mrr@10", "map@100", "hit@10", "p@10")
 BATCH_SIZE = 200
-SPOOL_AGE = 0.5  # seconds a recorded lookup waits in the run's buffer: the table stays within ~2 s of the run
+SPOOL_AGE = 0.25  # seconds a recorded lookup waits in the run's buffer: the table stays within ~2 s of the run
 Progress = Callable[[int, int], None]
 
 

@@ -107,7 +107,7 @@ def _run(args: argparse.Namespace) -> str | None:
         if not args.lock_timeout >= 0:
             raise ValueError(f"--lock-timeout takes seconds, 0 or more, got {args.lock_timeout}")
         store = None if args.no_trace else TraceStore(args.traces or default_traces(), open_now=False,
-                                                      lock_timeout=args.lock_timeout)
+                                                      lock_timeout=args.lock_timeout, background=False)
         helper = None if store is None else exit_drain.take(store.path, store.lock_timeout)  # DuckDB loads beside
         try:  # the lookup, in a helper process, which moves the row into the table before this one exits
             index = open_index(kb, svd_dims=config.svd_dims, strict=args.strict, use_cache=not args.no_cache)

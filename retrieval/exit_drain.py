@@ -177,6 +177,16 @@ def _parsed(line: str) -> Outcome:
     return Outcome(FAILED, f"the drain helper answered {line!r:.80}")
 
 
+def _quiet_stderr() -> None:
+    """Send the helper's own stderr to /dev/null: under load, a failed DuckDB open once printed a C++
+    "terminate called without an active exception" at the helper's exit, a second line on the command's
+    stderr after its one warning."""
+    with contextlib.suppress(OSError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 2)
+        os.close(devnull)
+
+
 def _serve(path: Path, lock_timeout: float, requests: TextIO, answers: TextIO) -> int:
     """The child's side: open the file now (reporting a file it cannot use) and keep it open up to HOLD
     seconds; drain when asked, in that connection or a new one."""
@@ -188,6 +198,9 @@ def _serve(path: Path, lock_timeout: float, requests: TextIO, answers: TextIO) -
     from .trace_db import TraceStoreError, TraceStoreLocked, one_line
     from .trace_file import drain_into, migrate_once, spool_path
     from .trace_spool import Spool
+
+    if not sys._xoptions.get("importtime"):  # (-X importtime's report is kept: a test reads the helper's imports)
+        _quiet_stderr()  # the command's stderr is the user's: one line per problem, said by the command itself
 
     def say(line: str) -> None:
         answers.write(line + "\n")

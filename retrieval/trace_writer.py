@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     import duckdb
 
 MAX_MEMORY_ROWS = 10_000  # rows kept in memory when even the spool cannot be written
-MAX_AGE = 1.0  # seconds a recorded row waits for a background drain (the drainer wakes when it falls due)
+MAX_AGE = 0.75  # seconds a recorded row waits for a background drain (the drainer wakes when it falls due)
 BACKGROUND_LOCK_WAIT = 0.25  # seconds a background drain retries while another process holds the file
 
 
@@ -49,11 +49,13 @@ class TraceWriter:
     """
 
     def __init__(self, path: str | Path, *, lock_timeout: float = 10.0, batch_size: int = 500,
-                 fsync: bool = False, defer_if_locked: bool = False, open_now: bool = True) -> None:
+                 fsync: bool = False, defer_if_locked: bool = False, open_now: bool = True,
+                 background: bool = True) -> None:
         """Opens (checks and migrates) the file now, so a broken or foreign one is named before any lookup;
         a file another process holds raises TraceStoreLocked, or with `defer_if_locked` is left to the
         first drain, the rows waiting in the spool meanwhile. Without `open_now` only the file's first bytes
-        are checked (DuckDB is not loaded): for a command whose drain is done by exit_drain's helper."""
+        are checked (DuckDB is not loaded): for a command whose drain is done by exit_drain's helper, which
+        also passes `background=False`: no drainer thread, no exit flush (`close()` drains, if called)."""
         self.path = Path(path)
         self.lock_timeout, self.batch_size = lock_timeout, batch_size
         if self.path.is_dir():
@@ -70,6 +72,7 @@ class TraceWriter:
         self._unsent = 0  # rows recorded since the last drain
         self._retry = _Backoff()
         self._warned = ""
+        self._background = background
         try:
             if open_now:
                 with self._lock, open_drained(self.path, self._spool, self._memory, timeout=lock_timeout,
@@ -80,7 +83,8 @@ class TraceWriter:
         except TraceStoreLocked:
             if not defer_if_locked:
                 raise
-        trace_drain.register(self)
+        if background:
+            trace_drain.register(self)
 
     @property
     def spool_path(self) -> Path:
@@ -197,8 +201,9 @@ class TraceWriter:
         self._unsent += len(lines)
         if self._waiting is None:
             self._waiting = time.monotonic()
-        trace_drain.register(self)  # again after close(): a closed writer that records drains again
-        trace_drain.notify(now=self._unsent >= self.batch_size)
+        if self._background:
+            trace_drain.register(self)  # again after close(): a closed writer that records drains again
+            trace_drain.notify(now=self._unsent >= self.batch_size)
 
     def _warn_once(self, exc: BaseException, *, force: bool = False) -> None:
         """One warning per kind of failure while it lasts; a lock only once rows waited `lock_timeout`."""

@@ -15,6 +15,7 @@ from streamlit.testing.v1 import AppTest
 from appui import runs_data
 from eval import datasets, runs
 from retrieval import LookupConfig, TraceStore
+from retrieval.trace_checkpoint import checkpoint
 from tests.kb_fixture import write_kb
 from tests.test_app import APP, QUERIES, _ok, _select
 
@@ -34,6 +35,8 @@ def stored(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     store = TraceStore(root / "traces.duckdb")
     sweep = runs.run_sweep(datasets.load_dataset(paths["one"]), {"l0_filter": ["true", "false"]}, store=store)
     other = runs.run_evaluation(datasets.load_dataset(paths["two"]), LookupConfig(), store=store)
+    store.close()
+    assert checkpoint(root / "traces.duckdb")  # the rows leave DuckDB's log for the file the tests copy
     return {"traces": root / "traces.duckdb", "sweep": [r.run_id for r in sweep], "other": other.run_id,
             "one": paths["one"]}
 

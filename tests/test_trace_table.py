@@ -110,7 +110,7 @@ def test_a_cli_lookup_on_a_held_file_keeps_its_row_spooled_and_names_the_holder_
                     "--lock-timeout", "0.5")
     assert done.returncode == 0 and json.loads(done.stdout)["invocation_id"]
     lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1, lines
+    assert len(lines) == 1, done.stderr
     assert f"locked by process {holder.pid}" in lines[0] and "t.duckdb.pending.jsonl" in lines[0]
     assert json.loads(done.stdout)["invocation_id"] in (tmp_path / "t.duckdb.pending.jsonl").read_text()
     assert trace_reader.count(traces) == 1  # the next reader moves it

@@ -83,6 +83,8 @@ def run_soak(folder: Path, *, kills: int, seed: int = 0, window: float = 0.4) ->
         if problem:
             kept = folder / f"corrupt-round-{result.rounds}.duckdb"
             shutil.copy(path, kept)
+            if path.with_name(path.name + ".wal").exists():
+                shutil.copy(path.with_name(path.name + ".wal"), kept.with_name(kept.name + ".wal"))
             result.corrupt.append(f"round {result.rounds}: {problem} (copy: {kept})")
             break
     TraceStore(path).close()  # the last drain: whatever the killed processes left spooled
