@@ -25,7 +25,7 @@ import time
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 OK, LOCKED, ERROR, FAILED = "ok", "locked", "error", "failed"
 HOLD = 1.0  # seconds the helper keeps the file open waiting for the drain (other processes wait that long)
@@ -208,10 +208,15 @@ def _serve(path: Path, lock_timeout: float, requests: TextIO, answers: TextIO) -
 
     spool = Spool(spool_path(path))
     con = None
-    try:
-        trace_db.check_file(path)
-        con = trace_db.connect(path, timeout=min(lock_timeout, HOLD), threads=1)
+
+    def opened(timeout: float) -> Any:
+        """A connection to `path`, checked and migrated (DuckDB's connection type is not imported here)."""
+        con = trace_db.connect(path, timeout=timeout, threads=1)  # refuses a foreign file first
         migrate_once(con, path, force=True)
+        return con
+
+    try:
+        con = opened(min(lock_timeout, HOLD))
     except TraceStoreLocked:
         pass  # held by another process now; the drain waits for it
     except TraceStoreError as exc:
@@ -227,9 +232,7 @@ def _serve(path: Path, lock_timeout: float, requests: TextIO, answers: TextIO) -
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             if con is None:
-                trace_db.check_file(path)
-                con = trace_db.connect(path, timeout=lock_timeout, threads=1)
-                migrate_once(con, path, force=True)
+                con = opened(lock_timeout)
             drain_into(con, path, spool, deque())
             con.close()
         maybe_checkpoint(path)

@@ -13,7 +13,6 @@ import os
 import threading
 import warnings
 import weakref
-from collections import deque
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -105,21 +104,19 @@ class _Drainer:
 
 def _drain_file(path: Path) -> None:
     """Move what waits in `path`'s spool into the table (a forgotten store's rows); a warning if it cannot."""
+    from . import trace_reader
     from .trace_db import TraceStoreError
-    from .trace_file import open_drained, spool_path
+    from .trace_file import spool_path
     from .trace_spool import Spool
 
-    spool = Spool(spool_path(path))
-    if not spool.has_rows():
+    if not Spool(spool_path(path)).has_rows():
         return
     try:
-        with open_drained(path, spool, deque(), timeout=EXIT_TIMEOUT):
+        with trace_reader.connect(path, EXIT_TIMEOUT):
             pass
     except (TraceStoreError, OSError) as exc:
-        warnings.warn(f"{exc}; recorded rows are kept in {spool.path.name} beside it and added by the next write",
-                      RuntimeWarning, stacklevel=2)
-    finally:
-        spool.close()
+        warnings.warn(f"{exc}; recorded rows are kept in {spool_path(path).name} beside it and added by the next "
+                      f"write", RuntimeWarning, stacklevel=2)
 
 
 def _lock_of(store: Drainable) -> Any:

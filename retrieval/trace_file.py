@@ -44,8 +44,7 @@ def open_drained(path: Path, spool: Spool, memory: deque[bytes], *, timeout: flo
     False. Retried while another process holds the lock, up to `timeout`, then TraceStoreLocked. The
     schema is checked and migrated on the first open in this process, or always with `check`; `threads`
     caps DuckDB's threads (trace_db.connect)."""
-    trace_db.check_file(path)  # a foreign file is refused before the spool is touched
-    con = trace_db.connect(path, timeout=timeout, threads=threads)
+    con = trace_db.connect(path, timeout=timeout, threads=threads)  # refuses a foreign file before DuckDB sees it
     try:
         migrate_once(con, path, force=check)
         if drain:

@@ -52,7 +52,7 @@ class Pending:
             todo = [batch for batch in self.batches if batch.path.name not in done]
             if todo or self.memory:
                 try:
-                    with trace_ingest.temporary_file(self.memory) if self.memory else _no_file() as kept:
+                    with trace_ingest.temporary_file(self.memory) if self.memory else contextlib.nullcontext("") as kept:
                         _commit(con, [b.source for b in todo] + ([kept] if kept else []), todo, judged=False)
                 except trace_ingest.content_errors():
                     lines = [line for batch in todo for line in batch.lines()] + self.memory
@@ -88,7 +88,7 @@ def _commit(con: duckdb.DuckDBPyConnection, files: list[str], batches: list[Batc
     try:
         trace_ingest.insert(con, files, judged=judged)
         if batches:
-            values = ", ".join(f"({_literal(b.path.name)}, now()::TIMESTAMP)" for b in batches)
+            values = ", ".join(f"({trace_ingest.sql_literal(b.path.name)}, now()::TIMESTAMP)" for b in batches)
             con.execute(f"INSERT INTO {LEDGER} VALUES {values}")
             con.execute(f"DELETE FROM {LEDGER} WHERE drained_at < now()::TIMESTAMP - INTERVAL {LEDGER_DAYS} DAY")
         con.execute("COMMIT")
@@ -103,17 +103,5 @@ def _ledgered(con: duckdb.DuckDBPyConnection, names: list[str]) -> set[str]:
     """Which of the batch `names` were stored already (by a drainer killed before it removed them)."""
     if not names:
         return set()
-    found = con.execute(f"SELECT name FROM {LEDGER} WHERE name IN ({', '.join(map(_literal, names))})")
+    found = con.execute(f"SELECT name FROM {LEDGER} WHERE name IN ({', '.join(map(trace_ingest.sql_literal, names))})")
     return {row[0] for row in found.fetchall()}
-
-
-def _literal(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
-class _no_file:
-    def __enter__(self) -> str:
-        return ""
-
-    def __exit__(self, *exc: object) -> None:
-        return None
