@@ -293,7 +293,7 @@ def _startup() -> None:
 def _speed() -> str:
     """Two fixed workloads, timed (best of 5): interpreted Python, which the lookup mostly is, and a BLAS
     product, which the naive design mostly is: a shared machine's state moves them by different factors.
-    A rough guide only (README, "Performance at scale": the lookup's time moved more than either)."""
+    A rough guide only (docs/performance.md: the lookup's time moved more than either)."""
     rng = np.random.default_rng(0)
     matrix, vector = rng.random((100_000, 256), dtype=np.float32), rng.random(256, dtype=np.float32)
 
