@@ -38,7 +38,8 @@ class L1Outcome:
                 "candidate_count": len(result.candidates) if result else 0,
                 "rows_searched": result.rows_searched if result else 0,
                 "dropped_below_min_score": result.dropped_below_min_score if result else 0,
-                "rows_scored": result.rows_scored if result else 0}
+                "rows_scored": result.rows_scored if result else 0,
+                "embedder": _embedder(result)}
 
 
 @dataclass(frozen=True)
@@ -88,3 +89,9 @@ def overall_layer(hints: L0Hints, outcome: L1Outcome) -> Layer:
 
 def best_score(blocks: Sequence[EvidenceBlock]) -> float | None:
     return blocks[0].score if blocks else None
+
+
+def _embedder(result: L1Result | None) -> dict[str, Any] | None:
+    """The embedder of L1's static part in this call (name, dimensions), or None when it had none."""
+    info = getattr(result, "embedder", None)  # an L1 stand-in's result may not have one
+    return info.to_dict() if info is not None else None

@@ -88,7 +88,9 @@ def l1_block(candidate: L1Candidate) -> EvidenceBlock:
 def _l1_reason(candidate: L1Candidate) -> HitReason:
     # the parts, not "semantic": by default the blended score is mostly lexical
     lsa = f", LSA {candidate.lsa_score:.2f}" if candidate.lsa_score is not None else ", no LSA"
-    detail = f"L1 match: lexical {candidate.lexical_score:.2f}{lsa} in '{candidate.chunk.breadcrumb}'"
+    static = "" if candidate.static_score is None else \
+        f", static {candidate.static_score:.2f} ({candidate.static_added:+.3f})"
+    detail = f"L1 match: lexical {candidate.lexical_score:.2f}{lsa}{static} in '{candidate.chunk.breadcrumb}'"
     return HitReason("L1", "section", detail, candidate.score)
 
 

@@ -15,6 +15,7 @@ from . import __version__
 from . import build_progress as bp
 from .chunk_store import ChunkRows
 from .corpus import Chunk, KnowledgeBase, exclude_prefixes, load_knowledge_base
+from .embedder import Embedder, LazyEmbedder, default_embedder
 from .index_cache import CachedIndex, read_cache, write_cache
 from .index_config import IndexConfig
 from .l0 import L0Index
@@ -22,6 +23,7 @@ from .l1 import L1Index
 
 Progress = bp.Progress  # progress(stage, fraction): see retrieval.build_progress
 _FORMAT = 2
+DEFAULT = "default"  # `embedder=DEFAULT`: the packaged static embedder (retrieval.embedder.default_embedder)
 
 
 @dataclass
@@ -43,11 +45,13 @@ class KnowledgeIndex:
 
 
 def build_index(kb: KnowledgeBase, *, svd_dims: int | None = None, config: IndexConfig | None = None,
-                progress: Progress | None = None) -> KnowledgeIndex:
+                progress: Progress | None = None, embedder: Embedder | LazyEmbedder | str | None = DEFAULT) -> KnowledgeIndex:
     """Index `kb`; an L1 index that cannot be built leaves L1 `unavailable` with the reason, not an error.
     `svd_dims` overrides `config.svd_dims` (the older keyword); `progress(stage, fraction)` follows the
-    stages of retrieval.build_progress."""
+    stages of retrieval.build_progress. `embedder` gives L1 its static part (None: none; DEFAULT: the
+    packaged one, when installed)."""
     config = _with_dims(config, svd_dims)
+    embedder = _embedder(embedder)
     started = time.perf_counter()
     bp.report(progress, bp.L0, 0.0)
     l0 = L0Index(kb.entries)
@@ -55,7 +59,7 @@ def build_index(kb: KnowledgeBase, *, svd_dims: int | None = None, config: Index
     l1, reason = None, None
     chunks = [c for c in kb.chunks if _indexable(c)]
     try:
-        l1 = L1Index(chunks, config, progress=progress)
+        l1 = L1Index(chunks, config, progress=progress, embedder=embedder)
     except ValueError as exc:  # e.g. no chunk has any indexable term
         reason = f"{type(exc).__name__}: {exc}"
     return KnowledgeIndex(kb, l0, l1, reason, config.svd_dims, time.perf_counter() - started, False, config)
@@ -64,28 +68,36 @@ def build_index(kb: KnowledgeBase, *, svd_dims: int | None = None, config: Index
 def open_index(path: str | Path, *, svd_dims: int | None = None, config: IndexConfig | None = None,
                cache_dir: str | Path | None = None, use_cache: bool = True, strict: bool = False,
                exclude_fields: Iterable[str] = (), exclude_paths: Iterable[str] = (),
-               progress: Progress | None = None) -> KnowledgeIndex:
+               progress: Progress | None = None,
+               embedder: Embedder | LazyEmbedder | str | None = DEFAULT) -> KnowledgeIndex:
     """Load and index a knowledge base, reusing the on-disk cache when the corpus content is unchanged.
 
     `config` holds the index settings (`svd_dims` overrides its dimensions). `exclude_paths` (path
     prefixes relative to the root, see retrieval.exclusions) are normalised and sorted, and are part of
-    the cache key: excluding `news` never reuses the index that holds it.
+    the cache key: excluding `news` never reuses the index that holds it. So is the embedder's name
+    (`embedder`: see `build_index`); a cached index loads its embedder only when a query needs it.
     """
     config = _with_dims(config, svd_dims)
+    embedder = _embedder(embedder)
     excluded = tuple(sorted(exclude_fields))
     prefixes = exclude_prefixes(exclude_paths)
     if not use_cache:
-        return build_index(_read(path, strict, excluded, prefixes, progress), config=config, progress=progress)
+        return build_index(_read(path, strict, excluded, prefixes, progress), config=config, progress=progress,
+                           embedder=embedder)
     bp.report(progress, bp.HASHING, 0.0)
-    key = _cache_key(f"{file_signature(path)}|{excluded}", config, strict, prefixes)
+    key = _cache_key(f"{file_signature(path)}|{excluded}|{embedder.name if embedder else None}", config, strict,
+                     prefixes)
     folder = Path(cache_dir or default_cache_dir()) / key
     cached = read_cache(folder)
     bp.report(progress, bp.HASHING, 1.0)
     if cached is not None:
         bp.report(progress, bp.CACHED, 1.0)
-        return _from_cache(cached)
-    index = build_index(_read(path, strict, excluded, prefixes, progress), config=config, progress=progress)
+        return _from_cache(cached, embedder)
+    index = build_index(_read(path, strict, excluded, prefixes, progress), config=config, progress=progress,
+                        embedder=embedder)
     bp.report(progress, bp.CACHING, 0.0)
+    if embedder is not None and index.l1 is not None and index.l1.embedder_info is None:  # the embedder failed:
+        folder = folder.parent / _cache_key(f"{file_signature(path)}|{excluded}|None", config, strict, prefixes)
     write_cache(folder, CachedIndex(index.kb, index.l1.arrays if index.l1 else None, _l1_rows(index.kb),
                                     index.l1_unavailable_reason, config, index.build_seconds))
     bp.report(progress, bp.CACHING, 1.0)
@@ -113,7 +125,7 @@ def _code_fingerprint() -> str:
     """Hash of the modules that shape an index, so a code change never reuses a stale cache."""
     digest = hashlib.sha256()
     for name in ("corpus", "exclusions", "markdown", "kb_files", "kb_jsonl", "surrogates", "text", "terms",
-                 "postings", "chunk_store", "l0", "l1", "lsa_fit", "index", "index_cache", "index_config"):
+                 "postings", "chunk_store", "l0", "l1", "l1_static", "embedder", "lsa_fit", "index", "index_cache", "index_config"):
         digest.update((Path(__file__).parent / f"{name}.py").read_bytes())
     return digest.hexdigest()
 
@@ -137,10 +149,19 @@ def _cache_key(corpus_fingerprint: str, config: IndexConfig, strict: bool, exclu
     return hashlib.sha256(repr(parts).encode()).hexdigest()[:32]
 
 
-def _from_cache(cached: CachedIndex) -> KnowledgeIndex:
+def _embedder(embedder: Embedder | LazyEmbedder | str | None) -> Embedder | LazyEmbedder | None:
+    if isinstance(embedder, str):
+        if embedder != DEFAULT:
+            raise ValueError(f"embedder must be an Embedder, None or {DEFAULT!r}, got {embedder!r}")
+        return default_embedder()
+    return embedder
+
+
+def _from_cache(cached: CachedIndex, embedder: Embedder | LazyEmbedder | None) -> KnowledgeIndex:
     l1 = None
     if cached.arrays is not None and cached.l1_rows is not None and cached.store is not None:
-        l1 = L1Index(ChunkRows(cached.store, cached.l1_rows), cached.index_config, arrays=cached.arrays)
+        l1 = L1Index(ChunkRows(cached.store, cached.l1_rows), cached.index_config, arrays=cached.arrays,
+                     embedder=embedder)
     return KnowledgeIndex(cached.kb, L0Index(cached.kb.entries), l1, cached.l1_unavailable_reason,
                           cached.index_config.svd_dims, cached.build_seconds, True, cached.index_config)
 

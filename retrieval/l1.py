@@ -14,6 +14,10 @@ Chunks are ranked by `score + page_weight * page_score`, so the pool holds the b
 BM25-style weighting rather than plain cosine because cosine over-rewards short chunks: on SciFact train
 it gave nDCG@10 0.682 against 0.698.
 
+With an embedder (retrieval/embedder.py) and a static weight, the pool is then re-ranked by each page's
+static score (l1_static.py): `score += weight * spread of the pool's fused scores * z of the page's
+static score over the pool`. The pool itself is chosen as without it, so its selection stays exact.
+
 Selection is exact but does not scan every chunk's LSA vector (l1_bounded.py): a row's fused score is at
 most `w * lexical + (1 - w) * (a bound of its cosine) + page_weight * page score`; rows are scored best
 bound first until the `top_k`-th best page found beats every unscored row's bound (`select(..., exact=True)`
@@ -24,15 +28,17 @@ category's rows.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from . import build_progress as bp
 from .chunk_store import TextColumn
 from .corpus import Chunk
+from .embedder import Embedder, EmbedderInfo, LazyEmbedder
 from .index_config import IndexConfig
 from .l1_bounded import LsaHeads, PageRanking, Universe, bounded_rows
+from .l1_static import build_vectors, pool_boosts, query_vector
 from .lsa_fit import fit_components
 from .postings import postings_sum
 from .terms import TermIndex, count_terms, query_terms
@@ -49,14 +55,18 @@ FULL_PASS_SHARE = 0.2  # past this share of the rows, score them all in one pass
 
 @dataclass(frozen=True)
 class L1Candidate:
-    """One chunk L1 found: its blended score, the lexical (BM25-weighted TF-IDF) score, the LSA cosine,
-    and its page's BM25 score relative to the query's best page (1.0: the best page)."""
+    """One chunk L1 found: its score (the blend of lexical and LSA, plus the static part), the lexical
+    (BM25-weighted TF-IDF) score, the LSA cosine, its page's BM25 score relative to the query's best page
+    (1.0: the best page), its page's static cosine (its best section's; None: no static part in this
+    search) and what the static part added to the score (negative for a page below the pool's mean)."""
 
     chunk: Chunk
     score: float
     lexical_score: float
     lsa_score: float | None
     page_score: float = 0.0
+    static_score: float | None = None
+    static_added: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -70,6 +80,7 @@ class L1Result:
     rows_searched: int
     dropped_below_min_score: int
     rows_scored: int = 0
+    embedder: EmbedderInfo | None = None  # the embedder whose static part re-ranked the pool (None: no static part)
 
 
 @dataclass(frozen=True, eq=False)
@@ -87,6 +98,8 @@ class L1Scores:
     probes: dict[tuple[int, float, float], Probe] = field(default_factory=dict)  # unfiltered selections, by
     # (top_k, min_score, page_weight): what a filtered selection of the same query may be derived from
     chunks: dict[int, Chunk] = field(default_factory=dict)  # the chunks this query's selections made, by row
+    static_vector: np.ndarray | None = None  # the query's unit vector for the static part (None: no static part)
+    static_weight: float = 0.0
 
 
 @dataclass(frozen=True, eq=False)
@@ -124,13 +137,16 @@ class L1Arrays:
     page_of_chunk: np.ndarray  # int64 per chunk
     page_row_starts: np.ndarray  # int64 (pages + 1): chunks of page p are page_row_order[starts[p]:starts[p+1]]
     page_row_order: np.ndarray
+    static_vectors: np.ndarray  # float16 (chunks, d), unit rows: the static part (l1_static.py); d = 0: none
+    static_embedder: np.ndarray  # uint8: the name of the embedder that made them, UTF-8 (empty: none)
 
 
 class L1Index:
     """Vectors of every chunk; LSA dimensions are capped by the corpus so tiny knowledge bases work."""
 
     def __init__(self, chunks: Sequence[Chunk], config: IndexConfig | None = None, *, svd_dims: int | None = None,
-                 arrays: L1Arrays | None = None, progress: bp.Progress | None = None) -> None:
+                 arrays: L1Arrays | None = None, progress: bp.Progress | None = None,
+                 embedder: Embedder | LazyEmbedder | None = None) -> None:
         if not chunks:
             raise ValueError("L1 needs at least one chunk with text")
         config = config or IndexConfig()
@@ -138,8 +154,11 @@ class L1Index:
             config = IndexConfig(**{**config.to_dict(), "svd_dims": svd_dims})
         self.chunks = chunks
         self.config = config
-        self.arrays = arrays if arrays is not None else build_arrays(chunks, config, progress)
+        self.arrays = arrays if arrays is not None else build_arrays(chunks, config, progress, _loaded(embedder))
         a = self.arrays
+        dimensions = int(a.static_vectors.shape[1])
+        self.embedder = embedder if dimensions else None  # a lazy one loads at the first static search
+        self.embedder_info = EmbedderInfo(bytes(a.static_embedder).decode("utf-8"), dimensions) if dimensions else None
         self.vocabulary = TermIndex(TextColumn(a.unigram_blob, a.unigram_offsets), a.unigram_hashes, a.unigram_ids)
         # one chunk per page names its source and domains (a page's chunks share them)
         first_chunks = [chunks[int(row)] for row in a.page_row_order[a.page_row_starts[:-1]]]
@@ -158,18 +177,19 @@ class L1Index:
     def dimensions(self) -> int:
         return int(self.arrays.lsa.shape[1])
 
-    def score(self, query: str, *, tfidf_weight: float = 0.5) -> L1Scores:
-        """The query's lexical score per chunk, BM25 per page and LSA query vector. The last query's scores
-        are kept, so a lookup's unfiltered probe and its filtered search score the query once."""
-        key = (query, tfidf_weight)
+    def score(self, query: str, *, tfidf_weight: float = 0.5, static_weight: float = 0.0) -> L1Scores:
+        """The query's lexical score per chunk, BM25 per page, LSA query vector and (with `static_weight` and
+        a static part) static query vector. The last query's scores are kept, so a lookup's unfiltered
+        probe and its filtered search score the query once."""
+        key = (query, tfidf_weight, static_weight)
         last = self._last_scores
         if last is not None and last[0] == key:
             return last[1]
-        scores = self._score(query, tfidf_weight)
+        scores = self._score(query, tfidf_weight, static_weight)
         self._last_scores = (key, scores)  # one tuple assignment: a concurrent caller sees old or new, whole
         return scores
 
-    def _score(self, query: str, tfidf_weight: float) -> L1Scores:
+    def _score(self, query: str, tfidf_weight: float, static_weight: float) -> L1Scores:
         a = self.arrays
         ids, counts = query_terms(query, self.vocabulary, a.pair_keys)
         if ids.size == 0:
@@ -193,7 +213,11 @@ class L1Index:
             norm = float(np.linalg.norm(projected))
             query_vector = projected / norm if norm > 0 else None
         memo = np.full(len(self.chunks), np.nan, dtype=np.float32) if query_vector is not None else None
-        return L1Scores(lexical, pages, query_vector, tfidf_weight, None, memo)
+        static_vector = None
+        if static_weight > 0 and self.embedder_info is not None:
+            static_vector = _static_query_vector(self.embedder, query)
+        return L1Scores(lexical, pages, query_vector, tfidf_weight, None, memo, static_vector=static_vector,
+                        static_weight=static_weight)
 
     def lsa_scores(self, scores: L1Scores, rows: np.ndarray) -> np.ndarray:
         """LSA cosines of `rows` (zeros without LSA or a query vector); each row is computed once per query."""
@@ -251,17 +275,20 @@ class L1Index:
         dropped = int(positive.sum() - kept.sum()) + proved_below
         candidates = self._candidates(chosen, rows, blended, lsa if scores.query_vector is not None else None,
                                       scores, page_relative)
+        static = scores.static_vector is not None and scores.static_weight > 0
+        if static:
+            candidates = self._with_static(candidates, chosen, scores, page_weight)
         if allowed is None and not exact:
             chosen_pages = np.unique(self.arrays.page_of_chunk[chosen])
             scores.probes[(top_k, min_score, page_weight)] = Probe(rows, blended, chosen_pages, candidates)
-        return L1Result(candidates, searched, dropped, int(rows.size))
+        return L1Result(candidates, searched, dropped, int(rows.size), self.embedder_info if static else None)
 
     def from_probe(self, query: str, *, top_k: int, filters: Mapping[str, str] | None = None, min_score: float = 0.0,
-                   tfidf_weight: float = 0.5, page_weight: float = 0.0) -> L1Result | None:
+                   tfidf_weight: float = 0.5, page_weight: float = 0.0, static_weight: float = 0.0) -> L1Result | None:
         """`search`'s filtered result when the query's unfiltered selection (the lookup's probe, just made)
         provably gives it, else None: no scoring, so a caller may run it without a time limit."""
         last = self._last_scores
-        if not filters or last is None or last[0] != (query, tfidf_weight):
+        if not filters or last is None or last[0] != (query, tfidf_weight, static_weight):
             return None
         scores = last[1]
         probe = scores.probes.get((top_k, min_score, page_weight))
@@ -292,7 +319,9 @@ class L1Index:
             blend_bound = w * scores.lexical + cap
             proved = (scores.lexical > 0) & ~((blend_bound >= min_score - 1e-9) & (blend_bound > 0))
             dropped += int(np.count_nonzero(proved & inside[self.arrays.page_of_chunk]))
-        return L1Result(probe.candidates, searched, dropped, int(np.count_nonzero(rows_inside)))
+        static = scores.static_vector is not None and scores.static_weight > 0
+        return L1Result(probe.candidates, searched, dropped, int(np.count_nonzero(rows_inside)),
+                        self.embedder_info if static else None)
 
     def _candidates(self, chosen: np.ndarray, rows: np.ndarray, blended: np.ndarray, lsa: np.ndarray | None,
                     scores: L1Scores, page_relative: np.ndarray) -> tuple[L1Candidate, ...]:
@@ -310,11 +339,37 @@ class L1Index:
 
     def search(self, query: str, *, top_k: int, filters: Mapping[str, str] | None = None,
                min_score: float = 0.0, tfidf_weight: float = 0.5, page_weight: float = 0.0,
-               exact: bool = False) -> L1Result:
+               exact: bool = False, static_weight: float = 0.0) -> L1Result:
         """`score` then `select`: the best `top_k` pages' sections for `query` among the allowed pages."""
         _check_filter_keys(filters or {})  # an unknown filter key fails before any scoring
-        return self.select(self.score(query, tfidf_weight=tfidf_weight), top_k=top_k, filters=filters,
-                           min_score=min_score, page_weight=page_weight, exact=exact)
+        return self.select(self.score(query, tfidf_weight=tfidf_weight, static_weight=static_weight), top_k=top_k,
+                           filters=filters, min_score=min_score, page_weight=page_weight, exact=exact)
+
+    def _with_static(self, candidates: tuple[L1Candidate, ...], chosen: np.ndarray, scores: L1Scores,
+                     page_weight: float) -> tuple[L1Candidate, ...]:
+        """The pool re-ranked by its pages' static scores (l1_static.pool_boosts), best first. A page's static
+        score is the mean of two cosines with the query: its whole text's (the sum of its sections'
+        vectors) and its best section's, as L1's own score joins a section's and its page's."""
+        if not candidates:
+            return candidates
+        page_of_chunk = self.arrays.page_of_chunk
+        pages, position = np.unique(page_of_chunk[chosen], return_inverse=True)
+        rows = self.rows_of(pages)
+        group = np.searchsorted(pages, page_of_chunk[rows])
+        vectors = self.arrays.static_vectors[rows].astype(np.float32)
+        cosines = vectors @ scores.static_vector
+        best = np.full(pages.size, -np.inf, dtype=np.float32)
+        np.maximum.at(best, group, cosines)
+        whole = np.zeros((pages.size, vectors.shape[1]), dtype=np.float32)
+        np.add.at(whole, group, vectors)
+        norms = np.linalg.norm(whole, axis=1)
+        page_cosines = np.divide(whole @ scores.static_vector, norms, out=np.zeros_like(norms), where=norms > 0)
+        fused = np.full(pages.size, -np.inf)
+        np.maximum.at(fused, position, [c.score + page_weight * c.page_score for c in candidates])
+        boosts = pool_boosts(0.5 * (page_cosines + best), fused, scores.static_weight)
+        boosted = [replace(c, score=max(c.score + boosts[p].added, 0.0), static_score=boosts[p].cosine,
+                           static_added=boosts[p].added) for c, p in zip(candidates, position.tolist(), strict=True)]
+        return tuple(sorted(boosted, key=lambda c: -(c.score + page_weight * c.page_score)))
 
     def rows_of(self, pages: np.ndarray) -> np.ndarray:
         """The rows of `pages`, page by page."""
@@ -361,9 +416,10 @@ class L1Index:
         return allowed
 
 
-def build_arrays(chunks: Sequence[Chunk], config: IndexConfig, progress: bp.Progress | None = None) -> L1Arrays:
-    """Count terms, weight them (BM25 for sections and pages) and fit the LSA space; `progress` gets
-    each stage's fractions (retrieval.build_progress)."""
+def build_arrays(chunks: Sequence[Chunk], config: IndexConfig, progress: bp.Progress | None = None,
+                 embedder: Embedder | None = None) -> L1Arrays:
+    """Count terms, weight them (BM25 for sections and pages), fit the LSA space and embed every chunk with
+    `embedder` (no static part without one); `progress` gets each stage's fractions (retrieval.build_progress)."""
     sources = [c.source for c in chunks]
     page_number: dict[str, int] = {}
     page_of_chunk = np.fromiter((page_number.setdefault(s, len(page_number)) for s in sources), dtype=np.int64,
@@ -379,13 +435,18 @@ def build_arrays(chunks: Sequence[Chunk], config: IndexConfig, progress: bp.Prog
     lsa_idf, projection, projection_row, lsa = _fit_lsa(counts.chunks, config, progress)
     order = np.argsort(page_of_chunk, kind="stable")
     starts = np.r_[0, np.cumsum(np.bincount(page_of_chunk, minlength=len(page_number)))].astype(np.int64)
+    if embedder is not None:
+        static = build_vectors(embedder, [f"{c.breadcrumb}\n{c.text}" for c in chunks])
+        name = np.frombuffer(embedder.name.encode("utf-8"), dtype=np.uint8).copy()
+    else:
+        static, name = np.zeros((len(chunks), 0), dtype=np.float16), np.zeros(0, dtype=np.uint8)
     terms = TermIndex.of(counts.unigrams)
     column = TextColumn.of(counts.unigrams)
     return L1Arrays(column.blob, column.offsets, terms.hashes, terms.ids, counts.pair_keys, section_weights.indptr.astype(np.int64),
                     section_weights.indices, section_weights.data.astype(np.float32), section_idf,
                     page_weights.indptr.astype(np.int64), page_weights.indices,
                     page_weights.data.astype(np.float32), page_idf, lsa_idf, projection, projection_row, lsa, page_of_chunk,
-                    starts, order.astype(np.int64))
+                    starts, order.astype(np.int64), static, name)
 
 
 def _fit_lsa(counts, config: IndexConfig, progress: bp.Progress | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -424,6 +485,16 @@ def _fit_lsa(counts, config: IndexConfig, progress: bp.Progress | None = None) -
         norms = np.linalg.norm(part, axis=1, keepdims=True)
         lsa[start:start + 50_000] = part / np.where(norms > 0, norms, 1.0)
     return idf, projection, projection_row, lsa
+
+
+def _loaded(embedder: Embedder | LazyEmbedder | None) -> Embedder | None:
+    """The embedder itself (a lazy one loaded now; None when its load failed)."""
+    return embedder.get() if isinstance(embedder, LazyEmbedder) else embedder
+
+
+def _static_query_vector(embedder: Embedder | LazyEmbedder | None, query: str) -> np.ndarray | None:
+    """The query's static vector, or None (the embedder missing, failed to load, or nothing to embed)."""
+    return query_vector(_loaded(embedder), query)
 
 
 def _cosines(lsa: np.ndarray, rows: np.ndarray | slice, query_vector: np.ndarray) -> np.ndarray:

@@ -171,6 +171,8 @@ def _run_l1(query: str, filters: dict[str, str] | None, index: KnowledgeIndex, c
 
     settings = dict(top_k=max(config.l1_pool, top_k), filters=filters, min_score=config.l1_min_score,
                     tfidf_weight=config.l1_tfidf_weight, page_weight=config.page_weight)
+    if config.l1_static_weight > 0:  # an L1 stand-in (tests, plug-ins) without a static part never sees it
+        settings["static_weight"] = config.l1_static_weight
 
     def search() -> object:
         if config.simulate_l1_failure:

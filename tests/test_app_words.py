@@ -11,7 +11,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from appui import domain_view, wording
-from retrieval import lookup_knowledge
+from retrieval import LookupConfig, lookup_knowledge
 from retrieval.relevance import assess
 from tests.kb_fixture import write_kb
 from tests.test_app import APP, _ok
@@ -25,10 +25,17 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_l1_reasons_give_lexical_and_lsa_parts(index):
-    result = lookup_knowledge("how do I silence an alert", index=index)
+    result = lookup_knowledge("how do I silence an alert", index=index, config=LookupConfig(l1_static_weight=0.0))
     reasons = [r.reason for b in result.evidence_blocks for r in b.hit_reasons if r.layer == "L1"]
     assert reasons and all(re.fullmatch(r"L1 match: lexical \d\.\d\d, LSA -?\d\.\d\d in '.*'", r) for r in reasons)
     assert not any("semantic" in r for r in reasons)
+
+
+def test_l1_reasons_give_the_static_part_and_what_it_added(index):
+    result = lookup_knowledge("how do I silence an alert", index=index)
+    reasons = [r.reason for b in result.evidence_blocks for r in b.hit_reasons if r.layer == "L1"]
+    pattern = r"L1 match: lexical \d\.\d\d, LSA -?\d\.\d\d, static -?\d\.\d\d \([+-]\d\.\d{3}\) in '.*'"
+    assert reasons and all(re.fullmatch(pattern, r) for r in reasons)
 
 
 def test_relevance_basis_agrees_with_the_l0_count():

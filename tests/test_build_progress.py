@@ -12,6 +12,7 @@ from sklearn.decomposition import TruncatedSVD
 
 from retrieval import build_progress as bp
 from retrieval import load_knowledge_base, open_index
+from retrieval.embedder import wordllama_name
 from retrieval.index import _cache_key, _indexable, file_signature
 from retrieval.index_config import IndexConfig
 from retrieval.l1 import build_arrays
@@ -74,7 +75,7 @@ def test_progress_changes_neither_the_arrays_nor_the_cache_key(tmp_path: Path):
     first = open_index(kb_dir, svd_dims=16, cache_dir=tmp_path / "cache", progress=lambda s, f: None)
     second = open_index(kb_dir, svd_dims=16, cache_dir=tmp_path / "cache")  # no callback: the same cache entry
     assert not first.from_cache and second.from_cache
-    key = _cache_key(f"{file_signature(kb_dir)}|()", config, False)
+    key = _cache_key(f"{file_signature(kb_dir)}|()|{wordllama_name()}", config, False)
     assert (tmp_path / "cache" / key).is_dir()
 
 

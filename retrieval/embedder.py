@@ -1,0 +1,193 @@
+"""The `Embedder` seam of L1's static part, and its default: WordLlama's packaged token embeddings.
+
+An embedder turns texts into L2-normalised float32 rows (`embed`). A *static* embedder (a sentence vector
+is a weighted sum of word vectors, no network at query time) also gives `word_vectors`: un-normalised
+vectors whose sum over a text's words points where `embed` of that text points. L1 then composes a chunk's
+vector from its terms' vectors, so a build embeds each distinct word once instead of every chunk's text
+(on 100k chunks of man pages: 1.6 s against 11 s for tokenising every chunk). Any other embedder
+(sentence-transformers, fastembed) is asked to `embed` every chunk and the query as they are.
+
+The default loads the weights and the tokenizer that the `wordllama` wheel ships, straight from the
+package's folder, without importing `wordllama` itself: the files are what `WordLlama.load(cache_dir=
+<package folder>, disable_download=True)` reads (tests/test_embedder.py checks the vectors are equal), but
+the package's import costs 0.6 s (it pulls in `requests`) and sets the root logger to INFO. Nothing here
+opens a socket.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import threading
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+WORDLLAMA_CONFIG = "l2_supercat"  # the one configuration the wheel ships (a 256-dimensional slice of it)
+WORDLLAMA_DIMENSIONS = 256
+WORDLLAMA_WEIGHTS = f"weights/{WORDLLAMA_CONFIG}_{WORDLLAMA_DIMENSIONS}.safetensors"
+WORDLLAMA_TOKENIZER = f"tokenizers/{WORDLLAMA_CONFIG}_tokenizer_config.json"
+WORDLLAMA_TENSOR = "embedding.weight"
+
+
+class EmbedderWarning(UserWarning):
+    """The static embedder could not be loaded: L1 goes on without its static part."""
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Texts to vectors: `embed(texts)` is float32 [len(texts), dimensions], every row of norm 1 (or 0 for
+    a text with nothing to embed). `name` identifies the model and its version (it is part of the index's
+    cache key and of every trace)."""
+
+    name: str
+    dimensions: int
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+@runtime_checkable
+class StaticEmbedder(Embedder, Protocol):
+    """An embedder whose text vector is the normalised sum of its words' vectors (`word_vectors`, float32
+    [len(words), dimensions], not normalised: a word of three tokens weighs three tokens)."""
+
+    def word_vectors(self, words: Sequence[str]) -> np.ndarray: ...
+
+
+@dataclass(frozen=True)
+class EmbedderInfo:
+    """What a trace records of the embedder an index used."""
+
+    name: str
+    dimensions: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "dimensions": self.dimensions}
+
+
+class WordLlamaEmbedder:
+    """WordLlama's static token embeddings (MIT): a text's vector is the mean of its tokens' vectors, as
+    `WordLlamaInference.embed(texts, norm=True)` computes it."""
+
+    def __init__(self, matrix: np.ndarray, tokenizer: Any, name: str) -> None:
+        self.matrix = np.ascontiguousarray(matrix, dtype=np.float32)
+        self.tokenizer = tokenizer
+        self.tokenizer.no_padding()
+        self.tokenizer.no_truncation()
+        self.name = name
+        self.dimensions = int(self.matrix.shape[1])
+
+    @classmethod
+    def load(cls, folder: Path | None = None) -> WordLlamaEmbedder:
+        """The packaged model (from `folder`, by default the installed `wordllama` package's folder)."""
+        from safetensors import safe_open
+        from tokenizers import Tokenizer
+
+        folder = folder or wordllama_folder()
+        with safe_open(str(folder / WORDLLAMA_WEIGHTS), framework="np") as weights:
+            matrix = weights.get_tensor(WORDLLAMA_TENSOR)
+        tokenizer = Tokenizer.from_file(str(folder / WORDLLAMA_TOKENIZER))
+        return cls(matrix, tokenizer, wordllama_name())
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        encodings = self.tokenizer.encode_batch(list(texts), add_special_tokens=False)
+        return _normalised(self._pooled([e.ids for e in encodings], mean=True))
+
+    def word_vectors(self, words: Sequence[str]) -> np.ndarray:
+        """Each word's token vectors summed, the word tokenised as it reads inside a text (the tokenizer
+        marks a word's start itself: "hello" is "▁hello", as in "say hello")."""
+        encodings = self.tokenizer.encode_batch(list(words), add_special_tokens=False)
+        return self._pooled([e.ids for e in encodings], mean=False)
+
+    def _pooled(self, ids: list[list[int]], *, mean: bool) -> np.ndarray:
+        lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
+        out = np.zeros((len(ids), self.dimensions), dtype=np.float32)
+        if not lengths.sum():
+            return out
+        flat = np.clip(np.fromiter((i for row in ids for i in row), dtype=np.int64, count=int(lengths.sum())),
+                       0, self.matrix.shape[0] - 1)
+        present = np.flatnonzero(lengths)
+        sums = np.add.reduceat(self.matrix[flat], np.r_[0, np.cumsum(lengths)[:-1]][present], axis=0)
+        out[present] = sums / lengths[present, None] if mean else sums
+        return out
+
+
+def wordllama_folder() -> Path:
+    """The installed `wordllama` package's folder, found without importing the package."""
+    spec = importlib.util.find_spec("wordllama")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError("the `wordllama` package is not installed (pip install 'lookup-knowledge[static]' "
+                                  "or pip install wordllama)")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def wordllama_name() -> str:
+    """The default embedder's identity, without loading it: model and package version."""
+    try:
+        package = version("wordllama")
+    except PackageNotFoundError:
+        package = "?"
+    return f"wordllama-{WORDLLAMA_CONFIG}-{WORDLLAMA_DIMENSIONS}@{package}"
+
+
+class LazyEmbedder:
+    """An embedder loaded on first use, once per process; a failed load warns once and leaves None. An
+    index built from cache needs it only for a query word its corpus never had."""
+
+    def __init__(self, name: str, dimensions: int, loader: Any = None) -> None:
+        self.name = name
+        self.dimensions = dimensions
+        self._loader = loader or WordLlamaEmbedder.load
+        self._lock = threading.Lock()
+        self._loaded: Embedder | None = None
+        self._failure: str | None = None
+
+    def get(self) -> Embedder | None:
+        if self._loaded is not None or self._failure is not None:
+            return self._loaded
+        with self._lock:
+            if self._loaded is None and self._failure is None:
+                try:
+                    self._loaded = self._loader()
+                except Exception as exc:  # noqa: BLE001 (a plug-in or a damaged wheel may raise anything: no static part)
+                    self._failure = f"{type(exc).__name__}: {exc}"
+                    warnings.warn(f"could not load the static embedder {self.name} ({self._failure}); L1 goes "
+                                  "on without its static part", EmbedderWarning, stacklevel=3)
+        return self._loaded
+
+    @property
+    def failure(self) -> str | None:
+        return self._failure
+
+
+_DEFAULT: LazyEmbedder | None = None
+_DEFAULT_LOCK = threading.Lock()
+
+
+def default_embedder() -> LazyEmbedder | None:
+    """The process's default embedder (WordLlama, loaded on first use), or None when `wordllama` is not
+    installed (said once, as an EmbedderWarning)."""
+    global _DEFAULT
+    with _DEFAULT_LOCK:
+        if _DEFAULT is None:
+            if importlib.util.find_spec("wordllama") is None:
+                warnings.warn("the `wordllama` package is not installed, so L1 has no static part; install it "
+                              "with pip install 'lookup-knowledge[static]'", EmbedderWarning, stacklevel=2)
+                _DEFAULT = LazyEmbedder(wordllama_name(), WORDLLAMA_DIMENSIONS, _missing)
+                _DEFAULT._failure = "wordllama is not installed"
+            else:
+                _DEFAULT = LazyEmbedder(wordllama_name(), WORDLLAMA_DIMENSIONS)
+        return None if _DEFAULT.failure == "wordllama is not installed" else _DEFAULT
+
+
+def _missing() -> Embedder:
+    raise ModuleNotFoundError("wordllama is not installed")
+
+
+def _normalised(vectors: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return (vectors / np.where(norms > 0, norms, 1.0)).astype(np.float32, copy=False)
