@@ -121,7 +121,8 @@ def sidebar_context() -> AppContext:
 GROUPS = {"L0 and filter": ("l0_filter", "l0_max_matches", "l0_min_score_ratio", "l0_domain_top_n",
                              "l0_domain_temperature", "l0_domain_min_share", "l0_domain_min_coverage",
                              "filter_widen_ratio"),
-          "L1": ("l1_enabled", "l1_min_score", "l1_tfidf_weight", "l1_pool", "svd_dims", "simulate_l1_failure"),
+          "L1": ("l1_enabled", "l1_min_score", "l1_tfidf_weight", "l1_static_weight", "l1_pool", "svd_dims",
+                 "simulate_l1_failure"),
           "Evidence ordering": ("top_k", "l1_weight", "page_weight", "l0_weight", "snippet_chars")}
 
 

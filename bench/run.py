@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -35,6 +36,7 @@ import numpy as np  # noqa: E402
 from realtext import build_corpus, queries_from  # noqa: E402
 
 from retrieval import LookupConfig, TraceStore, lookup_knowledge, open_index  # noqa: E402
+from retrieval.index import build_index  # noqa: E402
 from retrieval.l0 import entry_terms  # noqa: E402
 from retrieval.text import tokenize  # noqa: E402
 
@@ -69,7 +71,11 @@ def main() -> None:
               f"peak RSS {build_rss:.2f} GB; {index.l1.dimensions} LSA dimensions, "
               f"{len(index.l1.vocabulary):,} terms")
         print(f"cache load: {load_seconds:.2f} s (build / load = {open_seconds / load_seconds:.0f}x)")
-        del index
+        started = time.perf_counter()
+        without = build_index(index.kb, embedder=None)  # the same build without L1's static part
+        print(f"build without the static part: {without.build_seconds:.1f} s; with / without = "
+              f"{index.build_seconds / without.build_seconds:.2f}")
+        del index, without
         queries = [(query, category) for category, query in queries_from(corpus, args.queries)]
         _measure(cached, queries, Path(scratch), args.no_naive)
     print(f"peak RSS of the whole run: {_peak_rss_gb():.2f} GB")
@@ -94,12 +100,15 @@ def _measure(index, queries: list[tuple[str, str]], scratch: Path, skip_naive: b
 
     # traced, untraced and naive in alternating blocks of the same queries: a shared machine's speed drifts
     # within a run, and timing each design in its own stretch of the run let that drift into their ratio
+    no_static = replace(config, l1_static_weight=0.0)  # today's lookup before L1 had a static part
     designs = {"traced": lambda q, c: lookup_knowledge(q, index=index, config=config, recorder=recorder),
-               "bare": lambda q, c: lookup_knowledge(q, index=index, config=config)}
+               "bare": lambda q, c: lookup_knowledge(q, index=index, config=config),
+               "traced, no static": lambda q, c: lookup_knowledge(q, index=index, config=no_static, recorder=store)}
     if not skip_naive:
         designs["naive"] = _naive(index)
     timed = _interleaved(designs, queries, warm_up=queries[:2])
     traced, bare, naive = timed["traced"], timed["bare"], timed.get("naive")
+    traced_no_static = timed["traced, no static"]
     flush = getattr(store, "flush", None)
     if flush is not None:
         flush()
@@ -111,7 +120,7 @@ def _measure(index, queries: list[tuple[str, str]], scratch: Path, skip_naive: b
                                             min_score_ratio=config.l0_min_score_ratio), queries)
     l1 = index.l1
     search = dict(top_k=config.l1_pool, min_score=config.l1_min_score, tfidf_weight=config.l1_tfidf_weight,
-                  page_weight=config.page_weight)
+                  page_weight=config.page_weight, static_weight=config.l1_static_weight)
 
     def fresh(q: str, c: str | None, exact: bool):
         l1._last_scores = None  # time the whole search, not a reused score
@@ -126,6 +135,7 @@ def _measure(index, queries: list[tuple[str, str]], scratch: Path, skip_naive: b
 
     print(f"\nper query, {len(queries)} queries (p50 / p95 ms):")
     rows = [("lookup + TraceStore (end to end)", traced), ("lookup, no recorder", bare),
+            ("lookup + TraceStore, static part off", traced_no_static),
             ("lookup, caller's category", filtered_lookup), ("L0 alone", l0),
             ("L1 fast, unfiltered", fast), ("L1 exact, unfiltered", exact),
             ("L1 fast, filtered", fast_filtered), ("L1 exact, filtered", exact_filtered),
@@ -135,6 +145,7 @@ def _measure(index, queries: list[tuple[str, str]], scratch: Path, skip_naive: b
     print(f"  L1 fast scored {scored:.1%} of the chunks' LSA vectors on average; recall@{config.l1_pool} fast vs exact "
           f"{recall:.3f}")
     print("\nratios (same run):")
+    print(f"  traced, static on / off (p50)       {_p(traced, 50) / _p(traced_no_static, 50):6.2f}")
     print(f"  L1 exact / fast (unfiltered)        {_p(exact, 50) / _p(fast, 50):6.1f}x")
     print(f"  L1 fast filtered / unfiltered       {_p(fast_filtered, 50) / _p(fast, 50):6.2f}")
     print(f"  lookup caller-filtered / unfiltered {_p(filtered_lookup, 50) / _p(bare, 50):6.2f}")
@@ -233,7 +244,7 @@ def _l1_breakdown(index, queries, config) -> None:
         for stage, ms in _l1_stages(l1, query, filters, config, search).items():
             times[stage].append(ms)
         derived += filters is not None and l1.from_probe(query, filters=filters, tfidf_weight=config.l1_tfidf_weight,
-                                                         **search) is not None
+                                                         static_weight=config.l1_static_weight, **search) is not None
     profiler = cProfile.Profile()
     profiler.enable()
     for (query, _), filters in zip(queries, applied, strict=True):
@@ -260,14 +271,15 @@ def _l1_stages(l1, query: str, filters: dict | None, config, search: dict) -> di
     probe when it can be, as the lookup does)."""
     l1._last_scores = None
     started = time.perf_counter()
-    scores = l1.score(query, tfidf_weight=config.l1_tfidf_weight)
+    scores = l1.score(query, tfidf_weight=config.l1_tfidf_weight, static_weight=config.l1_static_weight)
     took = {"score": (time.perf_counter() - started) * 1000}
     started = time.perf_counter()
     l1.select(scores, **search)
     took["probe"] = (time.perf_counter() - started) * 1000
     if filters is not None:
         started = time.perf_counter()
-        if l1.from_probe(query, filters=filters, tfidf_weight=config.l1_tfidf_weight, **search) is None:
+        if l1.from_probe(query, filters=filters, tfidf_weight=config.l1_tfidf_weight,
+                         static_weight=config.l1_static_weight, **search) is None:
             l1.select(scores, filters=filters, **search)
         took["filtered"] = (time.perf_counter() - started) * 1000
     return took

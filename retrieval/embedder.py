@@ -174,7 +174,7 @@ def default_embedder() -> LazyEmbedder | None:
     global _DEFAULT
     with _DEFAULT_LOCK:
         if _DEFAULT is None:
-            if importlib.util.find_spec("wordllama") is None:
+            if not _installed("wordllama"):
                 warnings.warn("the `wordllama` package is not installed, so L1 has no static part; install it "
                               "with pip install 'lookup-knowledge[static]'", EmbedderWarning, stacklevel=2)
                 _DEFAULT = LazyEmbedder(wordllama_name(), WORDLLAMA_DIMENSIONS, _missing)
@@ -182,6 +182,13 @@ def default_embedder() -> LazyEmbedder | None:
             else:
                 _DEFAULT = LazyEmbedder(wordllama_name(), WORDLLAMA_DIMENSIONS)
         return None if _DEFAULT.failure == "wordllama is not installed" else _DEFAULT
+
+
+def _installed(package: str) -> bool:
+    try:
+        return importlib.util.find_spec(package) is not None
+    except (ImportError, ValueError):  # a broken install, or a module set to None
+        return False
 
 
 def _missing() -> Embedder:

@@ -27,6 +27,7 @@ category's rows.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -35,7 +36,7 @@ import numpy as np
 from . import build_progress as bp
 from .chunk_store import TextColumn
 from .corpus import Chunk
-from .embedder import Embedder, EmbedderInfo, LazyEmbedder
+from .embedder import Embedder, EmbedderInfo, EmbedderWarning, LazyEmbedder
 from .index_config import IndexConfig
 from .l1_bounded import LsaHeads, PageRanking, Universe, bounded_rows
 from .l1_static import build_vectors, pool_boosts, query_vector
@@ -435,11 +436,7 @@ def build_arrays(chunks: Sequence[Chunk], config: IndexConfig, progress: bp.Prog
     lsa_idf, projection, projection_row, lsa = _fit_lsa(counts.chunks, config, progress)
     order = np.argsort(page_of_chunk, kind="stable")
     starts = np.r_[0, np.cumsum(np.bincount(page_of_chunk, minlength=len(page_number)))].astype(np.int64)
-    if embedder is not None:
-        static = build_vectors(embedder, [f"{c.breadcrumb}\n{c.text}" for c in chunks])
-        name = np.frombuffer(embedder.name.encode("utf-8"), dtype=np.uint8).copy()
-    else:
-        static, name = np.zeros((len(chunks), 0), dtype=np.float16), np.zeros(0, dtype=np.uint8)
+    static, name = _static_part(embedder, chunks)
     terms = TermIndex.of(counts.unigrams)
     column = TextColumn.of(counts.unigrams)
     return L1Arrays(column.blob, column.offsets, terms.hashes, terms.ids, counts.pair_keys, section_weights.indptr.astype(np.int64),
@@ -485,6 +482,20 @@ def _fit_lsa(counts, config: IndexConfig, progress: bp.Progress | None = None) -
         norms = np.linalg.norm(part, axis=1, keepdims=True)
         lsa[start:start + 50_000] = part / np.where(norms > 0, norms, 1.0)
     return idf, projection, projection_row, lsa
+
+
+def _static_part(embedder: Embedder | None, chunks: Sequence[Chunk]) -> tuple[np.ndarray, np.ndarray]:
+    """Every chunk's static vector and the embedder's name; empty without an embedder, or when it breaks its
+    promise (wrong shape, non-finite values: said once, as an EmbedderWarning)."""
+    none = np.zeros((len(chunks), 0), dtype=np.float16), np.zeros(0, dtype=np.uint8)
+    if embedder is None:
+        return none
+    try:
+        vectors = build_vectors(embedder, [f"{c.breadcrumb}\n{c.text}" for c in chunks])
+    except ValueError as exc:
+        warnings.warn(f"{exc}; L1 is built without its static part", EmbedderWarning, stacklevel=4)
+        return none
+    return vectors, np.frombuffer(embedder.name.encode("utf-8"), dtype=np.uint8).copy()
 
 
 def _loaded(embedder: Embedder | LazyEmbedder | None) -> Embedder | None:

@@ -135,11 +135,12 @@ def test_bounded_selection_equals_the_exact_scan(index, monkeypatch):
                "silence notifications during maintenance", "zzzz unknown words")
     for query in queries:
         for filters in (None, {"category": "alerting"}, {"category": "billing"}):
-            for top_k, min_score in ((1, 0.0), (3, 0.05), (30, 0.3)):
+            for top_k, min_score, static_weight in ((1, 0.0, 0.0), (3, 0.05, 0.0), (30, 0.3, 0.0),
+                                                    (3, 0.05, 0.5), (30, 0.0, 0.5)):
                 fast = index.l1.search(query, top_k=top_k, filters=filters, min_score=min_score,
-                                       tfidf_weight=0.9, page_weight=0.5)
+                                       tfidf_weight=0.9, page_weight=0.5, static_weight=static_weight)
                 exact = index.l1.search(query, top_k=top_k, filters=filters, min_score=min_score,
-                                        tfidf_weight=0.9, page_weight=0.5, exact=True)
+                                        tfidf_weight=0.9, page_weight=0.5, exact=True, static_weight=static_weight)
                 assert [(c.chunk.chunk_id, c.score) for c in fast.candidates] == \
                     [(c.chunk.chunk_id, c.score) for c in exact.candidates]
                 assert fast.rows_scored <= exact.rows_scored

@@ -134,3 +134,49 @@ def test_from_probe_answers_only_after_the_same_query_s_probe(generated):
                 full = index.search(query, filters={"category": category}, **kwargs)
                 assert quick.candidates == full.candidates and quick.rows_searched == full.rows_searched
     assert answered > 5
+
+
+@pytest.fixture(scope="module")
+def generated_static(generated) -> L1Index:
+    """The generated base with L1's static part (the packaged WordLlama model)."""
+    from retrieval.embedder import WordLlamaEmbedder
+
+    index, _ = generated
+    return L1Index(index.chunks, svd_dims=48, embedder=WordLlamaEmbedder.load())
+
+
+def test_the_static_re_ranking_is_the_same_bounded_exact_and_read_off_the_probe(generated, generated_static):
+    _, queries = generated
+    index = generated_static
+    answered = 0
+    for query in queries:
+        for filters in (None, {"category": "ops"}):
+            kwargs = dict(top_k=5, filters=filters, min_score=0.05, tfidf_weight=0.9, page_weight=0.5,
+                          static_weight=0.5)
+            index._last_scores = None
+            fast = index.search(query, **kwargs)
+            exact = index.search(query, exact=True, **kwargs)
+            assert [(c.chunk.chunk_id, c.score, c.static_score) for c in fast.candidates] == \
+                [(c.chunk.chunk_id, c.score, c.static_score) for c in exact.candidates]
+            if fast.candidates and len({c.chunk.source for c in fast.candidates}) > 1:
+                assert fast.embedder is not None and any(c.static_added != 0 for c in fast.candidates)
+        index._last_scores = None
+        probe_kwargs = dict(top_k=2, min_score=0.05, tfidf_weight=0.9, page_weight=0.5, static_weight=0.5)
+        index.search(query, **probe_kwargs)
+        for category in CATEGORIES:
+            quick = index.from_probe(query, filters={"category": category}, **probe_kwargs)
+            if quick is not None:
+                answered += 1
+                index._last_scores = None
+                assert quick.candidates == index.search(query, filters={"category": category}, **probe_kwargs).candidates
+                index.search(query, **probe_kwargs)
+    assert answered > 5
+
+
+def test_static_weight_zero_is_the_search_without_a_static_part(generated, generated_static):
+    index, queries = generated
+    for query in queries:
+        kwargs = dict(top_k=5, min_score=0.05, tfidf_weight=0.9, page_weight=0.5)
+        without = index.search(query, **kwargs)
+        off = generated_static.search(query, static_weight=0.0, **kwargs)
+        assert off.candidates == without.candidates and off.embedder is None
