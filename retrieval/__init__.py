@@ -16,6 +16,8 @@ _EXPORTS = {
     "KnowledgeBaseError": "corpus", "load_knowledge_base": "corpus", "KnowledgeIndex": "index",
     "build_index": "index", "open_index": "index", "LookupResult": "lookup", "lookup_knowledge": "lookup",
     "TraceStore": "trace_store", "TraceStoreError": "trace_store", "TraceWriter": "trace_writer",
+    "Embedder": "embedder", "StaticEmbedder": "embedder", "EmbedderWarning": "embedder",
+    "WordLlamaEmbedder": "embedder",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -23,11 +23,10 @@ class LookupConfig:
     snippet_chars: int = _opt(800, "evidence content is cut to this many characters")
     simulate_l1_failure: bool = _opt(False, "failure drill: L1 raises, to preview an L1 outage")
     l1_tfidf_weight: float = _opt(0.9, "L1 score = w * lexical TF-IDF (BM25-weighted) + (1 - w) * LSA cosine")
-    # 0.5: within 0.005 of the best (0.7) on the Hugo dev questions and SciFact train together, at a third of
-    # 0.7's cost on the known-item set (docs/quality.md, the sweep)
-    l1_static_weight: float = _opt(0.5, "weight of the static embedding in L1's score: each pool page's static "
-                                        "cosine, standardised over the pool, times the spread of the pool's "
-                                        "scores (a third part beside lexical and LSA; 0 turns it off)")
+    # 0.7: the best of a sweep on the Hugo dev questions and SciFact train together (docs/quality.md)
+    l1_static_weight: float = _opt(0.7, "weight of the static embedding in L1's score: each pool page's static "
+                                        "score, standardised over the pool's 20 best pages, times the spread of "
+                                        "their scores (a third part beside lexical and LSA; 0 turns it off)")
     l1_weight: float = _opt(1.0, "weight of the L1 score when ordering evidence")
     page_weight: float = _opt(0.5, "weight of the page-level score (BM25 over the whole page, relative to the "
                                    "query's best page) when ordering L1 candidates and evidence")

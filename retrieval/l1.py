@@ -36,10 +36,10 @@ import numpy as np
 from . import build_progress as bp
 from .chunk_store import TextColumn
 from .corpus import Chunk
-from .embedder import Embedder, EmbedderInfo, EmbedderWarning, LazyEmbedder
+from .embedder import Embedder, EmbedderInfo, EmbedderWarning, LazyEmbedder, StaticEmbedder
 from .index_config import IndexConfig
 from .l1_bounded import LsaHeads, PageRanking, Universe, bounded_rows
-from .l1_static import build_vectors, pool_boosts, query_vector
+from .l1_static import composed_vectors, embedded_vectors, pool_boosts, query_vector
 from .lsa_fit import fit_components
 from .postings import postings_sum
 from .terms import TermIndex, count_terms, query_terms
@@ -355,14 +355,11 @@ class L1Index:
             return candidates
         page_of_chunk = self.arrays.page_of_chunk
         pages, position = np.unique(page_of_chunk[chosen], return_inverse=True)
-        rows = self.rows_of(pages)
-        group = np.searchsorted(pages, page_of_chunk[rows])
+        rows = self.rows_of(pages)  # page by page, every page at least one row
+        starts = np.r_[0, np.cumsum(self._page_sizes[pages])[:-1]]
         vectors = self.arrays.static_vectors[rows].astype(np.float32)
-        cosines = vectors @ scores.static_vector
-        best = np.full(pages.size, -np.inf, dtype=np.float32)
-        np.maximum.at(best, group, cosines)
-        whole = np.zeros((pages.size, vectors.shape[1]), dtype=np.float32)
-        np.add.at(whole, group, vectors)
+        best = np.maximum.reduceat(vectors @ scores.static_vector, starts)
+        whole = np.add.reduceat(vectors, starts, axis=0)
         norms = np.linalg.norm(whole, axis=1)
         page_cosines = np.divide(whole @ scores.static_vector, norms, out=np.zeros_like(norms), where=norms > 0)
         fused = np.full(pages.size, -np.inf)
@@ -427,7 +424,8 @@ def build_arrays(chunks: Sequence[Chunk], config: IndexConfig, progress: bp.Prog
                                 count=len(sources))
     texts = bp.counted((f"{c.breadcrumb}\n{c.text}" for c in chunks), len(chunks), progress, bp.VECTORISING,
                        then=bp.WEIGHTING)
-    counts = count_terms(texts, page_of_chunk, len(page_number), lambda f: bp.report(progress, bp.WEIGHTING, 0.95 * f))
+    counts = count_terms(texts, page_of_chunk, len(page_number), lambda f: bp.report(progress, bp.WEIGHTING, 0.95 * f),
+                         surface=isinstance(embedder, StaticEmbedder))
     if counts.chunks.nnz == 0:
         raise ValueError("L1 needs at least one chunk with an indexable term")
     section_weights, section_idf = _bm25_weights(counts.chunks, config.k1, config.b)
@@ -436,7 +434,7 @@ def build_arrays(chunks: Sequence[Chunk], config: IndexConfig, progress: bp.Prog
     lsa_idf, projection, projection_row, lsa = _fit_lsa(counts.chunks, config, progress)
     order = np.argsort(page_of_chunk, kind="stable")
     starts = np.r_[0, np.cumsum(np.bincount(page_of_chunk, minlength=len(page_number)))].astype(np.int64)
-    static, name = _static_part(embedder, chunks)
+    static, name = _static_part(embedder, chunks, counts)
     terms = TermIndex.of(counts.unigrams)
     column = TextColumn.of(counts.unigrams)
     return L1Arrays(column.blob, column.offsets, terms.hashes, terms.ids, counts.pair_keys, section_weights.indptr.astype(np.int64),
@@ -484,14 +482,17 @@ def _fit_lsa(counts, config: IndexConfig, progress: bp.Progress | None = None) -
     return idf, projection, projection_row, lsa
 
 
-def _static_part(embedder: Embedder | None, chunks: Sequence[Chunk]) -> tuple[np.ndarray, np.ndarray]:
+def _static_part(embedder: Embedder | None, chunks: Sequence[Chunk], counts) -> tuple[np.ndarray, np.ndarray]:
     """Every chunk's static vector and the embedder's name; empty without an embedder, or when it breaks its
     promise (wrong shape, non-finite values: said once, as an EmbedderWarning)."""
     none = np.zeros((len(chunks), 0), dtype=np.float16), np.zeros(0, dtype=np.uint8)
     if embedder is None:
         return none
     try:
-        vectors = build_vectors(embedder, [f"{c.breadcrumb}\n{c.text}" for c in chunks])
+        if isinstance(embedder, StaticEmbedder) and counts.word_counts is not None:
+            vectors = composed_vectors(embedder, counts.words, counts.word_counts)
+        else:
+            vectors = embedded_vectors(embedder, [f"{c.breadcrumb}\n{c.text}" for c in chunks])
     except ValueError as exc:
         warnings.warn(f"{exc}; L1 is built without its static part", EmbedderWarning, stacklevel=4)
         return none

@@ -32,23 +32,37 @@ class TermCounts:
     pair_keys: np.ndarray  # sorted int64 keys first * len(unigrams) + second, one per pair column
     chunks: Any  # scipy.sparse.csr_matrix
     pages: Any  # scipy.sparse.csr_matrix
+    words: tuple[str, ...] = ()  # with `surface`: every distinct case-folded word, stop words included
+    word_counts: Any = None  # with `surface`: chunk x word counts (scipy.sparse.csr_matrix)
 
 
 class TermCounter:
     """Maps surface words to unigram ids (stemming each distinct word once), growing the vocabulary."""
 
-    def __init__(self) -> None:
+    def __init__(self, surface: bool = False) -> None:
         self.vocabulary: dict[str, int] = {}
         self._word_ids: dict[str, int] = {}
+        self.surface: dict[str, int] | None = {} if surface else None  # case-folded word -> id, stop words too
+        self.surface_ids: list[np.ndarray] = []  # per text counted, its words' surface ids
 
     def ids(self, text: str) -> np.ndarray:
-        """Unigram ids of `text` in order, stop words left out: `tokenize(text)` as ids."""
+        """Unigram ids of `text` in order, stop words left out: `tokenize(text)` as ids. With `surface`, the
+        ids of all its words are kept too (in `surface_ids`), from the same pass over the text."""
         words = _WORD.findall(unicodedata.normalize("NFKC", text).casefold())
+        if self.surface is not None:
+            self.surface_ids.append(self._surface(words))
         ids = np.fromiter(map(self._word_ids.get, words, repeat(_UNSEEN)), dtype=np.int32, count=len(words))
         unseen = np.flatnonzero(ids == _UNSEEN)
         for position in unseen.tolist():
             ids[position] = self._learn(words[position])
         return ids[ids >= 0]
+
+    def _surface(self, words: list[str]) -> np.ndarray:
+        known = self.surface
+        ids = np.fromiter(map(known.get, words, repeat(-1)), dtype=np.int32, count=len(words))
+        for position in np.flatnonzero(ids < 0).tolist():
+            ids[position] = known.setdefault(words[position], len(known))
+        return ids
 
     def _learn(self, word: str) -> int:
         known = self._word_ids.get(word)
@@ -64,14 +78,15 @@ BLOCK_TEXTS = 50_000  # texts counted at a time: bounds the temporary arrays at 
 
 
 def count_terms(texts: Iterable[str], page_of_text: np.ndarray, n_pages: int,
-                progress: Callable[[float], None] | None = None) -> TermCounts:
+                progress: Callable[[float], None] | None = None, *, surface: bool = False) -> TermCounts:
     """Unigram counts per text and unigram-plus-pair counts per page (pairs never cross texts); `progress`
-    gets the share of blocks counted.
+    gets the share of blocks counted. With `surface`, also every case-folded word's count per text (stop
+    words included, nothing stemmed: what L1's static part embeds).
 
     Counting goes block by block (blocks end where a page ends), each (row, term) pair packed into one
     int64 and counted by sorting, so the peak memory follows a block, not the corpus.
     """
-    counter = TermCounter()
+    counter = TermCounter(surface)
     pieces = [counter.ids(text) for text in texts]
     lengths = np.fromiter((p.size for p in pieces), dtype=np.int64, count=len(pieces))
     flat = np.concatenate(pieces) if pieces else np.empty(0, dtype=np.int32)
@@ -95,8 +110,18 @@ def count_terms(texts: Iterable[str], page_of_text: np.ndarray, n_pages: int,
         if progress is not None:
             progress(done / len(blocks))
     unigrams = tuple(sorted(counter.vocabulary, key=counter.vocabulary.__getitem__))
+    words, word_counts = (), None
+    if counter.surface is not None:
+        words = tuple(counter.surface)  # in id order (insertion order)
+        surface = counter.surface_ids
+        parts = []
+        for start in range(0, len(surface), BLOCK_TEXTS):  # blocks bound the packed keys' memory at 1M chunks
+            block = surface[start:start + BLOCK_TEXTS]
+            rows = np.repeat(np.arange(start, start + len(block), dtype=np.int64), [s.size for s in block])
+            parts.append(_packed_counts(rows, np.concatenate(block).astype(np.int64), max(len(words), 1)))
+        word_counts = _csr(parts, (len(surface), len(words)))
     return TermCounts(unigrams, pair_keys, _csr(chunk_parts, (len(lengths), n_unigrams)),
-                      _csr(page_parts, (n_pages, n_columns)))
+                      _csr(page_parts, (n_pages, n_columns)), words, word_counts)
 
 
 def _blocks(pages: np.ndarray) -> list[tuple[int, int]]:

@@ -4,6 +4,7 @@ and an index that goes on without the static part when the model is missing or b
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -17,7 +18,8 @@ import pytest
 from retrieval import LookupConfig, load_knowledge_base, lookup_knowledge, open_index
 from retrieval.embedder import EmbedderWarning, LazyEmbedder, WordLlamaEmbedder, wordllama_folder
 from retrieval.index import build_index
-from retrieval.l1_static import build_vectors
+from retrieval.l1_static import composed_vectors
+from retrieval.terms import count_terms
 from tests.kb_fixture import write_kb
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -115,19 +117,28 @@ def test_our_loader_gives_wordllamas_own_vectors():
     assert np.abs(ours - theirs).max() < 1e-6
 
 
+def _words(texts: list[str]):
+    return count_terms(texts, np.arange(len(texts)), len(texts), surface=True)
+
+
 def test_chunk_vectors_composed_from_words_equal_embedding_each_text():
+    """Composed from L1's case-folded words (stop words kept, nothing stemmed), a chunk's vector is the
+    model's own vector of those words."""
     embedder = WordLlamaEmbedder.load()
-    composed = build_vectors(embedder, TEXTS).astype(np.float32)
-    direct = embedder.embed(TEXTS)
-    assert composed.dtype == np.float32 and np.all(np.sum(composed * direct, axis=1) > 0.999)
+    counts = _words(TEXTS)
+    composed = composed_vectors(embedder, counts.words, counts.word_counts).astype(np.float32)
+    direct = embedder.embed([" ".join(re.findall(r"[^\W_]+", t.casefold())) for t in TEXTS])
+    assert composed.shape == (3, 256) and np.all(np.sum(composed * direct, axis=1) > 0.999)
 
 
 def test_a_static_plug_in_is_composed_from_its_word_vectors():
     embedder = StaticHashingEmbedder()
-    vectors = build_vectors(embedder, TEXTS * 50).astype(np.float32)
-    distinct = len({w for t in TEXTS for w in t.split()})
+    counts = _words(TEXTS * 50)
+    vectors = composed_vectors(embedder, counts.words, counts.word_counts).astype(np.float32)
+    distinct = len({w for t in TEXTS for w in re.findall(r"[^\W_]+", t.casefold())})
     assert embedder.words_embedded == distinct and embedder.calls == 0  # each distinct word once, no text
-    assert np.allclose(vectors, np.tile(embedder.embed(TEXTS), (50, 1)), atol=2e-3)
+    plain = [" ".join(re.findall(r"[^\W_]+", t.casefold())) for t in TEXTS]
+    assert np.allclose(vectors, np.tile(embedder.embed(plain), (50, 1)), atol=2e-3)
 
 
 def test_a_tiny_in_test_embedder_plugs_into_the_seam(tmp_path: Path):
