@@ -7,8 +7,8 @@ a 100k-chunk build; the words, 3 s. The query is read the same way (case-folded 
 embedder embeds every chunk's text and the query as they are.
 
 Query: the lexical, LSA and page parts choose L1's pool of pages, exactly as without the static part;
-then each pool page's static score (the mean of its whole text's and its best section's cosines with the
-query) is standardised over the pool and added to its sections' scores, scaled by the spread of the
+then each pool page's static score (the mean of its whole text's and its best pooled section's cosines
+with the query; the page vectors are made at build) is standardised over the pool and added to its sections' scores, scaled by the spread of the
 pool's fused scores: `score += weight * spread * z`. Measured on the Hugo dev questions and SciFact train
 (docs/quality.md), this beats adding the raw cosine to every chunk's score: cosines of a bag of token
 vectors are high and alike across a corpus, so only their order among plausible pages carries signal.
@@ -18,27 +18,16 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from .embedder import Embedder, StaticEmbedder
+from .embedder import Embedder, StaticEmbedder, is_static
 from .text import _WORD
 
 WORD_BLOCK = 32_768  # distinct words embedded at a time (bounds a block's vectors to 32 MB at 256 dims)
 TEXT_BATCH = 256
 REFERENCE_PAGES = 20  # the pool's best pages that standardise the static part: the default pool (l1_pool)
-
-
-@dataclass(frozen=True)
-class StaticBoost:
-    """One pool page's static part: its static score (a cosine), its standard score over the pool, and
-    what it adds to the page's sections' L1 scores."""
-
-    cosine: float
-    z: float
-    added: float
 
 
 def composed_vectors(embedder: StaticEmbedder, words: Sequence[str], word_counts: Any) -> np.ndarray:
@@ -52,6 +41,20 @@ def composed_vectors(embedder: StaticEmbedder, words: Sequence[str], word_counts
     return _unit(vectors).astype(np.float16)
 
 
+def page_vectors(vectors: np.ndarray, page_of_row: np.ndarray, n_pages: int) -> np.ndarray:
+    """Each page's unit vector (float16): its rows' vectors summed (one sparse product per block of rows)."""
+    from scipy import sparse
+
+    sums = np.zeros((n_pages, vectors.shape[1]), dtype=np.float32)
+    for start in range(0, vectors.shape[0], 65_536):
+        block = vectors[start:start + 65_536].astype(np.float32)
+        pages = page_of_row[start:start + block.shape[0]]
+        owner = sparse.csr_matrix((np.ones(pages.size, dtype=np.float32), (pages, np.arange(pages.size))),
+                                  shape=(n_pages, pages.size))
+        sums += np.asarray(owner @ block, dtype=np.float32)
+    return _unit(sums).astype(np.float16)
+
+
 def embedded_vectors(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
     """Every text's unit vector (float16), embedded text by text (any embedder)."""
     vectors = np.concatenate([checked_embed(embedder, texts[i:i + TEXT_BATCH]) for i in range(0, len(texts), TEXT_BATCH)]
@@ -63,7 +66,7 @@ def query_vector(embedder: Embedder | None, query: str) -> np.ndarray | None:
     """The query's unit vector, read as the chunks were, or None (no embedder, or nothing to embed)."""
     if embedder is None:
         return None
-    if isinstance(embedder, StaticEmbedder):
+    if is_static(embedder):
         words = _WORD.findall(unicodedata.normalize("NFKC", query).casefold())
         vector = _checked_words(embedder, words).sum(axis=0) if words else np.zeros(embedder.dimensions)
     else:
@@ -72,17 +75,16 @@ def query_vector(embedder: Embedder | None, query: str) -> np.ndarray | None:
     return (vector / norm).astype(np.float32) if norm > 0 else None
 
 
-def pool_boosts(page_cosines: np.ndarray, page_fused: np.ndarray, weight: float) -> list[StaticBoost]:
-    """Each pool page's static part: `weight * spread * z`, the spread (standard deviation) of the fused
-    scores and the mean and deviation of the static scores taken over the pool's REFERENCE_PAGES best pages
-    (by fused score), so a larger pool (a larger `top_k`) leaves the best pages' scores as they were.
+def pool_boosts(page_cosines: np.ndarray, page_fused: np.ndarray, weight: float) -> np.ndarray:
+    """What each pool page's static score adds to its sections' scores: `weight * spread * z`, the spread
+    (standard deviation) of the fused scores and the mean and deviation of the static scores taken over
+    the pool's REFERENCE_PAGES best pages (by fused score), so a larger pool (a larger `top_k`) leaves the best pages' scores as they were.
     Nothing is added when the reference has one page, or its pages score alike."""
     reference = np.argsort(-page_fused, kind="stable")[:REFERENCE_PAGES]
     spread, deviation = float(page_fused[reference].std()), float(page_cosines[reference].std())
     centre = float(page_cosines[reference].mean())
     z = (page_cosines - centre) / deviation if deviation > 0 else np.zeros_like(page_cosines)
-    added = weight * spread * z
-    return [StaticBoost(float(c), float(s), float(a)) for c, s, a in zip(page_cosines, z, added, strict=True)]
+    return weight * spread * z
 
 
 def checked_embed(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
