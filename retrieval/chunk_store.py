@@ -22,9 +22,11 @@ from .terms import TermIndex
 
 
 def int_view(array: np.ndarray) -> memoryview:
-    """A memoryview of an integer array as int64 (a copy only if it is not already contiguous native int64):
-    indexing it gives Python ints, without numpy's per-scalar overhead."""
-    return memoryview(np.ascontiguousarray(array, dtype=np.int64))
+    """A memoryview of a 1-D integer array (no copy when it is contiguous and in native byte order, as
+    cached arrays are): indexing it gives Python ints, without numpy's per-scalar overhead."""
+    if array.dtype.kind not in "iu" or not array.dtype.isnative:
+        array = array.astype(np.int64)
+    return memoryview(np.ascontiguousarray(array))
 
 
 @dataclass(frozen=True, eq=False)
@@ -86,8 +88,23 @@ class ChunkStore:
 
     def chunk(self, i: int) -> Chunk:
         """Chunk `i`, its breadcrumb and text decoded when first read (see Chunk.stored)."""
-        source, title, domains = self.heads[int(self.entry_of[i])]
-        return Chunk.stored(source, int(self.position[i]), title, domains, self, int(i))
+        i = int(i)
+        source, title, domains = self._head_list[self._entry_ints[i]]
+        return Chunk.stored(source, self._position_ints[i], title, domains, self, i)
+
+    # opening an index reads a chunk of every page (100k in a BEIR-shaped base): these give Python ints and
+    # tuples without numpy's per-scalar overhead or a method call per head
+    @cached_property
+    def _head_list(self) -> Sequence[tuple[str, str, tuple[str, ...]]]:
+        return self.heads.decoded() if isinstance(self.heads, EntryHeads) else self.heads
+
+    @cached_property
+    def _entry_ints(self) -> memoryview:
+        return int_view(self.entry_of)
+
+    @cached_property
+    def _position_ints(self) -> memoryview:
+        return int_view(self.position)
 
     def take(self, indices: np.ndarray) -> list[Chunk]:
         """The chunks at `indices`, built in one pass."""
@@ -126,7 +143,11 @@ class ChunkRows(Sequence[Chunk]):
     def __getitem__(self, i):
         if isinstance(i, slice):
             return tuple(self._store.chunk(int(r)) for r in self._rows[i])
-        return self._store.chunk(int(self._rows[i]))
+        return self._store.chunk(self._row_ints[i])
+
+    @cached_property
+    def _row_ints(self) -> memoryview:
+        return int_view(self._rows)
 
     def __iter__(self) -> Iterator[Chunk]:
         return (self._store.chunk(int(r)) for r in self._rows)
@@ -161,7 +182,11 @@ class EntryHeads(Sequence[tuple[str, str, tuple[str, ...]]]):
         return len(self._sources)
 
     def __getitem__(self, i):  # type: ignore[override]
-        return self._heads[i]
+        return self.decoded()[i]
+
+    def decoded(self) -> list[tuple[str, str, tuple[str, ...]]]:
+        """Every head, decoded on the first call."""
+        return self._heads
 
     @cached_property
     def _heads(self) -> list[tuple[str, str, tuple[str, ...]]]:
