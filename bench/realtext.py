@@ -5,6 +5,10 @@ chunker cuts one chunk per section; its category is taken from where it came fro
 "package docs"). When the machine's text runs out before `chunks`, the pages are written again under
 `copy-N/` folders: the bench measures speed, and repeated text costs the index what new text would.
 The folder is kept under the cache directory, keyed by the chunk count, so a second run reuses it.
+
+`build_beir_corpus` writes the same text in BEIR's shape instead: one `corpus.jsonl` record (`_id`, `title`,
+`text`) per section, so the base has as many entries as chunks, as a BEIR corpus (one entry per document)
+does; the Markdown base has about 17 chunks per page.
 """
 
 from __future__ import annotations
@@ -82,6 +86,43 @@ def build_corpus(chunks: int, cache_dir: Path, *, seed: int = 7) -> Corpus:
     meta = {"chunks": written, "pages": page_count, "categories": sorted(categories), "samples": samples[:5000]}
     manifest.write_text(json.dumps(meta))
     return Corpus(kb, written, page_count, tuple(sorted(categories)), tuple(map(tuple, meta["samples"])))
+
+
+def build_beir_corpus(documents: int, cache_dir: Path, *, seed: int = 7) -> Corpus:
+    """A BEIR-shaped base of `documents` one-chunk records under `cache_dir` (`corpus.jsonl` with `_id`,
+    `title`, `text`: no metadata, as BEIR has none), written once and then reused. Each record is one
+    section of a page, titled with the page's title and the section's heading."""
+    root = cache_dir / f"beir-{documents}"
+    manifest = root / "manifest.json"
+    if manifest.is_file():
+        meta = json.loads(manifest.read_text())
+        return Corpus(root / "kb", meta["chunks"], meta["pages"], tuple(meta["categories"]),
+                      tuple(map(tuple, meta["samples"])))
+    pages = list(_pages())
+    if not pages:
+        raise SystemExit("no man pages or documentation on this machine to build a real-text corpus from")
+    rng = random.Random(seed)
+    rng.shuffle(pages)
+    kb = root / "kb"
+    kb.mkdir(parents=True, exist_ok=True)
+    written, copy, samples, categories = 0, 0, [], set()
+    with (kb / "corpus.jsonl").open("w", encoding="utf-8") as out:
+        while written < documents:
+            for page in pages:
+                for heading, text in page.sections:
+                    if written >= documents:
+                        break
+                    record = {"_id": f"{f'c{copy}/' if copy else ''}{page.path}#{written}",
+                              "title": f"{page.title}: {heading}", "text": text}
+                    out.write(json.dumps(record, ensure_ascii=False) + "\n")
+                    written += 1
+                    categories.add(page.category)
+                    if rng.random() < 0.05:
+                        samples.append((page.category, text))
+            copy += 1
+    meta = {"chunks": written, "pages": written, "categories": sorted(categories), "samples": samples[:5000]}
+    manifest.write_text(json.dumps(meta))
+    return Corpus(kb, written, written, tuple(sorted(categories)), tuple(map(tuple, meta["samples"])))
 
 
 def queries_from(corpus: Corpus, count: int, *, seed: int = 11) -> list[tuple[str, str]]:

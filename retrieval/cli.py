@@ -134,7 +134,7 @@ def _run(args: argparse.Namespace) -> str | None:
         summary.update(l1_dimensions=index.l1.dimensions if index.l1 else 0, from_cache=index.from_cache,
                        build_seconds=round(index.build_seconds, 3), l1_unavailable=index.l1_unavailable_reason)
         return json.dumps(summary, indent=2)
-    return json.dumps(tool_definition(sorted({d for e in index.kb.entries for d in e.domains})), indent=2)
+    return json.dumps(tool_definition(index.kb.domains()), indent=2)
 
 
 def _drain_at_exit(store: TraceStore, helper: ExitDrain) -> None:

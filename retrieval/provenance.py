@@ -41,7 +41,7 @@ def of_index(index: KnowledgeIndex) -> Provenance:
     kb = index.kb
     built = index.settings() if hasattr(index, "settings") else {"svd_dims": index.svd_dims}
     settings = {**built, "l1_available": index.l1 is not None, "excluded_paths": list(kb.excluded_paths)}
-    found = Provenance(str(kb.root), kb.fingerprint, len(kb.entries), sum(len(e.chunks) for e in kb.entries),
+    found = Provenance(str(kb.root), kb.fingerprint, len(kb.entries), kb.chunk_count,
                        settings)
     key = id(index)
     _SEEN[key] = (weakref.ref(index, lambda _ref: _SEEN.pop(key, None)), found)

@@ -76,7 +76,7 @@ class LookupTool:
         return agent_payload(result)
 
     def definition(self) -> dict[str, Any]:
-        return tool_definition(sorted({d for e in self.index.kb.entries for d in e.domains}))
+        return tool_definition(self.index.kb.domains())
 
     def definition_json(self) -> str:
         return json.dumps(self.definition(), indent=2)

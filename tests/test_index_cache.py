@@ -49,8 +49,22 @@ def test_planted_pickle_never_runs(kb_dir, tmp_path):
     assert not marker.exists() and not index.from_cache
 
 
+def _rewrite(folder, manifest, name, array):
+    """Replace one cached array and make the manifest agree with it (size and hash): only the checks of the
+    arrays against each other can catch it."""
+    from retrieval.index_cache import _xxh3
+
+    path = folder / f"{name}.npy"
+    np.save(path, array)
+    spec = manifest["files"][name]
+    spec.update(bytes=path.stat().st_size, xxh3_128=_xxh3(path), dtype=array.dtype.str, shape=list(array.shape))
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+
+
 @pytest.mark.parametrize("damage", ["garbled_array", "wrong_manifest_type", "missing_file", "wrong_shape",
-                                    "file_outside_folder", "garbled_entries"])
+                                    "file_outside_folder", "garbled_entries", "truncated_array", "garbled_l0",
+                                    "byte_flipped_in_the_middle", "offsets_past_the_text", "chunks_out_of_order",
+                                    "l0_rows_out_of_range", "old_format"])
 def test_damaged_cache_is_rebuilt_with_a_warning(kb_dir, tmp_path, damage):
     reference = _answers(open_index(kb_dir, svd_dims=16, cache_dir=tmp_path))
     folder = _folder(tmp_path)
@@ -65,14 +79,42 @@ def test_damaged_cache_is_rebuilt_with_a_warning(kb_dir, tmp_path, damage):
         (folder / "section_weights.npy").unlink()
     elif damage == "wrong_shape":
         np.save(folder / "page_idf.npy", np.zeros(3))
-        manifest["files"]["page_idf"]["sha256"] = __import__("retrieval.index_cache").index_cache._sha256(
-            folder / "page_idf.npy")
+        manifest["files"]["page_idf"].update(bytes=(folder / "page_idf.npy").stat().st_size,
+                                             xxh3_128=__import__("retrieval.index_cache").index_cache._xxh3(
+                                                 folder / "page_idf.npy"))
         (folder / "manifest.json").write_text(json.dumps(manifest))
     elif damage == "file_outside_folder":
         manifest["files"]["lsa"]["file"] = "../../etc/passwd"
         (folder / "manifest.json").write_text(json.dumps(manifest))
+    elif damage == "garbled_entries":
+        data = bytearray((folder / "entry_title_blob.npy").read_bytes())
+        data[-1] ^= 0x20
+        (folder / "entry_title_blob.npy").write_bytes(bytes(data))
+    elif damage == "truncated_array":
+        data = (folder / "text_blob.npy").read_bytes()
+        (folder / "text_blob.npy").write_bytes(data[:-100])
+    elif damage == "garbled_l0":
+        data = bytearray((folder / "l0_column_values.npy").read_bytes())
+        data[-3] ^= 0x01
+        (folder / "l0_column_values.npy").write_bytes(bytes(data))
+    elif damage == "byte_flipped_in_the_middle":
+        data = bytearray((folder / "text_blob.npy").read_bytes())
+        data[len(data) // 2] ^= 0x04
+        (folder / "text_blob.npy").write_bytes(bytes(data))
+    elif damage == "offsets_past_the_text":
+        offsets = np.load(folder / "text_offsets.npy").copy()
+        offsets[1] = offsets[-1] + 10
+        _rewrite(folder, manifest, "text_offsets", offsets)
+    elif damage == "chunks_out_of_order":
+        entry_of = np.load(folder / "chunk_entry.npy")[::-1].copy()
+        _rewrite(folder, manifest, "chunk_entry", entry_of)
+    elif damage == "l0_rows_out_of_range":
+        rows = np.load(folder / "l0_column_rows.npy").copy()
+        rows[0] = 10**6
+        _rewrite(folder, manifest, "l0_column_rows", rows)
     else:
-        (folder / "entries.json").write_text('[{"source": 1}]')
+        manifest["format"] = 3
+        (folder / "manifest.json").write_text(json.dumps(manifest))
     with pytest.warns(CacheWarning):
         index = open_index(kb_dir, svd_dims=16, cache_dir=tmp_path)
     assert not index.from_cache and _answers(index) == reference
