@@ -54,19 +54,30 @@ class Corpus:
     samples: tuple[tuple[str, str], ...]  # (category, chunk text)
 
 
+def _written(root: Path) -> Corpus:
+    """A corpus written before, read back from its manifest."""
+    meta = json.loads((root / "manifest.json").read_text())
+    return Corpus(root / "kb", meta["chunks"], meta["pages"], tuple(meta["categories"]),
+                  tuple(map(tuple, meta["samples"])))
+
+
+def _shuffled_pages(seed: int) -> tuple[list, random.Random]:
+    """The machine's pages in a seeded order (categories mixed through the base, as a real one would be)."""
+    pages = list(_pages())
+    if not pages:
+        raise SystemExit("no man pages or documentation on this machine to build a real-text corpus from")
+    rng = random.Random(seed)
+    rng.shuffle(pages)
+    return pages, rng
+
+
 def build_corpus(chunks: int, cache_dir: Path, *, seed: int = 7) -> Corpus:
     """The Markdown base of about `chunks` chunks under `cache_dir`, written once and then reused."""
     root = cache_dir / f"realtext-{chunks}"
     manifest = root / "manifest.json"
     if manifest.is_file():
-        meta = json.loads(manifest.read_text())
-        return Corpus(root / "kb", meta["chunks"], meta["pages"], tuple(meta["categories"]),
-                      tuple(map(tuple, meta["samples"])))
-    pages = list(_pages())
-    if not pages:
-        raise SystemExit("no man pages or documentation on this machine to build a real-text corpus from")
-    rng = random.Random(seed)
-    rng.shuffle(pages)  # categories mixed through the base, as a real one would be
+        return _written(root)
+    pages, rng = _shuffled_pages(seed)
     written, page_count, copy, samples, categories = 0, 0, 0, [], set()
     kb = root / "kb"
     while written < chunks:
@@ -95,14 +106,8 @@ def build_beir_corpus(documents: int, cache_dir: Path, *, seed: int = 7) -> Corp
     root = cache_dir / f"beir-{documents}"
     manifest = root / "manifest.json"
     if manifest.is_file():
-        meta = json.loads(manifest.read_text())
-        return Corpus(root / "kb", meta["chunks"], meta["pages"], tuple(meta["categories"]),
-                      tuple(map(tuple, meta["samples"])))
-    pages = list(_pages())
-    if not pages:
-        raise SystemExit("no man pages or documentation on this machine to build a real-text corpus from")
-    rng = random.Random(seed)
-    rng.shuffle(pages)
+        return _written(root)
+    pages, rng = _shuffled_pages(seed)
     kb = root / "kb"
     kb.mkdir(parents=True, exist_ok=True)
     written, copy, samples, categories = 0, 0, [], set()
