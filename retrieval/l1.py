@@ -15,8 +15,8 @@ BM25-style weighting rather than plain cosine because cosine over-rewards short 
 it gave nDCG@10 0.682 against 0.698.
 
 With an embedder (retrieval/embedder.py) and a static weight, the pool is then re-ranked by each page's
-static score (l1_static.py): `score += weight * spread of the pool's fused scores * z of the page's
-static score over the pool`. The pool itself is chosen as without it, so its selection stays exact.
+static score (l1_static.py): `score += weight * spread * z`, z and the spread of fused scores taken over
+the pool's 20 best pages. The pool itself is chosen as without it, so its selection stays exact.
 
 Selection is exact but does not scan every chunk's LSA vector (l1_bounded.py): a row's fused score is at
 most `w * lexical + (1 - w) * (a bound of its cosine) + page_weight * page score`; rows are scored best
@@ -58,8 +58,9 @@ FULL_PASS_SHARE = 0.2  # past this share of the rows, score them all in one pass
 class L1Candidate:
     """One chunk L1 found: its score (the blend of lexical and LSA, plus the static part), the lexical
     (BM25-weighted TF-IDF) score, the LSA cosine, its page's BM25 score relative to the query's best page
-    (1.0: the best page), its page's static cosine (its best section's; None: no static part in this
-    search) and what the static part added to the score (negative for a page below the pool's mean)."""
+    (1.0: the best page), its page's static score (the mean of its whole text's and its best pooled
+    section's cosines; None: no static part in this search) and what the static part added to the score
+    (negative for a page below the pool's mean)."""
 
     chunk: Chunk
     score: float
