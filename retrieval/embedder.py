@@ -3,9 +3,9 @@
 An embedder turns texts into L2-normalised float32 rows (`embed`). A *static* embedder (a sentence vector
 is a weighted sum of word vectors, no network at query time) also gives `word_vectors`: un-normalised
 vectors whose sum over a text's words points where `embed` of that text points. L1 then composes a chunk's
-vector from its terms' vectors, so a build embeds each distinct word once instead of every chunk's text
-(on 100k chunks of man pages: 1.6 s against 11 s for tokenising every chunk). Any other embedder
-(sentence-transformers, fastembed) is asked to `embed` every chunk and the query as they are.
+vector from its words' vectors, so a build embeds each distinct word once instead of tokenising every
+chunk (l1_static.py). Any other embedder (sentence-transformers, fastembed) is asked to `embed` every chunk
+and the query as they are.
 
 The default loads the weights and the tokenizer that the `wordllama` wheel ships, straight from the
 package's folder, without importing `wordllama` itself: the files are what `WordLlama.load(cache_dir=
@@ -32,6 +32,7 @@ WORDLLAMA_DIMENSIONS = 256
 WORDLLAMA_WEIGHTS = f"weights/{WORDLLAMA_CONFIG}_{WORDLLAMA_DIMENSIONS}.safetensors"
 WORDLLAMA_TOKENIZER = f"tokenizers/{WORDLLAMA_CONFIG}_tokenizer_config.json"
 WORDLLAMA_TENSOR = "embedding.weight"
+INSTALL_HINT = "install it with pip install 'wordllama>=0.4.0.post1,<0.5' (a dependency of lookup-knowledge)"
 SEQUENCE_WORDS = 1024  # words per pre-split sequence given to the tokenizer
 WORDS_PER_CALL = 64 * SEQUENCE_WORDS  # words per tokenizer call
 
@@ -97,7 +98,7 @@ class WordLlamaEmbedder:
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         encodings = self.tokenizer.encode_batch(list(texts), add_special_tokens=False)
-        return _normalised(self._pooled([e.ids for e in encodings], mean=True))
+        return unit_rows(self._mean_pooled([e.ids for e in encodings]))
 
     def word_vectors(self, words: Sequence[str]) -> np.ndarray:
         """Each word's token vectors summed, the word tokenised as it reads inside a text ("hello" is
@@ -130,7 +131,7 @@ class WordLlamaEmbedder:
                                    shape=(len(words), self.matrix.shape[0]))
         return np.asarray(counts @ self.matrix, dtype=np.float32)
 
-    def _pooled(self, ids: list[list[int]], *, mean: bool) -> np.ndarray:
+    def _mean_pooled(self, ids: list[list[int]]) -> np.ndarray:
         lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
         out = np.zeros((len(ids), self.dimensions), dtype=np.float32)
         if not lengths.sum():
@@ -139,7 +140,7 @@ class WordLlamaEmbedder:
                        0, self.matrix.shape[0] - 1)
         present = np.flatnonzero(lengths)
         sums = np.add.reduceat(self.matrix[flat], np.r_[0, np.cumsum(lengths)[:-1]][present], axis=0)
-        out[present] = sums / lengths[present, None] if mean else sums
+        out[present] = sums / lengths[present, None]
         return out
 
 
@@ -152,8 +153,7 @@ def wordllama_folder() -> Path:
     """The installed `wordllama` package's folder, found without importing the package."""
     spec = importlib.util.find_spec("wordllama")
     if spec is None or not spec.submodule_search_locations:
-        raise ModuleNotFoundError("the `wordllama` package is not installed (pip install 'lookup-knowledge[static]' "
-                                  "or pip install wordllama)")
+        raise ModuleNotFoundError(f"the `wordllama` package is not installed; {INSTALL_HINT}")
     return Path(next(iter(spec.submodule_search_locations)))
 
 
@@ -191,29 +191,25 @@ class LazyEmbedder:
                                   "on without its static part", EmbedderWarning, stacklevel=3)
         return self._loaded
 
-    @property
-    def failure(self) -> str | None:
-        return self._failure
-
 
 _DEFAULT: LazyEmbedder | None = None
+_DEFAULT_CHECKED = False  # whether the package was looked for (and its absence said) in this process
 _DEFAULT_LOCK = threading.Lock()
 
 
 def default_embedder() -> LazyEmbedder | None:
     """The process's default embedder (WordLlama, loaded on first use), or None when `wordllama` is not
     installed (said once, as an EmbedderWarning)."""
-    global _DEFAULT
+    global _DEFAULT, _DEFAULT_CHECKED
     with _DEFAULT_LOCK:
-        if _DEFAULT is None:
-            if not _installed("wordllama"):
-                warnings.warn("the `wordllama` package is not installed, so L1 has no static part; install it "
-                              "with pip install 'lookup-knowledge[static]'", EmbedderWarning, stacklevel=2)
-                _DEFAULT = LazyEmbedder(wordllama_name(), WORDLLAMA_DIMENSIONS, _missing)
-                _DEFAULT._failure = "wordllama is not installed"
-            else:
+        if not _DEFAULT_CHECKED:
+            _DEFAULT_CHECKED = True
+            if _installed("wordllama"):
                 _DEFAULT = LazyEmbedder(wordllama_name(), WORDLLAMA_DIMENSIONS)
-        return None if _DEFAULT.failure == "wordllama is not installed" else _DEFAULT
+            else:
+                warnings.warn(f"the `wordllama` package is not installed, so L1 has no static part; {INSTALL_HINT}",
+                              EmbedderWarning, stacklevel=2)
+        return _DEFAULT
 
 
 def _installed(package: str) -> bool:
@@ -223,10 +219,7 @@ def _installed(package: str) -> bool:
         return False
 
 
-def _missing() -> Embedder:
-    raise ModuleNotFoundError("wordllama is not installed")
-
-
-def _normalised(vectors: np.ndarray) -> np.ndarray:
+def unit_rows(vectors: np.ndarray) -> np.ndarray:
+    """`vectors` with every row scaled to norm 1 (rows of zeros stay zeros), float32."""
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     return (vectors / np.where(norms > 0, norms, 1.0)).astype(np.float32, copy=False)

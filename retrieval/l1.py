@@ -39,7 +39,8 @@ from .corpus import Chunk
 from .embedder import Embedder, EmbedderInfo, EmbedderWarning, LazyEmbedder, is_static
 from .index_config import IndexConfig
 from .l1_bounded import LsaHeads, PageRanking, Universe, bounded_rows
-from .l1_static import composed_vectors, embedded_vectors, page_vectors, pool_boosts, query_vector
+from .l1_static import composed_vectors, embedded_vectors, page_vectors, pool_boosts
+from .l1_static import query_vector as static_query_vector  # `_score` has an LSA `query_vector`
 from .lsa_fit import fit_components
 from .postings import postings_sum
 from .terms import TermIndex, count_terms, query_terms
@@ -218,7 +219,7 @@ class L1Index:
         memo = np.full(len(self.chunks), np.nan, dtype=np.float32) if query_vector is not None else None
         static_vector = None
         if static_weight > 0 and self.embedder_info is not None:
-            static_vector = _static_query_vector(self.embedder, query)
+            static_vector = static_query_vector(_loaded(self.embedder), query)
         return L1Scores(lexical, pages, query_vector, tfidf_weight, None, memo, static_vector=static_vector,
                         static_weight=static_weight)
 
@@ -503,11 +504,6 @@ def _static_part(embedder: Embedder | None, chunks: Sequence[Chunk], counts) -> 
 def _loaded(embedder: Embedder | LazyEmbedder | None) -> Embedder | None:
     """The embedder itself (a lazy one loaded now; None when its load failed)."""
     return embedder.get() if isinstance(embedder, LazyEmbedder) else embedder
-
-
-def _static_query_vector(embedder: Embedder | LazyEmbedder | None, query: str) -> np.ndarray | None:
-    """The query's static vector, or None (the embedder missing, failed to load, or nothing to embed)."""
-    return query_vector(_loaded(embedder), query)
 
 
 def _cosines(lsa: np.ndarray, rows: np.ndarray | slice, query_vector: np.ndarray) -> np.ndarray:

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from .embedder import Embedder, StaticEmbedder, is_static
+from .embedder import Embedder, StaticEmbedder, is_static, unit_rows
 from .text import _WORD
 
 WORD_BLOCK = 32_768  # distinct words embedded at a time (bounds a block's vectors to 32 MB at 256 dims)
@@ -38,7 +38,7 @@ def composed_vectors(embedder: StaticEmbedder, words: Sequence[str], word_counts
     for start in range(0, len(words), WORD_BLOCK):
         block = _checked_words(embedder, words[start:start + WORD_BLOCK])
         vectors += np.asarray(by_word[:, start:start + len(block)] @ block, dtype=np.float32)
-    return _unit(vectors).astype(np.float16)
+    return unit_rows(vectors).astype(np.float16)
 
 
 def page_vectors(vectors: np.ndarray, page_of_row: np.ndarray, n_pages: int) -> np.ndarray:
@@ -52,14 +52,14 @@ def page_vectors(vectors: np.ndarray, page_of_row: np.ndarray, n_pages: int) -> 
         owner = sparse.csr_matrix((np.ones(pages.size, dtype=np.float32), (pages, np.arange(pages.size))),
                                   shape=(n_pages, pages.size))
         sums += np.asarray(owner @ block, dtype=np.float32)
-    return _unit(sums).astype(np.float16)
+    return unit_rows(sums).astype(np.float16)
 
 
 def embedded_vectors(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
     """Every text's unit vector (float16), embedded text by text (any embedder)."""
     vectors = np.concatenate([checked_embed(embedder, texts[i:i + TEXT_BATCH]) for i in range(0, len(texts), TEXT_BATCH)]
                              or [np.zeros((0, embedder.dimensions), dtype=np.float32)])
-    return _unit(vectors).astype(np.float16)
+    return unit_rows(vectors).astype(np.float16)
 
 
 def query_vector(embedder: Embedder | None, query: str) -> np.ndarray | None:
@@ -78,8 +78,8 @@ def query_vector(embedder: Embedder | None, query: str) -> np.ndarray | None:
 def pool_boosts(page_cosines: np.ndarray, page_fused: np.ndarray, weight: float) -> np.ndarray:
     """What each pool page's static score adds to its sections' scores: `weight * spread * z`, the spread
     (standard deviation) of the fused scores and the mean and deviation of the static scores taken over
-    the pool's REFERENCE_PAGES best pages (by fused score), so a larger pool (a larger `top_k`) leaves the best pages' scores as they were.
-    Nothing is added when the reference has one page, or its pages score alike."""
+    the pool's REFERENCE_PAGES best pages (by fused score), so a larger pool (a larger `top_k`) leaves the
+    best pages' scores as they were. Nothing is added when the reference has one page, or its pages score alike."""
     reference = np.argsort(-page_fused, kind="stable")[:REFERENCE_PAGES]
     spread, deviation = float(page_fused[reference].std()), float(page_cosines[reference].std())
     centre = float(page_cosines[reference].mean())
@@ -89,23 +89,19 @@ def pool_boosts(page_cosines: np.ndarray, page_fused: np.ndarray, weight: float)
 
 def checked_embed(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
     """`embedder.embed(texts)`, checked: the promised shape, finite values."""
-    vectors = np.asarray(embedder.embed(list(texts)), dtype=np.float32)
-    if vectors.shape != (len(texts), embedder.dimensions):
-        raise ValueError(f"embedder {embedder.name} returned shape {vectors.shape} for {len(texts)} texts; "
-                         f"expected ({len(texts)}, {embedder.dimensions})")
-    if not np.isfinite(vectors).all():
-        raise ValueError(f"embedder {embedder.name} returned a non-finite value")
-    return vectors
+    return _checked(embedder, embedder.embed(list(texts)), len(texts), "texts")
 
 
 def _checked_words(embedder: StaticEmbedder, words: Sequence[str]) -> np.ndarray:
-    vectors = np.asarray(embedder.word_vectors(list(words)), dtype=np.float32)
-    if vectors.shape != (len(words), embedder.dimensions) or not np.isfinite(vectors).all():
-        raise ValueError(f"embedder {embedder.name} returned shape {vectors.shape} (or a non-finite value) for "
-                         f"{len(words)} words; expected ({len(words)}, {embedder.dimensions})")
+    """`embedder.word_vectors(words)`, checked as `checked_embed` checks."""
+    return _checked(embedder, embedder.word_vectors(list(words)), len(words), "words")
+
+
+def _checked(embedder: Embedder, returned: Any, count: int, what: str) -> np.ndarray:
+    vectors = np.asarray(returned, dtype=np.float32)
+    if vectors.shape != (count, embedder.dimensions):
+        raise ValueError(f"embedder {embedder.name} returned shape {vectors.shape} for {count} {what}; "
+                         f"expected ({count}, {embedder.dimensions})")
+    if not np.isfinite(vectors).all():
+        raise ValueError(f"embedder {embedder.name} returned a non-finite value")
     return vectors
-
-
-def _unit(vectors: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    return (vectors / np.where(norms > 0, norms, 1.0)).astype(np.float32, copy=False)
