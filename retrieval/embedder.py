@@ -116,18 +116,17 @@ class WordLlamaEmbedder:
             return out
         from scipy import sparse
 
-        ids: list[int] = []
-        owners: list[int] = []
+        ids: list[np.ndarray] = []
+        owners: list[np.ndarray] = []
         for start in range(0, len(words), WORDS_PER_CALL):
             batch = [list(words[i:i + SEQUENCE_WORDS]) for i in range(start, min(start + WORDS_PER_CALL, len(words)),
                                                                    SEQUENCE_WORDS)]
-            offset = start
-            for encoding in self.tokenizer.encode_batch(batch, is_pretokenized=True, add_special_tokens=False):
-                ids.extend(encoding.ids)
-                owners.extend(offset + w for w in encoding.word_ids)
-                offset += SEQUENCE_WORDS
-        tokens = np.clip(np.asarray(ids, dtype=np.int64), 0, self.matrix.shape[0] - 1)
-        counts = sparse.csr_matrix((np.ones(tokens.size, dtype=np.float32), (np.asarray(owners, dtype=np.int64), tokens)),
+            for offset, encoding in enumerate(self.tokenizer.encode_batch(batch, is_pretokenized=True,
+                                                                          add_special_tokens=False)):
+                ids.append(np.asarray(encoding.ids, dtype=np.int64))
+                owners.append(np.asarray(encoding.word_ids, dtype=np.int64) + start + offset * SEQUENCE_WORDS)
+        tokens = np.clip(np.concatenate(ids), 0, self.matrix.shape[0] - 1)
+        counts = sparse.csr_matrix((np.ones(tokens.size, dtype=np.float32), (np.concatenate(owners), tokens)),
                                    shape=(len(words), self.matrix.shape[0]))
         return np.asarray(counts @ self.matrix, dtype=np.float32)
 

@@ -491,8 +491,8 @@ def _static_part(embedder: Embedder | None, chunks: Sequence[Chunk], counts) -> 
     if embedder is None:
         return none
     try:
-        if is_static(embedder) and counts.word_counts is not None:
-            vectors = composed_vectors(embedder, counts.words, counts.word_counts)
+        if is_static(embedder) and counts.surface is not None:
+            vectors = composed_vectors(embedder, counts.surface)
         else:
             vectors = embedded_vectors(embedder, [f"{c.breadcrumb}\n{c.text}" for c in chunks])
     except ValueError as exc:

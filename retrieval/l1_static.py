@@ -1,9 +1,9 @@
 """L1's static part: chunk vectors from an `Embedder` (retrieval/embedder.py), and how they re-rank L1's pool.
 
 Build: a static embedder's text vector is its token vectors' mean, so a chunk's vector is composed from
-its words: L1's term count (one pass over the text) also counts every case-folded word, stop words
+its words: L1's term count (one pass over the text) keeps every case-folded word's id, stop words
 included, and each distinct word is embedded once. Tokenising every chunk's text instead took 54 s of
-a 100k-chunk build; the words, 3 s. The query is read the same way (case-folded words). Any other
+a 100k-chunk build; the distinct words, 2 s. The query is read the same way (case-folded words). Any other
 embedder embeds every chunk's text and the query as they are.
 
 Query: the lexical, LSA and page parts choose L1's pool of pages, exactly as without the static part;
@@ -23,22 +23,30 @@ from typing import Any
 import numpy as np
 
 from .embedder import Embedder, StaticEmbedder, is_static, unit_rows
+from .terms import SurfaceWords
 from .text import _WORD
 
-WORD_BLOCK = 32_768  # distinct words embedded at a time (bounds a block's vectors to 32 MB at 256 dims)
+TEXT_BLOCK = 65_536  # texts composed at a time (bounds a block's float32 vectors to 64 MB at 256 dims)
 TEXT_BATCH = 256
 REFERENCE_PAGES = 20  # the pool's best pages that standardise the static part: the default pool (l1_pool)
 
 
-def composed_vectors(embedder: StaticEmbedder, words: Sequence[str], word_counts: Any) -> np.ndarray:
-    """Every text's unit vector (float16: a cosine moves by about 1e-3) from its word counts (`word_counts`,
-    text x word, scipy sparse; `words` names the columns), each word embedded once."""
-    vectors = np.zeros((word_counts.shape[0], embedder.dimensions), dtype=np.float32)
-    by_word = word_counts.tocsc()
-    for start in range(0, len(words), WORD_BLOCK):
-        block = _checked_words(embedder, words[start:start + WORD_BLOCK])
-        vectors += np.asarray(by_word[:, start:start + len(block)] @ block, dtype=np.float32)
-    return unit_rows(vectors).astype(np.float16)
+def composed_vectors(embedder: StaticEmbedder, surface: SurfaceWords) -> np.ndarray:
+    """Every text's unit vector (float16: a cosine moves by about 1e-3), the sum of its words' vectors: each
+    distinct word embedded once, then a block of texts at a time, one sparse product (a word met twice
+    in a text is two entries, which the product adds: counting them first cost as much as it saved)."""
+    from scipy import sparse
+
+    table = _checked_words(embedder, surface.words)
+    n_texts = surface.starts.size - 1
+    vectors = np.empty((n_texts, embedder.dimensions), dtype=np.float16)
+    for start in range(0, n_texts, TEXT_BLOCK):
+        end = min(start + TEXT_BLOCK, n_texts)
+        first, last = int(surface.starts[start]), int(surface.starts[end])
+        words = sparse.csr_matrix((np.ones(last - first, dtype=np.float32), surface.ids[first:last],
+                                   surface.starts[start:end + 1] - first), shape=(end - start, len(surface.words)))
+        vectors[start:end] = unit_rows(np.asarray(words @ table, dtype=np.float32))
+    return vectors
 
 
 def page_vectors(vectors: np.ndarray, page_of_row: np.ndarray, n_pages: int) -> np.ndarray:

@@ -33,46 +33,42 @@ class TermCounts:
     pair_keys: np.ndarray  # sorted int64 keys first * len(unigrams) + second, one per pair column
     chunks: Any  # scipy.sparse.csr_matrix
     pages: Any  # scipy.sparse.csr_matrix
-    words: tuple[str, ...] = ()  # with `surface`: every distinct case-folded word, stop words included
-    word_counts: Any = None  # with `surface`: chunk x word counts (scipy.sparse.csr_matrix)
+    surface: SurfaceWords | None = None  # with `surface`: every text's case-folded words
+
+
+@dataclass(frozen=True, eq=False)
+class SurfaceWords:
+    """Every text's case-folded words, stop words included: text i's are `words[ids[starts[i]:starts[i + 1]]]`."""
+
+    words: tuple[str, ...]  # every distinct word, in first-seen order
+    ids: np.ndarray  # int32, all texts' word ids end to end
+    starts: np.ndarray  # int64, where each text's ids start (one more entry than texts)
 
 
 class TermCounter:
-    """Maps surface words to unigram ids (stemming each distinct word once), growing the vocabulary."""
+    """Maps surface words to ids (each distinct case-folded word once, stop words included) and each
+    surface word to its unigram id (stemming each distinct word once), growing the vocabulary."""
 
-    def __init__(self, surface: bool = False) -> None:
+    def __init__(self) -> None:
         self.vocabulary: dict[str, int] = {}
-        self._word_ids: dict[str, int] = {}
-        self.surface: dict[str, int] | None = {} if surface else None  # case-folded word -> id, stop words too
-        self.surface_ids: list[np.ndarray] = []  # per text counted, its words' surface ids
+        self.words: dict[str, int] = {}  # case-folded word -> surface id, in first-seen order
+        self.unigram_of_word: list[int] = []  # surface id -> unigram id, or _STOP
 
-    def ids(self, text: str) -> np.ndarray:
-        """Unigram ids of `text` in order, stop words left out: `tokenize(text)` as ids. With `surface`, the
-        ids of all its words are kept too (in `surface_ids`), from the same pass over the text."""
+    def word_ids(self, text: str) -> np.ndarray:
+        """Surface ids of `text`'s words in order (stop words too): one dictionary lookup per word."""
         words = _WORD.findall(unicodedata.normalize("NFKC", text).casefold())
-        if self.surface is not None:
-            self.surface_ids.append(self._surface(words))
-        ids = np.fromiter(map(self._word_ids.get, words, repeat(_UNSEEN)), dtype=np.int32, count=len(words))
-        unseen = np.flatnonzero(ids == _UNSEEN)
-        for position in unseen.tolist():
+        ids = np.fromiter(map(self.words.get, words, repeat(_UNSEEN)), dtype=np.int32, count=len(words))
+        for position in np.flatnonzero(ids == _UNSEEN).tolist():
             ids[position] = self._learn(words[position])
-        return ids[ids >= 0]
-
-    def _surface(self, words: list[str]) -> np.ndarray:
-        known = self.surface
-        ids = np.fromiter(map(known.get, words, repeat(-1)), dtype=np.int32, count=len(words))
-        for position in np.flatnonzero(ids < 0).tolist():
-            ids[position] = known.setdefault(words[position], len(known))
         return ids
 
     def _learn(self, word: str) -> int:
-        known = self._word_ids.get(word)
+        known = self.words.get(word)
         if known is not None:
             return known
-        term_id = _STOP if word in STOP_WORDS else self.vocabulary.setdefault(
-            _STEMMER.stemWord(word), len(self.vocabulary))
-        self._word_ids[word] = term_id
-        return term_id
+        self.unigram_of_word.append(_STOP if word in STOP_WORDS else self.vocabulary.setdefault(
+            _STEMMER.stemWord(word), len(self.vocabulary)))
+        return self.words.setdefault(word, len(self.words))
 
 
 BLOCK_TEXTS = 50_000  # texts counted at a time: bounds the temporary arrays at 1M chunks
@@ -81,17 +77,26 @@ BLOCK_TEXTS = 50_000  # texts counted at a time: bounds the temporary arrays at 
 def count_terms(texts: Iterable[str], page_of_text: np.ndarray, n_pages: int,
                 progress: Callable[[float], None] | None = None, *, surface: bool = False) -> TermCounts:
     """Unigram counts per text and unigram-plus-pair counts per page (pairs never cross texts); `progress`
-    gets the share of blocks counted. With `surface`, also every case-folded word's count per text (stop
-    words included, nothing stemmed: what L1's static part embeds).
+    gets the share of blocks counted. With `surface`, also every text's case-folded words in order (stop
+    words included, nothing stemmed: what L1's static part embeds), from the same pass over the texts.
 
     Counting goes block by block (blocks end where a page ends), each (row, term) pair packed into one
     int64 and counted by sorting, so the peak memory follows a block, not the corpus.
     """
-    counter = TermCounter(surface)
-    pieces = [counter.ids(text) for text in texts]
-    lengths = np.fromiter((p.size for p in pieces), dtype=np.int64, count=len(pieces))
-    flat = np.concatenate(pieces) if pieces else np.empty(0, dtype=np.int32)
+    counter = TermCounter()
+    pieces = [counter.word_ids(text) for text in texts]
+    word_lengths = np.fromiter((p.size for p in pieces), dtype=np.int64, count=len(pieces))
+    surface_flat = np.concatenate(pieces) if pieces else np.empty(0, dtype=np.int32)
     del pieces
+    word_starts = np.r_[0, np.cumsum(word_lengths)]
+    unigram_flat = np.asarray(counter.unigram_of_word, dtype=np.int32)[surface_flat]
+    words = SurfaceWords(tuple(counter.words), surface_flat, word_starts) if surface else None
+    del surface_flat
+    kept = unigram_flat >= 0
+    flat = unigram_flat[kept]
+    del unigram_flat
+    lengths = _kept_per_text(kept, word_starts)
+    del kept
     n_unigrams = len(counter.vocabulary)
     starts = np.r_[0, np.cumsum(lengths)]
     pages = np.asarray(page_of_text, dtype=np.int64)
@@ -111,18 +116,20 @@ def count_terms(texts: Iterable[str], page_of_text: np.ndarray, n_pages: int,
         if progress is not None:
             progress(done / len(blocks))
     unigrams = tuple(sorted(counter.vocabulary, key=counter.vocabulary.__getitem__))
-    words, word_counts = (), None
-    if counter.surface is not None:
-        words = tuple(counter.surface)  # in id order (insertion order)
-        surface = counter.surface_ids
-        parts = []
-        for start in range(0, len(surface), BLOCK_TEXTS):  # blocks bound the packed keys' memory at 1M chunks
-            block = surface[start:start + BLOCK_TEXTS]
-            rows = np.repeat(np.arange(start, start + len(block), dtype=np.int64), [s.size for s in block])
-            parts.append(_packed_counts(rows, np.concatenate(block).astype(np.int64), max(len(words), 1)))
-        word_counts = _csr(parts, (len(surface), len(words)))
     return TermCounts(unigrams, pair_keys, _csr(chunk_parts, (len(lengths), n_unigrams)),
-                      _csr(page_parts, (n_pages, n_columns)), words, word_counts)
+                      _csr(page_parts, (n_pages, n_columns)), words)
+
+
+def _kept_per_text(kept: np.ndarray, word_starts: np.ndarray) -> np.ndarray:
+    """How many of each text's words are kept (True in `kept`), a block of texts at a time (a cumulative
+    sum over every word of a 1M-chunk base would take 1.2 GB)."""
+    lengths = np.empty(word_starts.size - 1, dtype=np.int64)
+    for start in range(0, lengths.size, BLOCK_TEXTS):
+        end = min(start + BLOCK_TEXTS, lengths.size)
+        base = word_starts[start]
+        before = np.r_[0, np.cumsum(kept[base:word_starts[end]], dtype=np.int64)]
+        lengths[start:end] = before[word_starts[start + 1:end + 1] - base] - before[word_starts[start:end] - base]
+    return lengths
 
 
 def _blocks(pages: np.ndarray) -> list[tuple[int, int]]:

@@ -126,7 +126,7 @@ def test_chunk_vectors_composed_from_words_equal_embedding_each_text():
     model's own vector of those words."""
     embedder = WordLlamaEmbedder.load()
     counts = _words(TEXTS)
-    composed = composed_vectors(embedder, counts.words, counts.word_counts).astype(np.float32)
+    composed = composed_vectors(embedder, counts.surface).astype(np.float32)
     direct = embedder.embed([" ".join(re.findall(r"[^\W_]+", t.casefold())) for t in TEXTS])
     assert composed.shape == (3, 256) and np.all(np.sum(composed * direct, axis=1) > 0.999)
 
@@ -134,7 +134,7 @@ def test_chunk_vectors_composed_from_words_equal_embedding_each_text():
 def test_a_static_plug_in_is_composed_from_its_word_vectors():
     embedder = StaticHashingEmbedder()
     counts = _words(TEXTS * 50)
-    vectors = composed_vectors(embedder, counts.words, counts.word_counts).astype(np.float32)
+    vectors = composed_vectors(embedder, counts.surface).astype(np.float32)
     distinct = len({w for t in TEXTS for w in re.findall(r"[^\W_]+", t.casefold())})
     assert embedder.words_embedded == distinct and embedder.calls == 0  # each distinct word once, no text
     plain = [" ".join(re.findall(r"[^\W_]+", t.casefold())) for t in TEXTS]
