@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from retrieval import build_progress as bp
+from retrieval.index import BUILD_STAGES, build_share
 
 ESTIMATE_AFTER = 0.03  # no estimate before this overall fraction: the first stages say little of the rest
 
@@ -25,8 +25,8 @@ class BuildStatus:
 
 def describe(label: str, stage: str, fraction: float, elapsed: float) -> BuildStatus:
     """'Indexing kb: L1: SVD fit (power iterations) 50% · stage 6 of 8 · 3.1 s, about 2.4 s left'."""
-    overall = bp.overall(stage, fraction)
-    names = [name for name, _ in bp.STAGES]
+    overall = build_share(stage, fraction)
+    names = [name for name, _ in BUILD_STAGES]
     where = f" · stage {names.index(stage) + 1} of {len(names)}" if stage in names else ""
     if overall >= 1.0:
         estimate = f"{elapsed:.1f} s"

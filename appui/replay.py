@@ -17,8 +17,8 @@ from typing import Any
 
 import pandas as pd
 
+from retrieval import TRACE_TABLE as TABLE
 from retrieval import KnowledgeIndex, LookupConfig, TraceStore, lookup_knowledge
-from retrieval.trace_store import TABLE
 
 PREFIX = "replay-"
 

@@ -14,8 +14,8 @@ from typing import Any
 import pandas as pd
 
 from appui.data import TraceFilters
+from retrieval import TRACE_TABLE as TABLE
 from retrieval import TraceStore
-from retrieval.trace_store import TABLE
 
 PAGE_SIZES = (100, 250, 1000)
 LATENCY_BINS = 30

@@ -8,8 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from appui import data, judging, sql_box, state, traces_data, views
-from retrieval import TraceStore
-from retrieval.trace_store import TraceStoreError
+from retrieval import TraceStore, TraceStoreError
 
 DEFAULT_SQL = ("SELECT retrieval_layer, l1_status, count(*) AS calls, round(avg(latency_ms), 1) AS avg_ms\n"
                "FROM tool_invocation GROUP BY ALL ORDER BY calls DESC")

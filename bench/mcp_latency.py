@@ -65,8 +65,7 @@ def _cli_seconds(kb: list[str], traces: Path, query: str) -> float:
 
 def _record_ms(traces: Path, rows: int = 20) -> float:
     """Median cost of `TraceStore.record` per row in this process: the traced server pays it on every call."""
-    from retrieval import TraceStore
-    from retrieval.invocation import ToolInvocation
+    from retrieval import ToolInvocation, TraceStore
 
     store, times = TraceStore(traces), []
     for i in range(rows):

@@ -35,10 +35,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import numpy as np  # noqa: E402
 from realtext import build_corpus, queries_from  # noqa: E402
 
-from retrieval import LookupConfig, TraceStore, lookup_knowledge, open_index  # noqa: E402
-from retrieval.index import build_index  # noqa: E402
-from retrieval.l0 import entry_terms  # noqa: E402
-from retrieval.text import tokenize  # noqa: E402
+from retrieval import LookupConfig, TraceStore, build_index, lookup_knowledge, open_index  # noqa: E402
+from retrieval.l0 import entry_terms
+from retrieval.text import tokenize
 
 NAIVE_SVD_SAMPLE = 20_000
 BUILD_PAIRS = 3  # builds without and with the static part, in turn: one pair's ratio moved by 0.4 on this machine

@@ -23,8 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from retrieval import TraceStore, lookup_knowledge, open_index  # noqa: E402
-from retrieval.invocation import ToolInvocation  # noqa: E402
+from retrieval import ToolInvocation, TraceStore, lookup_knowledge, open_index  # noqa: E402
 from retrieval.paths import SAMPLE_KB, SAMPLE_QUERIES  # noqa: E402
 
 ROW_BYTES = 11_000  # a Hugo-docs lookup's spool line
@@ -81,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{1000 * (t - p):.0f} ms)")
 
         rows = _rows(index, queries, 500)
-        size = len(b"".join(__import__("retrieval.trace_rows", fromlist=["encode"]).encode(r) for r in rows)) / 500
+        size = len(b"".join(__import__("retrieval.traces.rows", fromlist=["encode"]).encode(r) for r in rows)) / 500
         store = TraceStore(folder / "warm.duckdb")
         store.record_many(rows[:10])
         store.flush()  # this process has drained once: DuckDB loaded, the file migrated

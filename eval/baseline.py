@@ -1,6 +1,6 @@
 """The plain BM25 baseline a run is measured against: BM25Okapi over each entry's title + full text.
 
-It reuses the core's sparse BM25Okapi (retrieval.l0.L0Index, equal to rank-bm25's scores) built over
+It reuses the core's sparse BM25Okapi (retrieval.l0.index.L0Index, equal to rank-bm25's scores) built over
 pseudo-entries whose "title" is the whole title + text, with the core's tokenizer, so both systems see
 the same terms and the same knowledge base (including fields a dataset leaves out of the index).
 """
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from retrieval.corpus import Entry, KnowledgeBase
+from retrieval import Entry, KnowledgeBase
 from retrieval.l0 import L0Index
 from retrieval.text import tokenize
 

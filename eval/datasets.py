@@ -20,8 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from retrieval import KnowledgeBaseError, load_knowledge_base
-from retrieval.corpus import exclude_prefixes, markdown_sources
-from retrieval.markdown import FrontMatterError, split_front_matter
+from retrieval.kb import FrontMatterError, exclude_prefixes, markdown_sources, split_front_matter
 from retrieval.text import normalize_label
 
 ALL = "all"

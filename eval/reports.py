@@ -16,8 +16,8 @@ from typing import Any
 import pandas as pd
 
 from retrieval import TraceStore
-from retrieval.export_safe import csv_safe, markdown_cell
-from retrieval.trace_store import iter_rows
+from retrieval import iter_trace_rows as iter_rows
+from retrieval.text import csv_safe, markdown_cell
 
 from .compare import Comparison
 from .oracle import headroom_table

@@ -24,8 +24,15 @@ from typing import Any
 
 import pandas as pd
 
-from retrieval import KnowledgeIndex, LookupConfig, TraceStore, TraceStoreError, lookup_knowledge, open_index
-from retrieval.invocation import ToolInvocation
+from retrieval import (
+    KnowledgeIndex,
+    LookupConfig,
+    ToolInvocation,
+    TraceStore,
+    TraceStoreError,
+    lookup_knowledge,
+    open_index,
+)
 
 from . import metrics as metric_lib
 from . import oracle as oracle_lib
@@ -83,7 +90,7 @@ class RunResult:
 def open_dataset_index(dataset: Dataset, svd_dims: int,
                        progress: Callable[[str, float], None] | None = None) -> KnowledgeIndex:
     """The (disk-cached) index of the dataset's knowledge base, without the fields and paths it excludes;
-    `progress(stage, fraction)` follows the build (retrieval.build_progress)."""
+    `progress(stage, fraction)` follows the build (retrieval.index.progress)."""
     return open_index(dataset.kb_path, svd_dims=svd_dims, exclude_fields=dataset.exclude_fields,
                       exclude_paths=dataset.exclude_paths, progress=progress)
 

@@ -6,7 +6,7 @@
 - `eval_query_metric`: long form (run, query, system, metric, value); `system` is `lookup`, the BM25
   baseline (`bm25`) or the oracle filter (`oracle`).
 
-The tables are part of the trace file's schema (retrieval/trace_schema.py): created, and given columns
+The tables are part of the trace file's schema (retrieval/traces/schema.py): created, and given columns
 added since, by the file's one list of migrations when a store opens it; old rows read new columns as null.
 
 A run's `eval_run` row is written with `status = 'started'` (and the process's `pid` and `host`) before

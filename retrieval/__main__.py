@@ -2,10 +2,10 @@
 
 import sys
 
-from .exit_drain import prestart
+from retrieval.traces.exit_drain import prestart
 
 prestart(sys.argv[1:])  # a traced lookup's drain helper loads DuckDB while this process imports the rest
 
-from .cli import main  # noqa: E402
+from retrieval.cli import main  # noqa: E402
 
 sys.exit(main())

@@ -14,14 +14,17 @@ from collections.abc import Sequence
 from dataclasses import fields
 from typing import Any
 
-from . import exit_drain
-from .config import LookupConfig
-from .exit_drain import ExitDrain
-from .index import open_index
-from .lookup import lookup_knowledge
-from .paths import default_kb, default_traces
-from .tool import tool_definition
-from .trace_store import TraceSpoolRejectedWarning, TraceStore, TraceStoreError, TraceStoreLockedWarning
+from retrieval.agent.tool import tool_definition
+from retrieval.config import LookupConfig
+from retrieval.index.build import open_index
+from retrieval.lookup.orchestrator import lookup_knowledge
+from retrieval.paths import default_kb, default_traces
+from retrieval.traces import exit_drain as exit_drain
+from retrieval.traces.db import TraceStoreError
+from retrieval.traces.exit_drain import ExitDrain
+from retrieval.traces.file import TraceSpoolRejectedWarning
+from retrieval.traces.store import TraceStore
+from retrieval.traces.writer import TraceStoreLockedWarning
 
 
 def config_flag(name: str) -> str:
@@ -159,7 +162,7 @@ def _drain_at_exit(store: TraceStore, helper: ExitDrain) -> None:
 def _serve_mcp(args: argparse.Namespace, kb: Any) -> None:
     """Load the index once, then serve until the client leaves; `mcp` is imported only here."""
     try:
-        from .mcp_server import serve
+        from retrieval.agent.mcp_server import serve
     except ImportError as exc:
         raise ValueError(f"the MCP server needs the mcp package ({exc}); "
                          f"install it with pip install 'lookup-knowledge[mcp]'") from None

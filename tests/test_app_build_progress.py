@@ -9,7 +9,7 @@ from streamlit.delta_generator import DeltaGenerator
 from streamlit.testing.v1 import AppTest
 
 from appui import build_bar
-from retrieval import build_progress as bp
+from retrieval.index import progress as bp
 from tests.kb_fixture import write_kb
 from tests.test_app import APP, QUERIES, _ok
 

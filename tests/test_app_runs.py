@@ -15,7 +15,7 @@ from streamlit.testing.v1 import AppTest
 from appui import runs_data
 from eval import datasets, runs
 from retrieval import LookupConfig, TraceStore
-from retrieval.trace_checkpoint import checkpoint
+from retrieval.traces.checkpoint import checkpoint
 from tests.kb_fixture import write_kb
 from tests.test_app import APP, QUERIES, _ok, _select
 

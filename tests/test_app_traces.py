@@ -13,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 from appui import data, traces_data
 from eval import datasets, runs
 from retrieval import LookupConfig, TraceStore
-from retrieval.invocation import ToolInvocation
+from retrieval.lookup.invocation import ToolInvocation
 from tests.kb_fixture import write_kb
 from tests.test_app import APP, QUERIES, _lookup, _ok, _select
 

@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from appui import domain_view, wording
 from retrieval import LookupConfig, lookup_knowledge
-from retrieval.relevance import assess
+from retrieval.lookup.relevance import assess
 from tests.kb_fixture import write_kb
 from tests.test_app import APP, _ok
 

@@ -16,7 +16,7 @@ import pytest
 from eval import judgements
 from eval.cli import main as eval_main
 from retrieval import TraceStore, lookup_knowledge, open_index
-from retrieval.invocation import ToolInvocation
+from retrieval.lookup.invocation import ToolInvocation
 from retrieval.paths import PROJECT_ROOT
 from tests.kb_fixture import write_kb
 from tests.test_browser import (

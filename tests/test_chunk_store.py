@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from retrieval.chunk_store import ChunkRows, ChunkStore, TextColumn
-from retrieval.corpus import parse_markdown_entry
+from retrieval.index.chunk_store import ChunkRows, ChunkStore, TextColumn
+from retrieval.kb.load import parse_markdown_entry
 
 
 def test_text_column_take_decodes_what_indexing_does():

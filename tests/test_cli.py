@@ -107,8 +107,8 @@ def test_readme_examples_run_as_written(command, tmp_path):
 
 
 def test_index_cache_keeps_only_the_newest_files(kb_dir, tmp_path, monkeypatch):
-    from retrieval import index as index_module
-    from retrieval import index_cache
+    from retrieval.index import build as index_module
+    from retrieval.index import cache as index_cache
 
     monkeypatch.setattr(index_cache, "KEEP_CACHED", 2)
     for dims in (8, 16, 32):

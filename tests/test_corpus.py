@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from retrieval import KnowledgeBaseError, load_knowledge_base, open_index
-from retrieval.corpus import fingerprint, parse_markdown_entry
-from retrieval.markdown import FrontMatterError
+from retrieval.kb.load import fingerprint, parse_markdown_entry
+from retrieval.kb.markdown import FrontMatterError
 from tests.kb_fixture import write_kb
 
 

@@ -7,9 +7,9 @@ import math
 import pytest
 
 from retrieval import LookupConfig, build_index, load_knowledge_base, lookup_knowledge
-from retrieval.domains import Voter, vote_domains
-from retrieval.filters import FilterEffect, filter_effect, guard
-from retrieval.statuses import FilterStatus, check
+from retrieval.lookup.domains import Voter, vote_domains
+from retrieval.lookup.filters import FilterEffect, filter_effect, guard
+from retrieval.lookup.statuses import FilterStatus, check
 
 RULE = {"top_n": 3, "temperature": 0.2, "min_share": 0.1}
 

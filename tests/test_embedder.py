@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 
 from retrieval import LookupConfig, load_knowledge_base, lookup_knowledge, open_index
-from retrieval.embedder import EmbedderWarning, LazyEmbedder, WordLlamaEmbedder, wordllama_folder
-from retrieval.index import build_index
-from retrieval.l1_static import composed_vectors
-from retrieval.terms import count_terms
+from retrieval.index.build import build_index
+from retrieval.l1.embedder import EmbedderWarning, LazyEmbedder, WordLlamaEmbedder, wordllama_folder
+from retrieval.l1.static import composed_vectors
+from retrieval.l1.terms import count_terms
 from tests.kb_fixture import write_kb
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -94,7 +94,7 @@ def test_the_packaged_model_loads_and_embeds_with_no_network_access(tmp_path: Pa
         socket.getaddrinfo = refuse("getaddrinfo")
         from pathlib import Path
         from retrieval import lookup_knowledge, open_index
-        from retrieval.embedder import WordLlamaEmbedder, wordllama_folder
+        from retrieval.l1.embedder import WordLlamaEmbedder, wordllama_folder
         vector = WordLlamaEmbedder.load().embed(["how do I silence an alert"])
         from wordllama import WordLlama
         WordLlama.load(cache_dir=wordllama_folder(), disable_download=True)

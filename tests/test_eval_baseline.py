@@ -10,7 +10,7 @@ from rank_bm25 import BM25Okapi
 
 from eval.baseline import BM25Baseline
 from retrieval import load_knowledge_base
-from retrieval.text import tokenize
+from retrieval.text.analysis import tokenize
 
 DOCS = [
     {"_id": "a", "title": "Vitamin D and bone density", "text": "Vitamin D supplements increase bone density in adults."},

@@ -275,7 +275,7 @@ def test_old_trace_file_gains_the_new_eval_query_column_and_keeps_its_runs(paths
     existed: opening it applies the file's migrations, which add them and keep the old rows."""
     import duckdb
 
-    from retrieval.trace_schema import MIGRATIONS
+    from retrieval.traces.schema import MIGRATIONS
 
     first_eval_schema = [
         """CREATE TABLE eval_run (run_id VARCHAR PRIMARY KEY, created_at TIMESTAMP NOT NULL, sweep_id VARCHAR,

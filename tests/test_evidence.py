@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from retrieval.evidence import EvidenceBlock, HitReason, dedupe, merge, rank, trim_reasons, truncate
+from retrieval.lookup.evidence import EvidenceBlock, HitReason, dedupe, merge, rank, trim_reasons, truncate
 
 reasons = st.builds(HitReason, layer=st.sampled_from(["L0", "L1"]), field=st.sampled_from(["title", "section"]),
                     reason=st.text(max_size=8), score=st.floats(0, 1))

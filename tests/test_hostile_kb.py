@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from retrieval import KnowledgeBaseError, build_index, load_knowledge_base, lookup_knowledge
-from retrieval.corpus import fingerprint, markdown_sources
-from retrieval.markdown import FrontMatterError, split_front_matter
+from retrieval.kb.load import fingerprint, markdown_sources
+from retrieval.kb.markdown import FrontMatterError, split_front_matter
 
 SECRET = "OUTSIDE-SECRET-91c2"
 ALIAS_BOMB = ('a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n'

@@ -14,9 +14,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from retrieval import LookupConfig, lookup_knowledge
-from retrieval.l1 import L1Candidate, L1Result
-from retrieval.l1_guard import L1BadResult, guarded_search, validated
-from retrieval.surrogates import replace_surrogates
+from retrieval.l1.search import L1Candidate, L1Result
+from retrieval.lookup.guard import L1BadResult, guarded_search, validated
+from retrieval.text.surrogates import replace_surrogates
 
 CALLS = 100
 QUERY = "PagerDuty escalation routing"

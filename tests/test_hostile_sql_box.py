@@ -12,7 +12,7 @@ import pytest
 
 from appui import data, sql_box
 from retrieval import TraceStore
-from retrieval.invocation import ToolInvocation
+from retrieval.lookup.invocation import ToolInvocation
 
 SECRET = "HOST-SECRET-7f3a"
 FILE_READERS = ["read_text", "read_blob", "read_csv", "read_csv_auto", "read_json", "read_json_auto",

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from retrieval import LookupConfig, lookup_knowledge, open_index
-from retrieval.index_cache import CacheWarning, prune
+from retrieval.index.cache import CacheWarning, file_digest, prune
 
 
 def _folder(cache):
@@ -52,12 +52,10 @@ def test_planted_pickle_never_runs(kb_dir, tmp_path):
 def _rewrite(folder, manifest, name, array):
     """Replace one cached array and make the manifest agree with it (size and hash): only the checks of the
     arrays against each other can catch it."""
-    from retrieval.index_cache import _xxh3
-
     path = folder / f"{name}.npy"
     np.save(path, array)
     spec = manifest["files"][name]
-    spec.update(bytes=path.stat().st_size, xxh3_128=_xxh3(path), dtype=array.dtype.str, shape=list(array.shape))
+    spec.update(bytes=path.stat().st_size, xxh3_128=file_digest(path), dtype=array.dtype.str, shape=list(array.shape))
     (folder / "manifest.json").write_text(json.dumps(manifest))
 
 
@@ -80,8 +78,7 @@ def test_damaged_cache_is_rebuilt_with_a_warning(kb_dir, tmp_path, damage):
     elif damage == "wrong_shape":
         np.save(folder / "page_idf.npy", np.zeros(3))
         manifest["files"]["page_idf"].update(bytes=(folder / "page_idf.npy").stat().st_size,
-                                             xxh3_128=__import__("retrieval.index_cache").index_cache._xxh3(
-                                                 folder / "page_idf.npy"))
+                                             xxh3_128=file_digest(folder / "page_idf.npy"))
         (folder / "manifest.json").write_text(json.dumps(manifest))
     elif damage == "file_outside_folder":
         manifest["files"]["lsa"]["file"] = "../../etc/passwd"
@@ -144,7 +141,7 @@ def test_cache_folder_is_bounded_in_size(kb_dir, tmp_path, monkeypatch):
 
 
 def test_cache_key_includes_the_library_versions(kb_dir, tmp_path, monkeypatch):
-    from retrieval import index as index_module
+    from retrieval.index import build as index_module
 
     open_index(kb_dir, svd_dims=16, cache_dir=tmp_path)
     monkeypatch.setattr(index_module, "_library_versions", lambda: ("numpy==0.0",))

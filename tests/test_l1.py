@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from retrieval import LookupConfig, build_index, load_knowledge_base, lookup_knowledge
-from retrieval.corpus import parse_markdown_entry
-from retrieval.l1 import L1Index
+from retrieval.kb.load import parse_markdown_entry
+from retrieval.l1.search import L1Index
 
 
 def test_svd_dimensions_are_capped_by_a_tiny_corpus(index):
@@ -127,7 +127,7 @@ def test_query_scoring_matches_the_chunk_vectors(index):
 def test_bounded_selection_equals_the_exact_scan(index, monkeypatch):
     """Pages scored in order of their bound give exactly what scoring every chunk gives (blocks of one
     page, so the sample's few pages are pruned as a large base's are)."""
-    from retrieval import l1 as l1_module
+    from retrieval.l1 import search as l1_module
 
     monkeypatch.setattr(l1_module, "FIRST_BLOCK_ROWS", 1)
     pruned = 0

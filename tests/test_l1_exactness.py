@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from retrieval import l1 as l1_module
-from retrieval.corpus import Chunk
-from retrieval.l1 import L1Index
-from retrieval.l1_bounded import LsaHeads
+from retrieval.kb.model import Chunk
+from retrieval.l1 import search as l1_module
+from retrieval.l1.bounded import LsaHeads
+from retrieval.l1.search import L1Index
 
 CATEGORIES = ("ops", "billing", "security", "docs")
 
@@ -139,7 +139,7 @@ def test_from_probe_answers_only_after_the_same_query_s_probe(generated):
 @pytest.fixture(scope="module")
 def generated_static(generated) -> L1Index:
     """The generated base with L1's static part (the packaged WordLlama model)."""
-    from retrieval.embedder import WordLlamaEmbedder
+    from retrieval.l1.embedder import WordLlamaEmbedder
 
     index, _ = generated
     return L1Index(index.chunks, svd_dims=48, embedder=WordLlamaEmbedder.load())

@@ -6,9 +6,9 @@ import math
 
 import pytest
 
-from retrieval.corpus import Chunk
-from retrieval.l1 import L1Candidate, L1Result
-from retrieval.l1_guard import GuardedCall, L1BadResult, guarded_search, validated
+from retrieval.kb.model import Chunk
+from retrieval.l1.search import L1Candidate, L1Result
+from retrieval.lookup.guard import GuardedCall, L1BadResult, guarded_search, validated
 
 CHUNK = Chunk("a.md", 0, "A", "A > One", "text", ("ops",))
 

@@ -11,17 +11,17 @@ import pytest
 from pydantic import TypeAdapter
 
 from retrieval import LookupConfig, lookup_knowledge
-from retrieval.cli import build_parser, config_flag, config_from_args, main
-from retrieval.invocation import ToolInvocation
-from retrieval.mcp_output import (
+from retrieval.agent.mcp_output import (
     TEXT_CONTENT_CHARS,
     LookupOutput,
     input_schema,
     render_text,
     structured_output,
 )
-from retrieval.mcp_resources import SourceRefused, find_entry, render_entry, resource_uri
-from retrieval.tool import tool_definition
+from retrieval.agent.mcp_resources import SourceRefused, find_entry, render_entry, resource_uri
+from retrieval.agent.tool import tool_definition
+from retrieval.cli import build_parser, config_flag, config_from_args, main
+from retrieval.lookup.invocation import ToolInvocation
 
 ROOT = Path(__file__).resolve().parents[1]
 OUTPUT = TypeAdapter(LookupOutput)
@@ -125,7 +125,7 @@ def test_render_entry_holds_every_section_under_its_heading(index):
 
 def test_client_recorder_adds_the_client_to_the_arguments():
     pytest.importorskip("mcp")
-    from retrieval.mcp_server import ClientRecorder
+    from retrieval.agent.mcp_server import ClientRecorder
 
     seen: list[ToolInvocation] = []
     invocation = ToolInvocation("lookup_knowledge", "q", {"query": "q", "category": None, "top_k": 3}, "ok",
@@ -138,7 +138,7 @@ def test_client_recorder_adds_the_client_to_the_arguments():
 
 def test_close_recorder_flushes_then_closes_a_store_that_can():
     pytest.importorskip("mcp")
-    from retrieval.mcp_server import close_recorder
+    from retrieval.agent.mcp_server import close_recorder
 
     calls: list[str] = []
 
@@ -162,7 +162,7 @@ def test_importing_retrieval_and_its_cli_does_not_import_mcp():
 
 
 def test_mcp_command_without_the_sdk_says_how_to_install_it(kb_dir, monkeypatch, capsys):
-    monkeypatch.setitem(sys.modules, "retrieval.mcp_server", None)  # importing it fails, as without mcp
+    monkeypatch.setitem(sys.modules, "retrieval.agent.mcp_server", None)  # importing it fails, as without mcp
     assert main(["mcp", "--kb", str(kb_dir), "--no-trace"]) == 2
     error = capsys.readouterr().err
     assert error.startswith("error: the MCP server needs the mcp package") and "lookup-knowledge[mcp]" in error

@@ -32,8 +32,8 @@ from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 from mcp.shared.exceptions import MCPError  # noqa: E402
 
 from retrieval import TraceStore  # noqa: E402
-from retrieval.lookup import TOOL_NAME  # noqa: E402
-from retrieval.tool import tool_definition  # noqa: E402
+from retrieval.agent.tool import tool_definition  # noqa: E402
+from retrieval.lookup.orchestrator import TOOL_NAME  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 CLIENT_NAME = "pytest-mcp-client"

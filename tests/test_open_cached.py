@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from retrieval import LookupConfig, load_knowledge_base, lookup_knowledge, open_index
-from retrieval.chunk_store import EntryColumns
-from retrieval.corpus import Entry
-from retrieval.text import tokenize
+from retrieval.index.chunk_store import EntryColumns
+from retrieval.kb.model import Entry
+from retrieval.text.analysis import tokenize
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 WORDS = ("alert route silence token invoice refund rotate oauth dashboard panel query metric retention rollup "

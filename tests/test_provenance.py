@@ -8,9 +8,10 @@ import duckdb
 import pandas as pd
 import pytest
 
-from retrieval import TraceStore, lookup_knowledge, provenance
-from retrieval.invocation import ToolInvocation
-from retrieval.trace_store import MIGRATIONS
+from retrieval import TraceStore, lookup_knowledge
+from retrieval.index import provenance as provenance
+from retrieval.lookup.invocation import ToolInvocation
+from retrieval.traces.schema import MIGRATIONS
 
 
 def test_lookup_records_the_knowledge_base_as_typed_columns(index, store):

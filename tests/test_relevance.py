@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from retrieval.evidence import EvidenceBlock, HitReason
-from retrieval.l0 import L0Hints
-from retrieval.relevance import assess
+from retrieval.l0.index import L0Hints
+from retrieval.lookup.evidence import EvidenceBlock, HitReason
+from retrieval.lookup.relevance import assess
 
 
 def _block(l1: float | None, with_l0: bool = False) -> EvidenceBlock:

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from retrieval import LookupConfig
+from retrieval.agent.tool import LookupTool, tool_definition
 from retrieval.config import parse_assignments
-from retrieval.tool import LookupTool, tool_definition
 
 
 def test_tool_definition_is_json_schema_with_query_category_top_k():

@@ -18,7 +18,7 @@ import pytest
 
 from appui import data
 from retrieval import TraceStore, TraceStoreError, lookup_knowledge
-from retrieval.invocation import ToolInvocation
+from retrieval.lookup.invocation import ToolInvocation
 
 FORK = multiprocessing.get_context("fork")
 WRITERS, LOOKUPS = 4, 500

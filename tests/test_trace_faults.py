@@ -10,12 +10,13 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from retrieval import TraceStore, TraceStoreError, trace_reader
+from retrieval import TraceStore, TraceStoreError
 from retrieval.cli import main as lookup_main
-from retrieval.invocation import ToolInvocation
-from retrieval.trace_checkpoint import checkpoint
-from retrieval.trace_db import CONNECT_CONFIG, is_lock_error
-from retrieval.trace_store import TraceStoreLockedWarning
+from retrieval.lookup.invocation import ToolInvocation
+from retrieval.traces import reader as trace_reader
+from retrieval.traces.checkpoint import checkpoint
+from retrieval.traces.db import CONNECT_CONFIG, is_lock_error
+from retrieval.traces.writer import TraceStoreLockedWarning
 from tests.conftest import held_trace_file
 
 
@@ -102,7 +103,7 @@ def test_no_store_connection_checkpoints(tmp_path):
 
 
 def test_a_large_log_starts_the_detached_checkpointer(tmp_path):
-    from retrieval.trace_checkpoint import maybe_checkpoint
+    from retrieval.traces.checkpoint import maybe_checkpoint
 
     path = tmp_path / "t.duckdb"
     with TraceStore(path) as store:

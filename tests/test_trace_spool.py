@@ -10,8 +10,9 @@ import warnings
 import pytest
 
 from retrieval import TraceStore, lookup_knowledge
-from retrieval.invocation import ToolInvocation
-from retrieval.trace_store import TraceSpoolRejectedWarning, TraceStoreWriteWarning
+from retrieval.lookup.invocation import ToolInvocation
+from retrieval.traces.file import TraceSpoolRejectedWarning
+from retrieval.traces.writer import TraceStoreWriteWarning
 from tests.conftest import stored_row
 
 GOOD = {"id": "good-1", "created_at": "2026-01-02T03:04:05", "tool_name": "lookup_knowledge", "query": "q",
@@ -57,7 +58,7 @@ def test_record_stamps_the_callers_latency_and_its_own_time(tmp_path, index):
 
 def test_a_drain_is_one_read_json_statement_with_no_python_decoding(tmp_path, monkeypatch):
     """The common path: DuckDB reads the claimed batch itself; `decode` (the Python judge) is not called."""
-    import retrieval.trace_ingest as trace_ingest
+    import retrieval.traces.ingest as trace_ingest
 
     store = TraceStore(tmp_path / "t.duckdb")
     monkeypatch.setattr(store, "drain_in_background", lambda: None)
@@ -100,7 +101,7 @@ def test_a_line_outside_the_strict_shapes_is_judged_by_decode_and_the_rest_still
 ])
 def test_the_strict_statement_and_decode_agree_on_every_edge_case(tmp_path, line):
     """Whatever path a line takes, it is stored exactly when `decode` accepts it, with `decode`'s values."""
-    from retrieval import trace_rows
+    from retrieval.traces import rows as trace_rows
 
     try:
         expected = trace_rows.decode(json.dumps(line).encode())
@@ -210,7 +211,7 @@ def test_write_failure_becomes_a_warning_and_a_spool_row(tmp_path, monkeypatch):
 
         raise duckdb.IOException("IO Error: No space left on device")
 
-    monkeypatch.setattr("retrieval.trace_ingest.insert", full_disk)
+    monkeypatch.setattr("retrieval.traces.ingest.insert", full_disk)
     store.record(_invocation("kept"))  # never raises
     with pytest.warns(TraceStoreWriteWarning, match="No space left.*kept in"):
         assert store.flush() is False
@@ -257,7 +258,7 @@ def _odd_values_invocation() -> ToolInvocation:
 
 
 def test_a_spool_line_decodes_to_the_same_row_whichever_json_library_wrote_it(monkeypatch):
-    from retrieval import trace_rows
+    from retrieval.traces import rows as trace_rows
 
     invocation = _odd_values_invocation()
     plain = ToolInvocation("lookup_knowledge", "q", {"query": "q"}, "ok", 1.5, {"top_k": 5},
@@ -280,7 +281,7 @@ def test_a_spool_line_decodes_to_the_same_row_whichever_json_library_wrote_it(mo
 
 
 def test_lines_orjson_refuses_are_read_by_the_standard_parser():
-    from retrieval import trace_rows
+    from retrieval.traces import rows as trace_rows
 
     line = json.dumps({**GOOD, "id": "nan-literal", "latency_ms": float("nan"),
                        "retrieval_details": {"note": "\ud800"}}).encode()
@@ -300,7 +301,7 @@ def test_a_process_that_exits_without_flushing_has_its_rows_moved_at_exit(tmp_pa
     import duckdb
 
     path = tmp_path / "t.duckdb"
-    script = ("from retrieval import TraceStore\nfrom retrieval.invocation import ToolInvocation\n"
+    script = ("from retrieval import TraceStore\nfrom retrieval.lookup.invocation import ToolInvocation\n"
               f"store = TraceStore({str(path)!r})\n"
               "store.record(ToolInvocation('lookup_knowledge', 'q', {}, 'ok', 1.0, {}, {'a': 1}, id='at-exit'))\n")
     done = subprocess.run([sys.executable, "-c", script], cwd=Path(__file__).resolve().parents[1],

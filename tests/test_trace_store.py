@@ -12,8 +12,9 @@ import duckdb
 import pytest
 
 from retrieval import TraceStore, TraceStoreError, lookup_knowledge
-from retrieval.invocation import ToolInvocation
-from retrieval.trace_store import SCHEMA_VERSION, TraceStoreLockedWarning
+from retrieval.lookup.invocation import ToolInvocation
+from retrieval.traces.schema import SCHEMA_VERSION
+from retrieval.traces.writer import TraceStoreLockedWarning
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -70,7 +71,7 @@ def test_two_processes_writing_at_once_lose_no_row(tmp_path):
     writer = textwrap.dedent(f"""
         import sys, time
         sys.path.insert(0, {str(ROOT)!r})
-        from retrieval.trace_store import TraceStore
+        from retrieval.traces.store import TraceStore
         from tests.test_trace_store import _invocation
         store = TraceStore({str(path)!r}, lock_timeout=60)
         start = float(sys.argv[2])

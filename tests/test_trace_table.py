@@ -18,8 +18,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from retrieval import TraceStore, trace_reader
-from retrieval.invocation import ToolInvocation
+from retrieval import TraceStore
+from retrieval.lookup.invocation import ToolInvocation
+from retrieval.traces import reader as trace_reader
 from tests.conftest import held_trace_file
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -198,8 +199,8 @@ def test_the_reading_functions_drain_the_spool_without_a_writer(tmp_path):
 def test_a_batch_stored_by_a_drainer_killed_before_removing_it_is_not_stored_twice(tmp_path):
     """The ledger: rows and the batch's name commit together, so the batch file a killed drainer left
     behind is recognised and removed, not inserted again."""
-    from retrieval.trace_file import drain_into, spool_path
-    from retrieval.trace_spool import Spool
+    from retrieval.traces.file import drain_into, spool_path
+    from retrieval.traces.spool import Spool
 
     traces = tmp_path / "t.duckdb"
     TraceStore(traces).close()
@@ -220,7 +221,7 @@ def test_a_batch_stored_by_a_drainer_killed_before_removing_it_is_not_stored_twi
 
 def test_a_store_dropped_without_closing_still_leaves_its_rows_in_the_table_at_exit(tmp_path):
     traces = tmp_path / "t.duckdb"
-    script = ("import gc\nfrom retrieval import TraceStore\nfrom retrieval.invocation import ToolInvocation\n"
+    script = ("import gc\nfrom retrieval import TraceStore\nfrom retrieval.lookup.invocation import ToolInvocation\n"
               f"store = TraceStore({str(traces)!r})\n"
               "store.record(ToolInvocation('lookup_knowledge', 'q', {}, 'ok', 1.0, {}, {}, id='dropped'))\n"
               "del store\ngc.collect()\n")

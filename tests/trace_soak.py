@@ -132,7 +132,7 @@ def _start(role: str, path: Path, folder: Path, tag: str, seed: int) -> subproce
 
 def _writer(path: Path, folder: Path, tag: str, seed: int) -> None:
     from retrieval import TraceStore
-    from retrieval.invocation import ToolInvocation
+    from retrieval.lookup.invocation import ToolInvocation
 
     rng = random.Random(seed)
     store = TraceStore(path, lock_timeout=0.2, defer_if_locked=True)
@@ -152,8 +152,8 @@ def _writer(path: Path, folder: Path, tag: str, seed: int) -> None:
 
 
 def _drainer(path: Path) -> None:
-    from retrieval import trace_reader
-    from retrieval.trace_db import TraceStoreError
+    from retrieval.traces import reader as trace_reader
+    from retrieval.traces.db import TraceStoreError
 
     print("ready", flush=True)
     while True:

@@ -1,0 +1,137 @@
+"""`python -m retrieval mcp`: `lookup_knowledge` as a Model Context Protocol tool, with the index kept warm.
+
+The server adds no retrieval of its own: the tool calls `lookup_knowledge` with a recorder that adds the
+client's name to the invocation's arguments, maps the result to the output schema (mcp_output), and turns
+the library's `ValueError` into an `is_error` result carrying the same one-line message. The resource
+`knowledge://{source}` returns a whole entry (mcp_resources). Imported only by the `mcp` subcommand, so
+`import retrieval` never imports the SDK.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+from dataclasses import dataclass, replace
+from typing import Annotated, Any, Literal
+
+from mcp.server.mcpserver import Context, MCPServer, ResourceSecurity
+from mcp.server.mcpserver.exceptions import ResourceNotFoundError
+from mcp.server.mcpserver.tools import Tool
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
+
+from retrieval import __version__
+from retrieval.agent.mcp_output import LookupOutput, input_schema, render_text, structured_output
+from retrieval.agent.mcp_resources import URI_TEMPLATE, SourceRefused, find_entry, render_entry
+from retrieval.agent.tool import TOOL_DESCRIPTION, LookupTool
+from retrieval.config import LookupConfig
+from retrieval.index.build import KnowledgeIndex
+from retrieval.lookup.invocation import Recorder, ToolInvocation
+from retrieval.lookup.orchestrator import TOOL_NAME, lookup_knowledge
+from retrieval.text.analysis import normalize_label
+
+SERVER_NAME = "lookup-knowledge"
+HTTP_HOST = "127.0.0.1"  # the HTTP transport never listens beyond this machine
+INSTRUCTIONS = ("Call lookup_knowledge before answering questions about the product; cite each block's "
+                "`source`, and read a whole entry through its `resource_uri` (knowledge://…).")
+Transport = Literal["stdio", "http"]
+
+
+@dataclass(frozen=True)
+class ClientRecorder:
+    """Records an invocation with the MCP client's name (and version) added to its arguments."""
+
+    recorder: Recorder
+    client: str | None
+    client_version: str | None = None
+
+    def __call__(self, invocation: ToolInvocation) -> None:
+        arguments = {**invocation.arguments, "client": self.client, "client_version": self.client_version,
+                     "via": "mcp"}
+        self.recorder(replace(invocation, arguments=arguments))
+
+
+def build_server(index: KnowledgeIndex, config: LookupConfig, recorder: Recorder | None) -> MCPServer:
+    """An MCP server with the `lookup_knowledge` tool and the `knowledge://{source}` resource over `index`."""
+    definition = LookupTool(index, config).definition()
+    domains = frozenset(definition["parameters"]["properties"]["category"].get("examples") or ())
+
+    def lookup(query: Any = None, category: Any = None, top_k: Any = None,
+               ctx: Context | None = None) -> Annotated[CallToolResult, LookupOutput]:
+        client_recorder = None if recorder is None else ClientRecorder(recorder, *_client_info(ctx))
+        try:
+            _check_category(category, domains, {"query": query, "category": category, "top_k": top_k}, config,
+                            client_recorder)
+            result = lookup_knowledge(query, index=index, config=config, category=category, top_k=top_k,
+                                      recorder=client_recorder)
+        except ValueError as exc:  # the library's one-line message, as an is_error result
+            return CallToolResult(content=[TextContent(type="text", text=str(exc))], is_error=True)
+        output = structured_output(result)
+        return CallToolResult(content=[TextContent(type="text", text=render_text(output))],
+                              structured_content=dict(output))
+
+    tool = Tool.from_function(lookup, name=TOOL_NAME, description=TOOL_DESCRIPTION,
+                              annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False))
+    tool = tool.model_copy(update={"parameters": input_schema(definition)})
+    server = MCPServer(SERVER_NAME, version=__version__, instructions=INSTRUCTIONS, tools=[tool])
+
+    def read_entry(source: str) -> str:
+        try:
+            return render_entry(find_entry(index.kb, source))
+        except SourceRefused as exc:
+            raise ResourceNotFoundError(str(exc)) from None
+
+    server.resource(URI_TEMPLATE, name="knowledge-entry", mime_type="text/markdown",
+                    description="A whole knowledge-base entry by its source (percent-encoded), as Markdown",
+                    security=ResourceSecurity(exempt_params={"source"}))(read_entry)  # find_entry checks it
+    return server
+
+
+def serve(index: KnowledgeIndex, config: LookupConfig, recorder: Recorder | None, *,
+          transport: Transport = "stdio", port: int = 8000) -> None:
+    """Serve until the client disconnects (stdio) or the process is stopped; then flush the trace store."""
+    server = build_server(index, config, recorder)
+    previous = signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    try:
+        if transport == "http":
+            server.run("streamable-http", host=HTTP_HOST, port=port)
+        else:
+            server.run("stdio")
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        close_recorder(recorder)
+
+
+def close_recorder(recorder: Recorder | None) -> None:
+    """Flush and close the trace store when it can be (a buffered store must not lose rows on shutdown)."""
+    for name in ("flush", "close"):
+        method = getattr(recorder, name, None)
+        if callable(method):
+            method()
+
+
+def _check_category(category: Any, domains: frozenset[str], arguments: dict[str, Any], config: LookupConfig,
+                    recorder: Recorder | None) -> None:
+    """The input schema's enum: a category outside the base's domains is refused (and recorded)."""
+    if not domains or not isinstance(category, str) or not normalize_label(category):
+        return  # no enum to enforce, or a value the library itself refuses
+    if normalize_label(category) in domains:
+        return
+    message = f"category must be one of {', '.join(sorted(domains))} or omitted, got {category!r}"
+    if recorder is not None:
+        recorder(ToolInvocation(TOOL_NAME, str(arguments["query"]), arguments, "error", 0.0, config.to_dict(), {},
+                                error=f"ValueError: {message}"))
+    raise ValueError(message)
+
+
+def _client_info(ctx: Context | None) -> tuple[str | None, str | None]:
+    """The client's name and version from the MCP handshake, when the protocol gave them."""
+    try:
+        params = ctx.session.client_params if ctx is not None else None
+    except ValueError:  # no request context (a direct call outside a session)
+        return None, None
+    info = params.client_info if params is not None else None
+    return (info.name, info.version) if info is not None else (None, None)
+
+
+def _exit_on_sigterm(signum: int, frame: Any) -> None:
+    sys.exit(128 + signum)  # unwinds through serve()'s finally, which flushes the trace store

@@ -1,0 +1,245 @@
+"""Build the L0 and L1 indexes of a knowledge base, cached on disk by the corpus content."""
+
+from __future__ import annotations
+
+import gc
+import hashlib
+import os
+import stat
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from retrieval import __version__
+from retrieval.index import progress as bp
+from retrieval.index.cache import CachedIndex, read_cache, write_cache
+from retrieval.index.chunk_store import ChunkRows
+from retrieval.index.config import IndexConfig
+from retrieval.kb.load import exclude_prefixes, load_knowledge_base
+from retrieval.kb.model import Chunk, KnowledgeBase
+from retrieval.l0.index import L0Index
+from retrieval.l1.embedder import Embedder, LazyEmbedder, default_embedder
+from retrieval.l1.search import L1Index
+
+Progress = bp.Progress  # progress(stage, fraction): see retrieval.index.progress
+_FORMAT = 2
+DEFAULT = "default"  # `embedder=DEFAULT`: the packaged static embedder (retrieval.l1.embedder.default_embedder)
+
+
+@dataclass
+class KnowledgeIndex:
+    """A loaded knowledge base with its L0 index and, when it could be built, its L1 index."""
+
+    kb: KnowledgeBase
+    l0: L0Index
+    l1: L1Index | None
+    l1_unavailable_reason: str | None = None
+    svd_dims: int = 256
+    build_seconds: float = 0.0
+    from_cache: bool = False
+    index_config: IndexConfig = field(default_factory=IndexConfig)
+
+    def settings(self) -> dict:
+        """The index settings as built (`svd_dims` asked for; `l1_dimensions` what the corpus allowed)."""
+        return {**self.index_config.to_dict(), "l1_dimensions": int(getattr(self.l1, "dimensions", 0) or 0)}
+
+
+def build_index(kb: KnowledgeBase, *, svd_dims: int | None = None, config: IndexConfig | None = None,
+                progress: Progress | None = None, embedder: Embedder | LazyEmbedder | str | None = DEFAULT) -> KnowledgeIndex:
+    """Index `kb`; an L1 index that cannot be built leaves L1 `unavailable` with the reason, not an error.
+    `svd_dims` overrides `config.svd_dims` (the older keyword); `progress(stage, fraction)` follows the
+    stages of retrieval.index.progress. `embedder` gives L1 its static part (None: none; DEFAULT: the
+    packaged one, when installed)."""
+    config = _with_dims(config, svd_dims)
+    embedder = _embedder(embedder)
+    started = time.perf_counter()
+    bp.report(progress, bp.L0, 0.0)
+    l0 = L0Index(kb.entries)
+    bp.report(progress, bp.L0, 1.0)
+    l1, reason = None, None
+    chunks = [c for c in kb.chunks if _indexable(c)]
+    try:
+        l1 = L1Index(chunks, config, progress=progress, embedder=embedder)
+    except ValueError as exc:  # e.g. no chunk has any indexable term
+        reason = f"{type(exc).__name__}: {exc}"
+    return KnowledgeIndex(kb, l0, l1, reason, config.svd_dims, time.perf_counter() - started, False, config)
+
+
+def open_index(path: str | Path, *, svd_dims: int | None = None, config: IndexConfig | None = None,
+               cache_dir: str | Path | None = None, use_cache: bool = True, strict: bool = False,
+               exclude_fields: Iterable[str] = (), exclude_paths: Iterable[str] = (),
+               progress: Progress | None = None,
+               embedder: Embedder | LazyEmbedder | str | None = DEFAULT) -> KnowledgeIndex:
+    """Load and index a knowledge base, reusing the on-disk cache when the corpus content is unchanged.
+
+    `config` holds the index settings (`svd_dims` overrides its dimensions). `exclude_paths` (path
+    prefixes relative to the root, see retrieval.kb.exclusions) are normalised and sorted, and are part of
+    the cache key: excluding `news` never reuses the index that holds it. So is the embedder's name
+    (`embedder`: see `build_index`); a cached index loads its embedder only when a query needs it.
+    """
+    config = _with_dims(config, svd_dims)
+    embedder = _embedder(embedder)
+    excluded = tuple(sorted(exclude_fields))
+    prefixes = exclude_prefixes(exclude_paths)
+    if not use_cache:
+        return build_index(_read(path, strict, excluded, prefixes, progress), config=config, progress=progress,
+                           embedder=embedder)
+    bp.report(progress, bp.HASHING, 0.0)
+    key = _cache_key(f"{file_signature(path)}|{excluded}|{embedder.name if embedder else None}", config, strict,
+                     prefixes)
+    folder = Path(cache_dir or default_cache_dir()) / key
+    with _collector_paused():
+        cached = read_cache(folder)
+        bp.report(progress, bp.HASHING, 1.0)
+        if cached is not None:
+            bp.report(progress, bp.CACHED, 1.0)
+            return _from_cache(cached, embedder)
+    index = build_index(_read(path, strict, excluded, prefixes, progress), config=config, progress=progress,
+                        embedder=embedder)
+    bp.report(progress, bp.CACHING, 0.0)
+    if embedder is not None and index.l1 is not None and index.l1.embedder_info is None:  # the embedder failed:
+        folder = folder.parent / _cache_key(f"{file_signature(path)}|{excluded}|None", config, strict, prefixes)
+    write_cache(folder, CachedIndex(index.kb, index.l1.arrays if index.l1 else None, _l1_rows(index.kb),
+                                    index.l1_unavailable_reason, config, index.build_seconds, l0=index.l0.arrays))
+    bp.report(progress, bp.CACHING, 1.0)
+    return index
+
+
+def _read(path: str | Path, strict: bool, excluded: tuple[str, ...], prefixes: tuple[str, ...],
+          progress: Progress | None) -> KnowledgeBase:
+    bp.report(progress, bp.READING, 0.0)
+    kb = load_knowledge_base(path, strict=strict, exclude_fields=excluded, exclude_paths=prefixes)
+    bp.report(progress, bp.READING, 1.0)
+    return kb
+
+
+INDEX_CODE = ("kb", "text", "index", "l0", "l1")  # the subpackages whose code a cached index depends on
+
+
+def default_cache_dir() -> Path:
+    """`$LOOKUP_KNOWLEDGE_CACHE`, else `$XDG_CACHE_HOME/lookup-knowledge`, else `~/.cache/lookup-knowledge`."""
+    explicit = os.environ.get("LOOKUP_KNOWLEDGE_CACHE")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "lookup-knowledge"
+
+
+def _code_fingerprint() -> str:
+    """Hash of the subpackages that shape an index (every module of kb, text, index, l0 and l1), so a code
+    change never reuses a stale cache."""
+    digest = hashlib.sha256()
+    package = Path(__file__).resolve().parents[1]
+    for module in sorted(f for name in INDEX_CODE for f in (package / name).glob("*.py")):
+        digest.update(module.relative_to(package).as_posix().encode())
+        digest.update(module.read_bytes())
+    return digest.hexdigest()
+
+
+def _library_versions() -> tuple[str, ...]:
+    """numpy, scipy, scikit-learn and PyStemmer versions: a new release may change what a build gives."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = []
+    for name in ("numpy", "scipy", "scikit-learn", "PyStemmer"):
+        try:
+            found.append(f"{name}=={version(name)}")
+        except PackageNotFoundError:
+            found.append(f"{name}==?")
+    return tuple(found)
+
+
+def _cache_key(corpus_fingerprint: str, config: IndexConfig, strict: bool, exclude_paths: tuple[str, ...] = ()) -> str:
+    parts = (corpus_fingerprint, sorted(config.to_dict().items()), strict, _FORMAT, __version__, _library_versions(),
+             _code_fingerprint(), *((exclude_paths,) if exclude_paths else ()))
+    return hashlib.sha256(repr(parts).encode()).hexdigest()[:32]
+
+
+def _embedder(embedder: Embedder | LazyEmbedder | str | None) -> Embedder | LazyEmbedder | None:
+    if isinstance(embedder, str):
+        if embedder != DEFAULT:
+            raise ValueError(f"embedder must be an Embedder, None or {DEFAULT!r}, got {embedder!r}")
+        return default_embedder()
+    return embedder
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off while a cached index opens. The open allocates an object or
+    three per page (100k pages in a BEIR-shaped base) and keeps them all, so the collections those
+    allocations set off (hundreds, the later ones over the whole heap) free nothing; at 100k one-chunk
+    entries they were a third of the open. The collector is on again after, as it was before."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _from_cache(cached: CachedIndex, embedder: Embedder | LazyEmbedder | None) -> KnowledgeIndex:
+    l1 = None
+    if cached.arrays is not None and cached.l1_rows is not None and cached.store is not None:
+        l1 = L1Index(ChunkRows(cached.store, cached.l1_rows), cached.index_config, arrays=cached.arrays,
+                     embedder=embedder)
+    return KnowledgeIndex(cached.kb, L0Index(cached.kb.entries, arrays=cached.l0), l1, cached.l1_unavailable_reason,
+                          cached.index_config.svd_dims, cached.build_seconds, True, cached.index_config)
+
+
+def file_signature(path: str | Path) -> str:
+    """Hash of every file's path, size, inode, and modification and change times under `path` (or of the
+    one file): the cache key's view of the corpus. Any edit changes a change time (`ctime` cannot be set
+    back), and stat-ing 6k files costs milliseconds where hashing their bytes cost seconds; the content
+    fingerprint is still computed at build and kept with the index (`kb.fingerprint`)."""
+    root = Path(path).resolve()
+    digest = hashlib.sha256(str(root).encode("utf-8", "surrogatepass"))
+    if not root.is_dir():
+        digest.update(_stat_line(str(root), root.name))
+        return digest.hexdigest()
+    prefix = len(str(root)) + 1
+    for folder, subfolders, names in os.walk(root):
+        subfolders.sort()
+        for name in sorted(names):
+            full = f"{folder}/{name}"
+            digest.update(_stat_line(full, full[prefix:]))
+    return digest.hexdigest()
+
+
+def _stat_line(full: str, relative: str) -> bytes:
+    """The facts of the link itself and of what it points to; a file that is not a link is stat-ed once
+    (the second stat gave the same facts: the line is unchanged, and at 65k files it cost 0.27 s an open)."""
+    try:
+        st = os.lstat(full)
+        link = f"{st.st_size}:{st.st_ino}:{st.st_mtime_ns}:{st.st_ctime_ns}"
+    except OSError as exc:
+        st, link = None, type(exc).__name__
+    if st is not None and not stat.S_ISLNK(st.st_mode):
+        return f"{relative}|{link}|{link}\n".encode("utf-8", "surrogatepass")
+    try:
+        target_st = os.stat(full)
+        target = f"{target_st.st_size}:{target_st.st_ino}:{target_st.st_mtime_ns}:{target_st.st_ctime_ns}"
+    except OSError as exc:
+        target = type(exc).__name__
+    return f"{relative}|{link}|{target}\n".encode("utf-8", "surrogatepass")
+
+
+def _indexable(chunk: Chunk) -> bool:
+    """L1 indexes chunks with some text or a breadcrumb."""
+    return bool(chunk.text.strip() or chunk.breadcrumb.strip())
+
+
+def _l1_rows(kb: KnowledgeBase) -> np.ndarray:
+    """Positions, in the base's chunk order, of the chunks L1 indexes."""
+    return np.flatnonzero(np.fromiter((_indexable(c) for c in kb.chunks), dtype=bool)).astype(np.int64)
+
+
+def _with_dims(config: IndexConfig | None, svd_dims: int | None) -> IndexConfig:
+    config = config or IndexConfig()
+    if svd_dims is None or svd_dims == config.svd_dims:
+        return config
+    return IndexConfig(**{**config.to_dict(), "svd_dims": svd_dims})

@@ -1,0 +1,256 @@
+"""The on-disk index cache: data only, checked on load. No pickle, so a planted file cannot run code.
+
+One folder per cache key holds, as `.npy` files (read with `allow_pickle=False`): the L1 arrays, the L0
+arrays (its postings, idf and vocabulary: a load tokenises no entry), the chunks' text columns and the
+entries' columns (chunk_store.EntryColumns: a load builds no `Entry`; one is built when read), plus
+`manifest.json` naming every file with its dtype, shape, size in bytes and XXH3-128 hash. A folder is
+written under a temporary name and renamed into place, so a reader never sees half of one.
+
+On load every file is checked, whole, before any of it is used: its size (a truncated file fails here,
+before it is read), then the XXH3-128 hash of all its bytes (a flipped or overwritten byte anywhere fails
+here), then its dtype and shape against the manifest; then the arrays are checked against each other
+(offsets within their bytes, positions in range, chunks in their entries' order, sorted hash arrays).
+Any mismatch is a warning and a rebuild, never a wrong index. The hash guards against damage, not
+against an attacker (who could rewrite the manifest too: the cache folder is the user's own), so it is
+a fast non-cryptographic one: XXH3 hashes at memory speed where SHA-256 took 8.2 s over the 2.6 GB of a
+1M-chunk index. Every array is memory-mapped read-only, so the hash pass is the only read, and processes
+that open the same index share its pages. The folder is bounded: 4 GiB in all by default
+(`$LOOKUP_KNOWLEDGE_CACHE_MAX_MB` to change it) and `KEEP_CACHED` indexes; the oldest go first.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import mmap
+import os
+import shutil
+import tempfile
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import xxhash
+
+from retrieval.index.chunk_store import ChunkStore, EntryColumns, TextColumn
+from retrieval.index.config import IndexConfig
+from retrieval.kb.files import LoadProblem
+from retrieval.kb.model import Entry, KnowledgeBase
+from retrieval.l0.index import L0Arrays, L0Index
+from retrieval.l1.search import L1Arrays
+
+FORMAT = 4  # 4: L0 arrays, entry columns and XXH3-128 hashes (3: entries.json and SHA-256)
+KEEP_CACHED = 16
+DEFAULT_MAX_MB = 4096
+MANIFEST = "manifest.json"
+L0_PREFIX = "l0_"
+
+
+class CacheWarning(UserWarning):
+    """The index cache could not be used or written; the lookup goes on with a fresh index."""
+
+
+@dataclasses.dataclass(frozen=True)
+class CachedIndex:
+    """What a cache folder holds: the knowledge base, the L1 arrays (None when L1 was unavailable) with
+    the chunk rows L1 indexes (positions in the base's chunk order), the build facts and the L0 arrays
+    (None on write: computed from the entries)."""
+
+    kb: KnowledgeBase
+    arrays: L1Arrays | None
+    l1_rows: np.ndarray | None
+    l1_unavailable_reason: str | None
+    index_config: IndexConfig
+    build_seconds: float
+    store: ChunkStore | None = None  # set on read: the chunks' columns behind the base's entries
+    l0: L0Arrays | None = None
+
+
+def max_cache_bytes() -> int:
+    """The cache folder's size bound in bytes (`$LOOKUP_KNOWLEDGE_CACHE_MAX_MB`, default 4096 MB)."""
+    raw = os.environ.get("LOOKUP_KNOWLEDGE_CACHE_MAX_MB", "")
+    try:
+        return int(float(raw) * 2**20) if raw.strip() else DEFAULT_MAX_MB * 2**20
+    except ValueError:
+        warnings.warn(f"LOOKUP_KNOWLEDGE_CACHE_MAX_MB={raw!r} is not a number; using {DEFAULT_MAX_MB}",
+                      CacheWarning, stacklevel=2)
+        return DEFAULT_MAX_MB * 2**20
+
+
+def read_cache(folder: Path) -> CachedIndex | None:
+    """The cached index in `folder`, or None (with a warning when a folder exists but does not check out)."""
+    if not folder.exists():
+        return None
+    try:
+        return _read(folder)
+    except (OSError, EOFError, ValueError, KeyError, TypeError) as exc:
+        warnings.warn(f"index cache {folder} is unusable ({type(exc).__name__}: {exc}); rebuilding the index",
+                      CacheWarning, stacklevel=2)
+        shutil.rmtree(folder, ignore_errors=True)
+        return None
+
+
+def write_cache(folder: Path, cached: CachedIndex) -> None:
+    """Write `cached` to `folder` atomically; a failure (read-only or full disk) is a warning, not an error."""
+    temporary = None
+    try:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        temporary = Path(tempfile.mkdtemp(dir=folder.parent, prefix=".building-"))
+        files: dict[str, Any] = {}
+        if cached.arrays is not None and cached.l1_rows is not None:
+            for field in dataclasses.fields(L1Arrays):
+                files[field.name] = _write_array(temporary / f"{field.name}.npy", getattr(cached.arrays, field.name))
+            files["l1_rows"] = _write_array(temporary / "l1_rows.npy", cached.l1_rows)
+        l0 = cached.l0 if cached.l0 is not None else L0Index(cached.kb.entries).arrays
+        for field in dataclasses.fields(L0Arrays):
+            files[L0_PREFIX + field.name] = _write_array(temporary / f"{L0_PREFIX}{field.name}.npy",
+                                                         getattr(l0, field.name))
+        _check_chunk_heads(cached.kb.entries)
+        store = ChunkStore.of(cached.kb.entries)
+        for name, value in {**_store_arrays(store), **EntryColumns.columns_of(cached.kb.entries)}.items():
+            files[name] = _write_array(temporary / f"{name}.npy", value)
+        manifest = {"format": FORMAT, "files": files,
+                    "kb": _kb_dict(cached.kb), "l1_unavailable_reason": cached.l1_unavailable_reason,
+                    "index_config": cached.index_config.to_dict(), "build_seconds": cached.build_seconds}
+        (temporary / MANIFEST).write_text(json.dumps(manifest), encoding="utf-8")
+        if folder.exists():
+            shutil.rmtree(folder, ignore_errors=True)
+        os.replace(temporary, folder)
+        temporary = None
+        prune(folder.parent, keep=KEEP_CACHED, max_bytes=max_cache_bytes())
+    except OSError as exc:
+        warnings.warn(f"could not write the index cache in {folder.parent} ({type(exc).__name__}: {exc}); "
+                      "the index works but will be rebuilt next time", CacheWarning, stacklevel=2)
+    finally:
+        if temporary is not None:
+            shutil.rmtree(temporary, ignore_errors=True)
+
+
+def prune(root: Path, *, keep: int, max_bytes: int) -> None:
+    """Remove the oldest cache folders beyond `keep` of them or beyond `max_bytes` in all (the newest
+    folder always stays), plus leftovers of interrupted writes and of the old pickle format."""
+    for stale in [*root.glob(".building-*"), *root.glob("*.pkl"), *root.glob("*.tmp")]:
+        if stale.is_dir():
+            shutil.rmtree(stale, ignore_errors=True)
+        else:
+            stale.unlink(missing_ok=True)
+    folders = sorted((p for p in root.iterdir() if (p / MANIFEST).is_file()),
+                     key=lambda p: (p / MANIFEST).stat().st_mtime, reverse=True)
+    total = 0
+    for position, folder in enumerate(folders):
+        total += sum(f.stat().st_size for f in folder.iterdir() if f.is_file())
+        if position > 0 and (position >= keep or total > max_bytes):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _read(folder: Path) -> CachedIndex:
+    manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise ValueError(f"manifest format is not {FORMAT}")
+    files = manifest["files"]
+    if not isinstance(files, dict):
+        raise ValueError("manifest names no files")
+    arrays = {name: _read_array(folder, spec) for name, spec in files.items()}
+    entries = EntryColumns.of_arrays({n: arrays[n] for n in ENTRY_ARRAYS}, arrays["chunk_entry"],
+                                     arrays["chunk_position"],
+                                     TextColumn(arrays["breadcrumb_blob"], arrays["breadcrumb_offsets"]),
+                                     TextColumn(arrays["text_blob"], arrays["text_offsets"]))
+    l0 = L0Arrays(**{f.name: arrays[L0_PREFIX + f.name] for f in dataclasses.fields(L0Arrays)})
+    l0.check()
+    if l0.n_docs != len(entries):
+        raise ValueError("the L0 arrays and the entries disagree on the number of entries")
+    kb = _kb(manifest["kb"], entries)
+    l1, l1_rows = None, None
+    if "l1_rows" in files:
+        l1 = L1Arrays(**{f.name: arrays[f.name] for f in dataclasses.fields(L1Arrays)})
+        l1_rows = arrays["l1_rows"]
+        if l1_rows.size and (l1_rows.min() < 0 or l1_rows.max() >= len(entries.store)):
+            raise ValueError("l1_rows names chunks the base does not hold")
+    return CachedIndex(kb, l1, l1_rows, manifest["l1_unavailable_reason"], IndexConfig(**manifest["index_config"]),
+                       float(manifest["build_seconds"]), entries.store, l0)
+
+
+def _store_arrays(store: ChunkStore) -> dict[str, np.ndarray]:
+    return {"chunk_entry": store.entry_of, "chunk_position": store.position,
+            "breadcrumb_blob": store.breadcrumbs.blob, "breadcrumb_offsets": store.breadcrumbs.offsets,
+            "text_blob": store.texts.blob, "text_offsets": store.texts.offsets}
+
+
+ENTRY_ARRAYS = tuple(f"entry_{name}_{part}" for name in ("source", "title", "description", "label")
+                     for part in ("blob", "offsets")) + (
+    "entry_label_starts", "entry_source_hashes", "entry_source_ids", "entry_chunk_starts")
+
+
+def _write_array(path: Path, array: np.ndarray) -> dict[str, Any]:
+    np.save(path, np.ascontiguousarray(array), allow_pickle=False)
+    return {"file": path.name, "dtype": array.dtype.str, "shape": list(array.shape), "bytes": path.stat().st_size,
+            "xxh3_128": file_digest(path)}
+
+
+def _read_array(folder: Path, spec: dict[str, Any]) -> np.ndarray:
+    path = _member(folder, spec["file"])
+    size = path.stat().st_size
+    if size != spec["bytes"]:
+        raise ValueError(f"{path.name} holds {size} bytes, the manifest says {spec['bytes']}")
+    if file_digest(path) != spec["xxh3_128"]:
+        raise ValueError(f"{path.name} does not match its checksum")
+    array = np.load(path, mmap_mode="r", allow_pickle=False)
+    if array.dtype.str != spec["dtype"] or list(array.shape) != spec["shape"]:
+        raise ValueError(f"{path.name} holds {array.dtype.str}{list(array.shape)}, the manifest says "
+                         f"{spec['dtype']}{spec['shape']}")
+    # a plain read-only ndarray over the mapping: np.memmap wraps every scalar read in a new memmap object
+    return array.view(np.ndarray) if isinstance(array, np.memmap) else array
+
+
+def _member(folder: Path, name: Any) -> Path:
+    """A file named by the manifest, which must be a plain name inside the folder."""
+    if not isinstance(name, str) or Path(name).name != name or name in ("", ".", ".."):
+        raise ValueError(f"manifest names a file outside its folder: {name!r}")
+    return folder / name
+
+
+def file_digest(path: Path) -> str:
+    """XXH3-128 of a file's bytes, read through a memory map (no copy; a mapped page is the page cache's)."""
+    with path.open("rb") as handle:
+        if os.fstat(handle.fileno()).st_size == 0:
+            return xxhash.xxh3_128_hexdigest(b"")
+        with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+            return xxhash.xxh3_128_hexdigest(mapped)
+
+
+def _check_chunk_heads(entries: Sequence[Entry]) -> None:
+    """What the chunk store leaves to the entry (source, title, domains) must be the entry's."""
+    for entry in entries:
+        for chunk in entry.chunks:
+            if (chunk.source, chunk.title, chunk.domains) != (entry.source, entry.title, entry.domains):
+                raise OSError(f"chunk {chunk.chunk_id} differs from its entry in source, title or domains")
+
+
+def _kb_dict(kb: KnowledgeBase) -> dict[str, Any]:
+    values = {}
+    for field in dataclasses.fields(KnowledgeBase):
+        if field.name in ("entries",) or field.name.startswith("_"):
+            continue
+        value = getattr(kb, field.name)
+        if field.name == "problems":
+            value = [dataclasses.asdict(p) for p in value]
+        elif isinstance(value, tuple):
+            value = list(value)
+        values[field.name] = value
+    return values
+
+
+def _kb(data: dict[str, Any], entries: EntryColumns) -> KnowledgeBase:
+    known = {f.name: f for f in dataclasses.fields(KnowledgeBase)}
+    values: dict[str, Any] = {}
+    for name, value in data.items():
+        if name not in known:
+            raise ValueError(f"unknown knowledge-base field {name!r}")
+        if name == "problems":
+            value = tuple(LoadProblem(**p) for p in value)
+        elif isinstance(value, list):
+            value = tuple(value)
+        values[name] = value
+    return KnowledgeBase(entries=entries, **values)

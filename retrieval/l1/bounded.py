@@ -1,0 +1,256 @@
+"""L1's bounded selection: which rows' LSA cosines a query needs so its best pages are exact.
+
+A row's fused score is `w * lexical + (1 - w) * max(cosine, 0) + page_weight * page score`. Its bound
+takes the cosine as 1; a tighter bound takes it as `head . q_head + |tail| * |q_tail|` (Cauchy–Schwarz on
+the dimensions past the first HEAD_DIMS, kept contiguous so a bound reads 64 bytes of a row, not 1 KB).
+Round one scores the rows with the best bounds (growing the block until it holds `top_k` pages); its
+`top_k`-th best page gives a threshold T, and round two scores the rows whose tight bound reaches T. Then
+each chosen page's rows that could still be among its best `sections` are scored. The result equals
+scoring every row (`L1Index.select(..., exact=True)`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from retrieval.l1.search import L1Index, L1Scores
+
+HEAD_DIMS = 16  # 64 bytes of float32: one cache line per row
+TOP_VALUE_SAMPLE = 4096  # bounds sampled to pick the first block's threshold
+COSINE_SLACK = 1e-4  # float32 rounding of a 256-term dot product is ~1e-6; the bound stays above it
+
+
+@dataclass(frozen=True, eq=False)
+class LsaHeads:
+    """The first HEAD_DIMS dimensions of every LSA row, contiguous, and the norm of the rest."""
+
+    head: np.ndarray  # float32 (rows, HEAD_DIMS)
+    tail_norm: np.ndarray  # float32 (rows,)
+
+    @classmethod
+    def of(cls, lsa: np.ndarray) -> LsaHeads:
+        tail = np.empty(lsa.shape[0], dtype=np.float32)
+        for start in range(0, lsa.shape[0], 65_536):  # bounded temporaries at 1M rows
+            part = lsa[start:start + 65_536, HEAD_DIMS:]
+            tail[start:start + part.shape[0]] = np.sqrt(np.einsum("ij,ij->i", part, part))
+        return cls(np.ascontiguousarray(lsa[:, :HEAD_DIMS]), tail)
+
+    def cosine_bound(self, rows: np.ndarray, query_vector: np.ndarray) -> np.ndarray:
+        """An upper bound of each row's cosine with the unit `query_vector`, at most 1."""
+        head_dot = self.head[rows] @ query_vector[:HEAD_DIMS]
+        tail = float(np.linalg.norm(query_vector[HEAD_DIMS:]))
+        return np.minimum(head_dot + self.tail_norm[rows] * tail + COSINE_SLACK, 1.0)
+
+
+@dataclass(frozen=True, eq=False)
+class Universe:
+    """The rows a selection may return, page by page: `rows` (None: every row, pages' rows contiguous and
+    in order), their `pages` (None: every page) and each page's number of rows."""
+
+    rows: np.ndarray | None
+    pages: np.ndarray | None
+    sizes: np.ndarray
+
+
+@dataclass(frozen=True)
+class Bounded:
+    """The rows a selection must score, with their LSA cosines, and how many rows with a lexical match were
+    proved below the minimum score without being scored."""
+
+    rows: np.ndarray
+    lsa: np.ndarray
+    proved_below: int
+    ranking: PageRanking | None = None  # of the kept rows, when no row was added after it
+
+
+class _Query:
+    """One query's bounds over one universe (by position in it), and the rows scored so far."""
+
+    def __init__(self, index: L1Index, scores: L1Scores, page_relative: np.ndarray, universe: Universe,
+                 page_weight: float, floor: float) -> None:
+        self.index, self.scores, self.floor, self.universe = index, scores, floor, universe
+        self.w = scores.tfidf_weight
+        self.cap = (1 - self.w) if scores.query_vector is not None else 0.0
+        self.page_part = page_weight * page_relative
+        self.bound, self.proved_below = self._bounds()
+        self.scored = np.zeros(scores.lexical.size, dtype=bool)
+        self.rows: list[np.ndarray] = []
+        self.lsa: list[np.ndarray] = []
+
+    def _bounds(self) -> tuple[np.ndarray, int]:
+        """Each universe row's bound (-inf: unable to reach the minimum), and how many rows with a lexical
+        match cannot reach the minimum."""
+        universe = self.universe
+        lexical = self.scores.lexical if universe.rows is None else self.scores.lexical[universe.rows]
+        page_part = self.page_part if universe.pages is None else self.page_part[universe.pages]
+        blend_bound = self.w * lexical + self.cap
+        bound = blend_bound + np.repeat(page_part, universe.sizes)
+        if self.cap > 0 and self.cap - 1e-6 >= self.floor:  # every row can reach the minimum
+            return bound, 0
+        possible = (blend_bound >= self.floor) & (blend_bound > 0)
+        bound[~possible] = -np.inf
+        return bound, int(np.count_nonzero((lexical > 0) & ~possible))
+
+    def at(self, positions: np.ndarray) -> np.ndarray:
+        """Rows at `positions` of the universe."""
+        return positions if self.universe.rows is None else self.universe.rows[positions]
+
+    def unscored(self, positions: np.ndarray) -> np.ndarray:
+        """The rows at `positions` not scored yet."""
+        rows = self.at(positions)
+        return rows[~self.scored[rows]]
+
+    def score(self, rows: np.ndarray) -> None:
+        """Compute the LSA cosines of `rows` (none scored before)."""
+        self.scored[rows] = True
+        self.rows.append(rows)
+        self.lsa.append(self.index.lsa_scores(self.scores, rows))
+
+    def tight(self, rows: np.ndarray) -> np.ndarray:
+        """Each row's fused bound with its cosine's bound in place of 1 (-inf: its blend cannot reach the
+        minimum)."""
+        cosine = np.clip(self.index.lsa_heads.cosine_bound(rows, self.scores.query_vector), 0.0, None)
+        blend = self.w * self.scores.lexical[rows] + self.cap * cosine
+        fused = blend + self.page_part[self.index.arrays.page_of_chunk[rows]]
+        fused[~((blend >= self.floor) & (blend > 0))] = -np.inf
+        return fused
+
+    def reaching(self, rows: np.ndarray, threshold: np.ndarray | float, *, tight: bool) -> np.ndarray:
+        """`rows` whose bound (`tight`: with the cosine's bound, not 1) reaches `threshold` (a number, or one
+        per row) and whose blend can reach the minimum; tightly proved matched rows are counted."""
+        if rows.size == 0:
+            return rows
+        if tight and self.scores.query_vector is not None:
+            fused = self.tight(rows)
+            self.proved_below += int(np.count_nonzero((fused == -np.inf) & (self.scores.lexical[rows] > 0)))
+            return rows[fused >= threshold]
+        blend = self.w * self.scores.lexical[rows] + self.cap
+        fused = blend + self.page_part[self.index.arrays.page_of_chunk[rows]]
+        return rows[(blend >= self.floor) & (blend > 0) & (fused >= threshold)]
+
+    def fused(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Scored rows, their cosines, fused scores and the kept mask (blend above 0 and the minimum)."""
+        rows, lsa = np.concatenate(self.rows), np.concatenate(self.lsa)
+        blended = self.w * self.scores.lexical[rows] + (1 - self.w) * np.clip(lsa, 0.0, None)
+        kept = (blended > 0) & (blended >= self.floor)
+        return rows, lsa, blended + self.page_part[self.index.arrays.page_of_chunk[rows]], kept
+
+
+def bounded_rows(index: L1Index, scores: L1Scores, page_relative: np.ndarray, universe: Universe, *,
+                 top_k: int, page_weight: float, min_score: float, first: int, sections: int) -> Bounded:
+    """The rows of `universe` that can be among the result, with their LSA cosines; every other row is
+    proved unable."""
+    query = _Query(index, scores, page_relative, universe, page_weight, max(min_score - 1e-9, 0.0))
+    kth, limit = _first_round(query, top_k, first)
+    if kth > -np.inf and kth <= limit:  # an unscored row could still lead a top page: score every one whose
+        todo = query.unscored(np.flatnonzero(query.bound >= kth))  # tight bound can
+        query.score(query.reaching(todo, kth, tight=True))
+    rows, lsa, fused, kept = query.fused()
+    ranking = PageRanking.of(rows[kept], fused[kept], index.arrays.page_of_chunk, top_k)
+    extra = _section_rows(query, ranking, sections)
+    if extra.size:
+        query.score(extra)
+        return Bounded(np.concatenate(query.rows), np.concatenate(query.lsa), query.proved_below)
+    return Bounded(rows, lsa, query.proved_below, ranking)
+
+
+def _first_round(query: _Query, top_k: int, first: int) -> tuple[float, float]:
+    """Score about `first` rows with the best bounds, growing the block until they hold `top_k` pages (or
+    every possible row is scored); the `top_k`-th best page's score, and a bound of every unscored row's."""
+    bound, page_of_chunk = query.bound, query.index.arrays.page_of_chunk
+    while True:
+        threshold = _top_value(bound, first)
+        if threshold == -np.inf:
+            block, limit = np.flatnonzero(bound > -np.inf), -np.inf
+        else:  # rows below the threshold are at most the float32 just below it
+            block = np.flatnonzero(bound >= threshold)
+            limit = float(np.nextafter(np.float32(threshold), np.float32(-np.inf)))
+            if block.size > 8 * first:  # many rows tie at the threshold: take those above it first
+                above = block[bound[block] > threshold]
+                block, limit = (above, threshold) if above.size else (block, limit)
+        query.score(query.unscored(block))
+        rows, _, fused, kept = query.fused()
+        kth = _kth_page_leader(page_of_chunk[rows[kept]], fused[kept], top_k)
+        if kth > -np.inf or limit == -np.inf:
+            return kth, limit
+        first *= 8
+
+
+def _top_value(bound: np.ndarray, count: int) -> float:
+    """About the `count`-th largest of `bound`, from a strided sample (a partition of every row cost 1 ms at
+    100k; any value is correct, a good one saves work); -inf when that reaches every possible row. The
+    sample is sorted, not partitioned: numpy's partition slows 10x when most values are equal (a filtered
+    universe's rows without a lexical match share their page's bound), and sorting does not."""
+    step = max(1, bound.size // TOP_VALUE_SAMPLE)
+    sample = bound[::step]
+    rank = max(1, count // step)
+    if rank >= sample.size:
+        return -np.inf
+    return float(np.sort(sample)[sample.size - rank])
+
+
+def _section_rows(query: _Query, ranking: PageRanking, sections: int) -> np.ndarray:
+    """Unscored rows of the chosen pages whose tight bound reaches their page's `sections`-th best."""
+    index = query.index
+    page_of_chunk = index.arrays.page_of_chunk
+    if ranking.rows.size == 0:
+        return np.empty(0, dtype=np.int64)
+    leader_pages = ranking.pages[ranking.starts]
+    needed = np.full(index.n_pages, -np.inf)
+    full = ranking.counts >= sections
+    needed[leader_pages[full]] = ranking.fused[ranking.starts[full] + sections - 1]
+    candidates = index.rows_of(leader_pages[ranking.best])
+    candidates = candidates[~query.scored[candidates]]
+    candidates = query.reaching(candidates, needed[page_of_chunk[candidates]], tight=False)
+    return query.reaching(candidates, needed[page_of_chunk[candidates]], tight=True)
+
+
+@dataclass(frozen=True, eq=False)
+class PageRanking:
+    """Rows grouped by page, best first within a page (ties by row); where each page starts, its number of
+    rows, and its leaders' indices (into `starts`) of the `top_k` best pages, best first (ties by page)."""
+
+    rows: np.ndarray
+    pages: np.ndarray
+    fused: np.ndarray
+    starts: np.ndarray
+    counts: np.ndarray
+    best: np.ndarray
+
+    @classmethod
+    def of(cls, rows: np.ndarray, fused: np.ndarray, page_of_chunk: np.ndarray, top_k: int) -> PageRanking:
+        pages = page_of_chunk[rows]
+        order = np.lexsort((rows, -fused, pages))
+        rows, pages, fused = rows[order], pages[order], fused[order]
+        first = np.empty(rows.size, dtype=bool)
+        first[:1] = True
+        np.not_equal(pages[1:], pages[:-1], out=first[1:])
+        starts = np.flatnonzero(first)
+        counts = np.diff(starts, append=rows.size)
+        best = np.lexsort((pages[starts], -fused[starts]))[:top_k]
+        return cls(rows, pages, fused, starts, counts, best)
+
+    def chosen(self, sections: int) -> np.ndarray:
+        """The best `sections` rows of each of the best pages, best first (ties by row)."""
+        if self.rows.size == 0:
+            return np.empty(0, dtype=np.int64)
+        picked = np.zeros(self.starts.size, dtype=bool)
+        picked[self.best] = True
+        rank_in_page = np.arange(self.rows.size) - np.repeat(self.starts, self.counts)
+        keep = (rank_in_page < sections) & np.repeat(picked, self.counts)
+        chosen, fused = self.rows[keep], self.fused[keep]
+        return chosen[np.lexsort((chosen, -fused))]
+
+
+def _kth_page_leader(pages: np.ndarray, fused: np.ndarray, k: int) -> float:
+    """The `k`-th best page's best fused score among scored rows (-inf when fewer than `k` pages)."""
+    if pages.size == 0:
+        return -np.inf
+    best = np.full(int(pages.max()) + 1, -np.inf)
+    np.maximum.at(best, pages, fused)
+    leaders = best[np.isfinite(best)]
+    return float(-np.partition(-leaders, k - 1)[k - 1]) if leaders.size >= k else -np.inf

@@ -1,0 +1,195 @@
+"""Evidence blocks: one per source identity, merged across L0 and L1, ordered, and summarised for traces."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from retrieval.kb.model import Entry
+from retrieval.l0.index import L0Match
+from retrieval.l1.search import L1Candidate
+
+PREVIEW_CHARS = 200
+
+
+@dataclass(frozen=True)
+class HitReason:
+    """Why a block was returned: which layer, what matched (`field`), in words (`reason`), and a score."""
+
+    layer: str
+    field: str
+    reason: str
+    score: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"layer": self.layer, "field": self.field, "reason": self.reason,
+                "score": None if self.score is None else round(self.score, 6)}
+
+
+@dataclass(frozen=True)
+class EvidenceBlock:
+    """One source's evidence: its best section's content and breadcrumb, and every path that found it."""
+
+    source: str
+    title: str
+    breadcrumb: str
+    retrieval_layer: str
+    content: str
+    hit_reasons: tuple[HitReason, ...]
+    score: float = 0.0
+    l0_score: float | None = None
+    l1_score: float | None = None
+    page_score: float | None = None
+    other_sections: tuple[str, ...] = ()
+    domains: tuple[str, ...] = ()
+
+    @property
+    def layers(self) -> frozenset[str]:
+        return frozenset(r.layer for r in self.hit_reasons)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"source": self.source, "title": self.title or None, "breadcrumb": self.breadcrumb or None,
+                "retrieval_layer": self.retrieval_layer, "content": self.content,
+                "hit_reasons": [r.to_dict() for r in self.hit_reasons], "score": round(self.score, 6),
+                "l0_score": _round(self.l0_score), "l1_score": _round(self.l1_score),
+                "page_score": _round(self.page_score), "other_sections": list(self.other_sections), "domains": list(self.domains)}
+
+    def summary(self) -> dict[str, Any]:
+        """The compact form kept in `retrieval_details`: no full content."""
+        preview = self.content[:PREVIEW_CHARS]
+        return {"source": self.source, "title": self.title or None, "retrieval_layer": self.retrieval_layer,
+                "score": round(self.score, 6), "hit_reasons": [r.to_dict() for r in self.hit_reasons],
+                "content_preview": preview, "content_chars": len(self.content)}
+
+
+def l0_block(match: L0Match, entry: Entry) -> EvidenceBlock:
+    """L0-only evidence: the entry's opening section, with one hit reason per matched field."""
+    reasons = []
+    if match.title_matched:
+        reasons.append(HitReason("L0", "title", f"title matched: {match.title}", match.score))
+    for name, values in (("keywords", match.matched_keywords), ("entities", match.matched_entities),
+                         ("category", match.matched_categories)):
+        if values:
+            reasons.append(HitReason("L0", name, f"{name} matched: {', '.join(values)}", match.score))
+    opening = entry.chunks[0] if entry.chunks else None  # the opening section (read once: decoded per access)
+    return EvidenceBlock(entry.source, entry.title, opening.breadcrumb if opening else entry.title, "L0",
+                         opening.text if opening else entry.description, tuple(reasons), l0_score=match.score,
+                         domains=entry.domains)
+
+
+def l1_block(candidate: L1Candidate) -> EvidenceBlock:
+    """L1 evidence: the matched chunk, with its cosine scores in the hit reason."""
+    chunk = candidate.chunk
+    return EvidenceBlock(chunk.source, chunk.title, chunk.breadcrumb, "L1", chunk.text, (_l1_reason(candidate),),
+                         l1_score=candidate.score, page_score=candidate.page_score, domains=chunk.domains)
+
+
+def _l1_reason(candidate: L1Candidate) -> HitReason:
+    # the parts, not "semantic": by default the blended score is mostly lexical
+    lsa = f", LSA {candidate.lsa_score:.2f}" if candidate.lsa_score is not None else ", no LSA"
+    static = "" if candidate.static_score is None else \
+        f", static {candidate.static_score:.2f} ({candidate.static_added:+.3f})"
+    detail = f"L1 match: lexical {candidate.lexical_score:.2f}{lsa}{static} in '{candidate.chunk.breadcrumb}'"
+    return HitReason("L1", "section", detail, candidate.score)
+
+
+def l1_page_block(candidates: Sequence[L1Candidate]) -> EvidenceBlock:
+    """One page's L1 evidence in one step (what merging its sections' blocks gives, without the copies):
+    the best section's content, every section's hit reason, the other sections listed."""
+    best = max(candidates, key=lambda c: c.score)
+    chunk = best.chunk
+    sections = tuple(dict.fromkeys(c.chunk.breadcrumb for c in candidates
+                                   if c.chunk.breadcrumb and c.chunk.breadcrumb != chunk.breadcrumb))
+    return EvidenceBlock(chunk.source, chunk.title, chunk.breadcrumb, "L1", chunk.text,
+                         tuple(dict.fromkeys(_l1_reason(c) for c in candidates)), l1_score=best.score,
+                         page_score=max(c.page_score for c in candidates), other_sections=sections,
+                         domains=chunk.domains)
+
+
+def merge(first: EvidenceBlock, second: EvidenceBlock) -> EvidenceBlock:
+    """Two blocks of one source -> one: best L1 section's content, union of hit reasons and sections."""
+    if first.source != second.source:
+        raise ValueError(f"cannot merge evidence of different sources: {first.source!r}, {second.source!r}")
+    best, other = (first, second) if _rank_key(first) >= _rank_key(second) else (second, first)
+    reasons = tuple(dict.fromkeys(first.hit_reasons + second.hit_reasons))
+    sections = tuple(s for s in dict.fromkeys((*best.other_sections, other.breadcrumb, *other.other_sections))
+                     if s and s != best.breadcrumb)
+    layers = {r.layer for r in reasons}
+    return replace(best, title=best.title or other.title, retrieval_layer=layer_label(layers),
+                   hit_reasons=reasons, other_sections=sections,
+                   l0_score=_max(first.l0_score, second.l0_score), l1_score=_max(first.l1_score, second.l1_score),
+                   page_score=_max(first.page_score, second.page_score))
+
+
+def dedupe(blocks: Iterable[EvidenceBlock]) -> list[EvidenceBlock]:
+    """One block per source identity, in order of first appearance; idempotent."""
+    merged: dict[str, EvidenceBlock] = {}
+    for block in blocks:
+        merged[block.source] = merge(merged[block.source], block) if block.source in merged else block
+    return list(merged.values())
+
+
+def rank(blocks: Sequence[EvidenceBlock], *, l0_weight: float, l1_weight: float,
+         l0_bound: float, page_weight: float = 0.0) -> list[EvidenceBlock]:
+    """Order by l1_weight * L1 score + page_weight * page score + l0_weight * (L0 score / the query's
+    L0 bound); ties by source.
+
+    The L1 and L0 parts are in [0, 1] on absolute scales, so a title that covers the whole query counts
+    fully and one that shares a single common word barely moves the order; the page score is relative
+    to the query's best page.
+    """
+    weights = dict(l0_bound=l0_bound, l0_weight=l0_weight, l1_weight=l1_weight, page_weight=page_weight)
+    scored = [_with_score(b, fused_score(b.l1_score or 0.0, b.page_score or 0.0, b.l0_score or 0.0, **weights))
+              for b in blocks]
+    return sorted(scored, key=lambda b: (-b.score, b.source))
+
+
+def _with_score(block: EvidenceBlock, score: float) -> EvidenceBlock:
+    """`replace(block, score=score)` without `replace`'s field introspection (a lookup ranks ~20 blocks)."""
+    return EvidenceBlock(**{**block.__dict__, "score": score})
+
+
+def fused_score(l1_score: float, page_score: float, l0_score: float, *, l0_bound: float, l0_weight: float,
+                l1_weight: float, page_weight: float) -> float:
+    """`rank`'s score from a block's parts, so a caller can order sources before building their blocks."""
+    l0 = min(l0_score / l0_bound, 1.0) if l0_bound > 0 else 0.0
+    return l1_weight * l1_score + page_weight * page_score + l0_weight * l0
+
+
+def truncate(block: EvidenceBlock, limit: int) -> EvidenceBlock:
+    """Cut content to `limit` characters at a word boundary, marking the cut with an ellipsis."""
+    if len(block.content) <= limit:
+        return block
+    cut = block.content[:limit].rsplit(None, 1)[0] if " " in block.content[:limit] else block.content[:limit]
+    return replace(block, content=cut.rstrip() + " …")
+
+
+def trim_reasons(block: EvidenceBlock, per_layer: int) -> EvidenceBlock:
+    """Keep each layer's `per_layer` best hit reasons (every layer stays represented); sections stay listed."""
+    kept: list[HitReason] = []
+    for layer in dict.fromkeys(r.layer for r in block.hit_reasons):
+        ranked = sorted((r for r in block.hit_reasons if r.layer == layer), key=lambda r: -(r.score or 0.0))
+        kept.extend(ranked if layer == "L0" else ranked[:per_layer])
+    return block if len(kept) == len(block.hit_reasons) and tuple(kept) == block.hit_reasons else \
+        replace(block, hit_reasons=tuple(kept))
+
+
+def layer_label(layers: Iterable[str]) -> str:
+    found = set(layers)
+    if {"L0", "L1"} <= found:
+        return "L0+L1"
+    return next(iter(found)) if len(found) == 1 else "none"
+
+
+def _rank_key(block: EvidenceBlock) -> tuple[float, float]:
+    return (block.l1_score if block.l1_score is not None else -1.0, block.l0_score or 0.0)
+
+
+def _max(*scores: float | None) -> float | None:
+    values = [v for v in scores if v is not None]
+    return max(values) if values else None
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 6)

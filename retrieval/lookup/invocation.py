@@ -1,0 +1,54 @@
+"""The record of one tool call: what `lookup_knowledge` hands to a recorder and the trace store keeps."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields
+from datetime import datetime, timezone
+from typing import Any
+
+from retrieval.index.provenance import COLUMNS as PROVENANCE_COLUMNS
+
+
+@dataclass(frozen=True)
+class ToolInvocation:
+    """One row of `tool_invocation`; the typed columns repeat keys of `retrieval_details` for fast SQL."""
+
+    tool_name: str
+    query: str
+    arguments: dict[str, Any]
+    status: str
+    latency_ms: float
+    config: dict[str, Any]
+    retrieval_details: dict[str, Any]
+    error: str | None = None
+    run_id: str | None = None
+    query_id: str | None = None
+    knowledge_base: dict[str, Any] = field(default_factory=dict)  # provenance.Provenance.to_dict()
+    id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    created_at: datetime = field(default_factory=lambda: datetime.now(timezone.utc))
+
+    @property
+    def retrieval_layer(self) -> str | None:
+        return self.retrieval_details.get("retrieval_layer")
+
+    def typed_columns(self) -> dict[str, Any]:
+        """Columns analysts filter on, read from `retrieval_details` (null for failed calls)."""
+        details = self.retrieval_details
+        return {"retrieval_layer": details.get("retrieval_layer"),
+                "filter_decision": (details.get("filter") or {}).get("decision"),
+                "l1_status": (details.get("l1") or {}).get("status"),
+                "l0_match_count": (details.get("l0") or {}).get("match_count"),
+                "l1_candidate_count": (details.get("l1") or {}).get("candidate_count"),
+                "candidate_count": details.get("candidate_count"),
+                "evidence_count": details.get("evidence_count"),
+                **{name: self.knowledge_base.get(name) for name in PROVENANCE_COLUMNS}}
+
+    def to_dict(self) -> dict[str, Any]:
+        row = {f.name: getattr(self, f.name) for f in fields(self)}  # shallow: asdict deep-copies details
+        row.update(self.typed_columns())
+        return row
+
+
+Recorder = Callable[[ToolInvocation], None]

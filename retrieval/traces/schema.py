@@ -1,0 +1,140 @@
+"""The trace file's schema: `tool_invocation`'s columns, and one list of versioned migrations for every table
+in the file (`tool_invocation`, the evaluation tables, `judgement`), applied in order when a writer opens it.
+
+Each migration runs once per file, in one transaction with its row in `schema_version`; a table or column
+added later is a new migration (ADD COLUMN, never a rename), so files made by any earlier version upgrade
+in place and old rows read the new columns as null.
+
+A file whose `tool_invocation` lacks columns this tool writes (another tool's table, an older
+incompatible layout) is refused with a one-line message naming the file, before anything is written.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from retrieval.index.provenance import COLUMNS as PROVENANCE_COLUMNS
+from retrieval.traces.db import ADVICE, TraceStoreError
+
+if TYPE_CHECKING:
+    import duckdb
+
+TABLE = "tool_invocation"
+COLUMNS = ("id", "created_at", "tool_name", "query", "arguments", "status", "error", "latency_ms",
+           "retrieval_layer", "filter_decision", "l1_status", "l0_match_count", "l1_candidate_count",
+           "candidate_count", "evidence_count", "run_id", "query_id", "config", "retrieval_details",
+           *PROVENANCE_COLUMNS)
+V1_COLUMNS = COLUMNS[:19]
+JSON_COLUMNS = ("arguments", "config", "retrieval_details", "index_settings")
+COLUMN_TYPES = ("VARCHAR", "TIMESTAMP", "VARCHAR", "VARCHAR", "JSON", "VARCHAR", "VARCHAR", "DOUBLE",
+                "VARCHAR", "VARCHAR", "VARCHAR", "INTEGER", "INTEGER", "INTEGER", "INTEGER", "VARCHAR", "VARCHAR",
+                "JSON", "JSON", "VARCHAR", "VARCHAR", "INTEGER", "INTEGER", "JSON")
+
+MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
+    (1, (
+        f"""CREATE TABLE {TABLE} (
+            id VARCHAR PRIMARY KEY, created_at TIMESTAMP NOT NULL, tool_name VARCHAR NOT NULL,
+            query VARCHAR NOT NULL, arguments JSON, status VARCHAR NOT NULL, error VARCHAR,
+            latency_ms DOUBLE, retrieval_layer VARCHAR, filter_decision VARCHAR, l1_status VARCHAR,
+            l0_match_count INTEGER, l1_candidate_count INTEGER, candidate_count INTEGER,
+            evidence_count INTEGER, run_id VARCHAR, query_id VARCHAR, config JSON, retrieval_details JSON)""",
+        f"CREATE INDEX IF NOT EXISTS tool_invocation_run ON {TABLE} (run_id)",
+    )),
+    # v2 (provenance): which knowledge base answered; added, never renamed, so v1 files upgrade in place
+    (2, (
+        f"ALTER TABLE {TABLE} ADD COLUMN IF NOT EXISTS kb_path VARCHAR",
+        f"ALTER TABLE {TABLE} ADD COLUMN IF NOT EXISTS kb_fingerprint VARCHAR",
+        f"ALTER TABLE {TABLE} ADD COLUMN IF NOT EXISTS kb_entries INTEGER",
+        f"ALTER TABLE {TABLE} ADD COLUMN IF NOT EXISTS kb_chunks INTEGER",
+        f"ALTER TABLE {TABLE} ADD COLUMN IF NOT EXISTS index_settings JSON",
+    )),
+    # v3 (evaluation runs): the tables eval/storage.py writes; IF NOT EXISTS, because files of earlier versions
+    # may hold them already (made on first use), some without the columns added since
+    (3, (
+        """CREATE TABLE IF NOT EXISTS eval_run (
+            run_id VARCHAR PRIMARY KEY, created_at TIMESTAMP NOT NULL, sweep_id VARCHAR, dataset VARCHAR NOT NULL,
+            dataset_kind VARCHAR, dataset_path VARCHAR, split VARCHAR, n_queries INTEGER, top_k INTEGER,
+            seconds DOUBLE, config JSON, overrides JSON, metrics JSON, baseline JSON, diagnostics JSON,
+            dataset_info JSON, metric_names JSON, status VARCHAR, pid INTEGER, host VARCHAR)""",
+        """CREATE TABLE IF NOT EXISTS eval_query (
+            run_id VARCHAR NOT NULL, query_id VARCHAR NOT NULL, position INTEGER, query VARCHAR, n_relevant INTEGER,
+            relevant JSON, categories JSON, invocation_id VARCHAR, first_relevant_rank INTEGER, top_sources JSON,
+            filter_decision VARCHAR, filter_category VARCHAR, filter_correct BOOLEAN, filter_harm BOOLEAN,
+            filter_harm_missed BOOLEAN, filter_widened BOOLEAN, retrieval_layer VARCHAR, l1_status VARCHAR,
+            candidate_count INTEGER, duplicates_merged INTEGER, evidence_count INTEGER, latency_ms DOUBLE,
+            filter_changed BOOLEAN, PRIMARY KEY (run_id, query_id))""",
+        """CREATE TABLE IF NOT EXISTS eval_query_metric (
+            run_id VARCHAR NOT NULL, query_id VARCHAR NOT NULL, system VARCHAR NOT NULL, metric VARCHAR NOT NULL,
+            value DOUBLE, PRIMARY KEY (run_id, query_id, system, metric))""",
+        "ALTER TABLE eval_query ADD COLUMN IF NOT EXISTS filter_widened BOOLEAN",
+        "ALTER TABLE eval_query ADD COLUMN IF NOT EXISTS filter_changed BOOLEAN",
+        "ALTER TABLE eval_run ADD COLUMN IF NOT EXISTS status VARCHAR",
+        "ALTER TABLE eval_run ADD COLUMN IF NOT EXISTS pid INTEGER",
+        "ALTER TABLE eval_run ADD COLUMN IF NOT EXISTS host VARCHAR",
+    )),
+    # v4 (relevance judgements made in the app): eval/judgements.py
+    (4, (
+        """CREATE TABLE IF NOT EXISTS judgement (
+            query VARCHAR NOT NULL, source VARCHAR NOT NULL, grade INTEGER NOT NULL, who VARCHAR,
+            created_at TIMESTAMP NOT NULL, invocation_id VARCHAR, kb_fingerprint VARCHAR)""",
+    )),
+    # v5 (DuckDB drains the spool): tool_invocation without indexes (DuckDB rewrites a table's whole ART
+    # index at every checkpoint, 0.1-0.3 s per drain at 200k rows; a run's rows are found by a column scan),
+    # and the ledger of drained spool batches that makes a drain exactly-once instead of the primary key
+    (5, (
+        f"""CREATE TABLE {TABLE}_v5 (
+            id VARCHAR NOT NULL, created_at TIMESTAMP NOT NULL, tool_name VARCHAR NOT NULL,
+            query VARCHAR NOT NULL, arguments JSON, status VARCHAR NOT NULL, error VARCHAR,
+            latency_ms DOUBLE, retrieval_layer VARCHAR, filter_decision VARCHAR, l1_status VARCHAR,
+            l0_match_count INTEGER, l1_candidate_count INTEGER, candidate_count INTEGER,
+            evidence_count INTEGER, run_id VARCHAR, query_id VARCHAR, config JSON, retrieval_details JSON,
+            kb_path VARCHAR, kb_fingerprint VARCHAR, kb_entries INTEGER, kb_chunks INTEGER, index_settings JSON)""",
+        f"INSERT INTO {TABLE}_v5 BY NAME SELECT * FROM {TABLE}",
+        "DROP INDEX IF EXISTS tool_invocation_run",
+        f"DROP TABLE {TABLE}",
+        f"ALTER TABLE {TABLE}_v5 RENAME TO {TABLE}",
+        "CREATE TABLE IF NOT EXISTS trace_batch (name VARCHAR NOT NULL, drained_at TIMESTAMP NOT NULL)",
+    )),
+)
+SCHEMA_VERSION = MIGRATIONS[-1][0]
+
+
+def migrate(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    """Bring the file to SCHEMA_VERSION; refuse newer files and foreign `tool_invocation` tables."""
+    existing = _columns(con)
+    current = _version(con)
+    if current == SCHEMA_VERSION and not sorted(set(COLUMNS) - set(existing)):
+        return  # up to date: no transaction, no write
+    if current > SCHEMA_VERSION:
+        raise TraceStoreError(f"trace file {path} has schema v{current}, newer than this tool's "
+                              f"v{SCHEMA_VERSION}; upgrade lookup-knowledge or use another --traces file")
+    missing = sorted(set(V1_COLUMNS) - set(existing))  # later versions' columns are added by their migrations
+    if existing and (missing or current == 0):
+        lacks = f"columns {', '.join(missing)}" if missing else "its schema_version table"
+        raise TraceStoreError(f"trace file {path} has a {TABLE} table that is not this tool's (it lacks "
+                              f"{lacks}); {ADVICE}")
+    con.execute("BEGIN TRANSACTION")
+    con.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL, applied_at TIMESTAMP)")
+    for version, statements in MIGRATIONS:
+        if version <= current:
+            continue
+        for statement in statements:
+            con.execute(statement)
+        con.execute(f"INSERT INTO schema_version VALUES ({int(version)}, now()::TIMESTAMP)")  # no bound parameter
+    con.execute("COMMIT")
+
+
+def _columns(con: duckdb.DuckDBPyConnection) -> list[str]:
+    # TABLE is our constant: inlined, because binding a parameter makes DuckDB import pandas (0.5 s of start-up)
+    found = con.execute(f"SELECT column_name FROM information_schema.columns WHERE table_name = '{TABLE}' "
+                        "AND table_schema = 'main' ORDER BY ordinal_position")
+    return [row[0] for row in found.fetchall()]
+
+
+def _version(con: duckdb.DuckDBPyConnection) -> int:
+    tables = con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'schema_version' "
+                         "AND table_schema = 'main'").fetchone()[0]
+    if not tables:
+        return 0
+    return int(con.execute("SELECT coalesce(max(version), 0) FROM schema_version").fetchone()[0])

@@ -1,0 +1,239 @@
+"""The trace writer: records tool invocations off the caller's critical path, shared safely by processes.
+
+`record()` appends one JSON line to the spool beside the trace file and returns: that write is the
+acknowledgement (it survives a SIGKILL; see trace_spool for the fsync policy). A background thread
+(trace_drain) moves spooled rows into `tool_invocation` within about a second, and `close()` (or the
+exit of the process) moves the rest, so a plain DuckDB client finds every row in the table. A failed
+write never raises into the caller: it is a warning, and the rows wait in the spool.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+import warnings
+from collections import deque
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from retrieval.lookup.invocation import ToolInvocation
+from retrieval.traces import drain as trace_drain
+from retrieval.traces.db import TraceStoreError, TraceStoreLocked, check_file
+from retrieval.traces.file import open_drained, spool_path
+from retrieval.traces.rows import encode, fallback_line
+from retrieval.traces.spool import Spool
+
+if TYPE_CHECKING:
+    import duckdb
+
+MAX_MEMORY_ROWS = 10_000  # rows kept in memory when even the spool cannot be written
+MAX_AGE = 0.75  # seconds a recorded row waits for a background drain (the drainer wakes when it falls due)
+BACKGROUND_LOCK_WAIT = 0.25  # seconds a background drain retries while another process holds the file
+
+
+class TraceStoreWriteWarning(UserWarning):
+    """Rows could not be written to the trace file yet; they are kept in the spool (or memory)."""
+
+
+class TraceStoreLockedWarning(TraceStoreWriteWarning):
+    """Rows wait in the spool because another process held the trace file's lock for too long."""
+
+
+class TraceWriter:
+    """Records tool invocations into a DuckDB file; safe across threads and processes.
+
+    Use as a context manager, or call `close()`, to drain at a known point; `atexit` drains the rest.
+    """
+
+    def __init__(self, path: str | Path, *, lock_timeout: float = 10.0, batch_size: int = 500,
+                 fsync: bool = False, defer_if_locked: bool = False, open_now: bool = True,
+                 background: bool = True) -> None:
+        """Opens (checks and migrates) the file now, so a broken or foreign one is named before any lookup;
+        a file another process holds raises TraceStoreLocked, or with `defer_if_locked` is left to the
+        first drain, the rows waiting in the spool meanwhile. Without `open_now` only the file's first bytes
+        are checked (DuckDB is not loaded): for a command whose drain is done by exit_drain's helper, which
+        also passes `background=False`: no drainer thread, no exit flush (`close()` drains, if called)."""
+        self.path = Path(path)
+        self.lock_timeout, self.batch_size = lock_timeout, batch_size
+        if self.path.is_dir():
+            raise TraceStoreError(f"trace file {self.path} is a folder; pass --traces with a file path "
+                                  f"such as traces.duckdb")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise TraceStoreError(f"cannot create the folder of trace file {self.path}: {exc}") from None
+        self._spool = Spool(self.spool_path, fsync=fsync)
+        self._lock = threading.RLock()  # one connection (and drain) at a time per writer
+        self._memory: deque[bytes] = deque()  # rows the spool could not take
+        self._waiting: float | None = None  # when this writer's oldest undrained row was recorded
+        self._unsent = 0  # rows recorded since the last drain
+        self._retry = _Backoff()
+        self._warned = ""
+        self._background = background
+        try:
+            if open_now:
+                with self._lock, open_drained(self.path, self._spool, self._memory, timeout=lock_timeout,
+                                              drain=False, check=True):
+                    pass
+            else:
+                check_file(self.path)
+        except TraceStoreLocked:
+            if not defer_if_locked:
+                raise
+        if background:
+            trace_drain.register(self)
+
+    @property
+    def spool_path(self) -> Path:
+        return spool_path(self.path)
+
+    @property
+    def rejected_path(self) -> Path:
+        return self._spool.rejected_path
+
+    def spool_files(self) -> list[Path]:
+        """The spool and its batch files (`*.draining`) that still hold rows not yet in the table."""
+        return self._spool.pending_files()
+
+    def __call__(self, invocation: ToolInvocation) -> None:
+        """A writer is a recorder: `lookup_knowledge(..., recorder=store)`."""
+        self.record(invocation)
+
+    def __enter__(self) -> TraceWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def record(self, invocation: ToolInvocation) -> None:
+        """Spool one row and return (never raises). `latency_ms` gains the time spent here, and
+        `retrieval_details.timings_ms.record` says how much that was."""
+        self._append([self._encode(invocation, time.perf_counter())])
+
+    def record_many(self, invocations: Sequence[ToolInvocation]) -> None:
+        """Spool rows as they are (latencies untouched) in one write; never raises."""
+        if invocations:
+            self._append([self._encode(inv, None) for inv in invocations])
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Move every spooled row into the table now; False (with a warning naming the lock's holder, if
+        that was the cause) when the file stayed unavailable: the rows then wait in the spool."""
+        if not (self._memory or self._spool.has_rows()):
+            return True  # nothing waits: the file is not opened (at exit, its folder may be gone)
+        try:
+            with self.connect(timeout=timeout):
+                return True
+        except TraceStoreError as exc:
+            self._warn_once(exc, force=True)
+            return False
+
+    def close(self, timeout: float | None = None) -> None:
+        """Drain what was recorded and stop draining in the background; rows recorded later still go to
+        the spool (and restart the background drain)."""
+        self.flush(timeout)
+        trace_drain.unregister(self)
+        self._spool.close()
+
+    def detach(self) -> None:
+        """Stop draining without a drain: what is spooled waits for the next one (e.g. exit_drain's helper
+        reported the file locked, and the exit must not wait for the lock a second time)."""
+        trace_drain.unregister(self)
+        self._spool.close()
+
+    @contextmanager
+    def connect(self, timeout: float | None = None, *, drain: bool = True,
+                background: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A short read-write connection with every spooled row added first (unless `drain` is False);
+        retried while another process holds the lock (up to `timeout`, default `lock_timeout`). A
+        `background` drain runs DuckDB on one thread, the drainer's, so lookups beside it keep a core."""
+        with self._lock, open_drained(self.path, self._spool, self._memory, drain=drain,
+                                      timeout=self.lock_timeout if timeout is None else timeout,
+                                      threads=1 if background else None) as con:
+            if drain:
+                self._unsent, self._waiting, self._warned = 0, None, ""
+                self._retry.reset()
+            yield con
+
+    def due_in(self) -> float | None:
+        """Seconds until this writer's rows are due for a background drain (0 when they are), or None."""
+        if self._waiting is None:
+            return None
+        return max(0.0, self._waiting + MAX_AGE - time.monotonic(), self._retry.until - time.monotonic())
+
+    def drain_in_background(self) -> None:
+        """Called by the drainer thread: drain this writer's rows once they are due, retrying for a moment
+        while another process holds the file (a reader polling it), then backing off. It never waits for this
+        writer's own lock: a reader or flush of this process that is draining already does the job."""
+        if self._waiting is None or not self._retry.due():
+            return
+        due = self._memory or self._unsent >= self.batch_size or time.monotonic() - self._waiting >= MAX_AGE
+        if not due or not self._lock.acquire(blocking=False):
+            return  # a reader or flush is draining right now
+        try:
+            with self.connect(BACKGROUND_LOCK_WAIT, background=True):
+                pass
+        except (TraceStoreError, OSError) as exc:
+            self._retry.fail()
+            self._warn_once(exc)
+        finally:
+            self._lock.release()
+
+    def _encode(self, invocation: ToolInvocation, entered: float | None) -> bytes:
+        try:
+            return encode(invocation, entered)
+        except (TypeError, ValueError, AttributeError, RecursionError) as exc:
+            warnings.warn(f"invocation could not be encoded in full ({type(exc).__name__}: {exc}); "
+                          f"recorded with its error only", TraceStoreWriteWarning, stacklevel=3)
+            return fallback_line(invocation, exc)
+
+    def _append(self, lines: list[bytes]) -> None:
+        try:
+            self._spool.append(b"".join(lines))
+        except OSError as exc:
+            kept = min(len(lines), MAX_MEMORY_ROWS - len(self._memory))
+            self._memory.extend(lines[:kept])
+            lost = f"; {len(lines) - kept} row(s) dropped (memory full)" if kept < len(lines) else ""
+            warnings.warn(f"cannot write the spool {self.spool_path} ({exc}); {kept} row(s) kept in memory "
+                          f"until the next drain{lost}", TraceStoreWriteWarning, stacklevel=3)
+        self._unsent += len(lines)
+        if self._waiting is None:
+            self._waiting = time.monotonic()
+        if self._background:
+            trace_drain.register(self)  # again after close(): a closed writer that records drains again
+            trace_drain.notify(now=self._unsent >= self.batch_size)
+
+    def _warn_once(self, exc: BaseException, *, force: bool = False) -> None:
+        """One warning per kind of failure while it lasts; a lock only once rows waited `lock_timeout`."""
+        locked = isinstance(exc, TraceStoreLocked)
+        waited = self._waiting is not None and time.monotonic() - self._waiting >= self.lock_timeout
+        if locked and not (force or waited):
+            return
+        key = "locked" if locked else str(exc)
+        if key == self._warned and not force:
+            return
+        self._warned = key
+        where = ", ".join(str(p.name) for p in self.spool_files()) or "memory"
+        kind = TraceStoreLockedWarning if locked else TraceStoreWriteWarning
+        warnings.warn(f"{exc}; recorded rows are kept in {where} beside it and added by the next write",
+                      kind, stacklevel=3)
+
+
+class _Backoff:
+    """Jittered exponential backoff for background drains while the file is unavailable (0.25 s to 1 s: a
+    reader holding the file for a moment must not leave the table more than ~2 s behind)."""
+
+    def __init__(self) -> None:
+        self.delay, self.until = 0.0, 0.0
+
+    def due(self) -> bool:
+        return time.monotonic() >= self.until
+
+    def fail(self) -> None:
+        self.delay = min(max(self.delay * 2, 0.25), 1.0)
+        self.until = time.monotonic() + self.delay * (0.5 + random.random())
+
+    def reset(self) -> None:
+        self.delay, self.until = 0.0, 0.0
