@@ -104,7 +104,7 @@ def browser_tab(viewport: dict[str, int]) -> Iterator:
 
 
 def screenshot_folder(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
-    """docs/screenshots when UPDATE_SCREENSHOTS=1 (refreshing the README's), else a scratch folder."""
+    """docs/screenshots when UPDATE_SCREENSHOTS=1 (refreshing docs/app.md's), else a scratch folder."""
     target = ROOT / "docs" / "screenshots" if os.environ.get("UPDATE_SCREENSHOTS") == "1" \
         else tmp_path_factory.mktemp(name)
     target.mkdir(parents=True, exist_ok=True)

@@ -1,6 +1,6 @@
 """The exact shape of `retrieval_details` for one fixed lookup, pinned by a golden JSON file.
 
-Regenerate only on purpose, after a change the README documents:
+Regenerate only on purpose, after a change docs/retrieval-details.md documents:
 `UPDATE_GOLDEN=1 python -m pytest tests/test_golden_details.py`. Timings vary run to run, so their
 values are masked; floats are compared to three decimals (BLAS builds differ in the last bits).
 """
