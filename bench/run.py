@@ -17,9 +17,6 @@ drift on shared machines:
 from __future__ import annotations
 
 import argparse
-import cProfile
-import io
-import pstats
 import resource
 import statistics
 import subprocess
@@ -33,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np  # noqa: E402
+from profiles import l1_breakdown, profile  # noqa: E402
 from realtext import build_corpus, queries_from  # noqa: E402
 
 from retrieval import LookupConfig, TraceStore, build_index, lookup_knowledge, open_index  # noqa: E402
@@ -40,6 +38,8 @@ from retrieval.l0 import entry_terms
 from retrieval.text import tokenize
 
 NAIVE_SVD_SAMPLE = 20_000
+
+
 BUILD_PAIRS = 3  # builds without and with the static part, in turn: one pair's ratio moved by 0.4 on this machine
 
 
@@ -160,8 +160,8 @@ def _measure(index, queries: list[tuple[str, str]], scratch: Path, skip_naive: b
     if naive is not None:
         print(f"  naive / lookup + TraceStore (p50)   {_p(naive, 50) / _p(traced, 50):6.1f}x "
               f"(naive p50 {_p(naive, 50):.1f} ms)")
-    _profile(index, queries, config)
-    _l1_breakdown(index, queries, config)
+    profile(index, queries, config)
+    l1_breakdown(index, queries, config)
 
 
 def _naive(index):
@@ -220,76 +220,6 @@ def _recall(l1, queries, search) -> float:
         hits += len(fast & exact)
         total += len(exact)
     return hits / total if total else 1.0
-
-
-def _profile(index, queries, config) -> None:
-    profiler = cProfile.Profile()
-    profiler.enable()
-    timings: dict[str, list[float]] = {}
-    for query, _ in queries:
-        result = lookup_knowledge(query, index=index, config=config)
-        for stage, ms in result.retrieval_details["timings_ms"].items():
-            timings.setdefault(stage, []).append(ms)
-    profiler.disable()
-    print("\nlookup stages, p50 ms: " + ", ".join(f"{s} {statistics.median(v):.2f}" for s, v in timings.items()))
-    _print_profile(profiler, "profile of those lookups, by own time (cProfile adds overhead):", 12)
-
-
-def _l1_breakdown(index, queries, config) -> None:
-    """L1 inside a lookup, in this thread (the lookup runs it on a worker the profile above cannot see):
-    scoring the query, the unfiltered probe, and the filtered search under the filter the lookup applied,
-    which is read off the probe when provably the same."""
-    l1 = index.l1
-    search = dict(top_k=config.l1_pool, min_score=config.l1_min_score, page_weight=config.page_weight)
-    applied = []
-    for query, _ in queries:
-        decision = lookup_knowledge(query, index=index, config=config).retrieval_details["filter"]
-        applied.append(dict(decision["applied"]) if decision.get("decision") == "applied" else None)
-    times: dict[str, list[float]] = {"score": [], "probe": [], "filtered": []}
-    derived = 0
-    for (query, _), filters in zip(queries, applied, strict=True):  # timed, without the profiler
-        for stage, ms in _l1_stages(l1, query, filters, config, search).items():
-            times[stage].append(ms)
-        derived += filters is not None and l1.from_probe(query, filters=filters, tfidf_weight=config.l1_tfidf_weight,
-                                                         static_weight=config.l1_static_weight, **search) is not None
-    profiler = cProfile.Profile()
-    profiler.enable()
-    for (query, _), filters in zip(queries, applied, strict=True):
-        _l1_stages(l1, query, filters, config, search)
-    profiler.disable()
-    print(f"\nL1 inside those lookups, p50 ms: score {statistics.median(times['score']):.2f}, unfiltered probe "
-          f"{statistics.median(times['probe']):.2f}, filtered {statistics.median(times['filtered'] or [0]):.2f} "
-          f"({derived} of {len(times['filtered'])} filtered searches read off the probe)")
-    _print_profile(profiler, "profile of L1 alone, by own time:", 10)
-
-
-def _print_profile(profiler: cProfile.Profile, title: str, rows: int) -> None:
-    """The `rows` functions with the most own time, under their column header."""
-    out = io.StringIO()
-    pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(rows)
-    lines = [line for line in out.getvalue().splitlines() if line.strip()]
-    start = next(i for i, line in enumerate(lines) if line.lstrip().startswith("ncalls"))
-    print(title)
-    print("\n".join("  " + line for line in lines[start:start + rows + 1]))
-
-
-def _l1_stages(l1, query: str, filters: dict | None, config, search: dict) -> dict[str, float]:
-    """One lookup's L1 work, in ms: scoring, the unfiltered probe, and the filtered search (read off the
-    probe when it can be, as the lookup does)."""
-    l1._last_scores = None
-    started = time.perf_counter()
-    scores = l1.score(query, tfidf_weight=config.l1_tfidf_weight, static_weight=config.l1_static_weight)
-    took = {"score": (time.perf_counter() - started) * 1000}
-    started = time.perf_counter()
-    l1.select(scores, **search)
-    took["probe"] = (time.perf_counter() - started) * 1000
-    if filters is not None:
-        started = time.perf_counter()
-        if l1.from_probe(query, filters=filters, tfidf_weight=config.l1_tfidf_weight,
-                         static_weight=config.l1_static_weight, **search) is None:
-            l1.select(scores, filters=filters, **search)
-        took["filtered"] = (time.perf_counter() - started) * 1000
-    return took
 
 
 def _startup() -> None:

@@ -29,7 +29,8 @@ from . import metrics as metric_lib
 from . import oracle as oracle_lib
 from .datasets import Query
 from .diagnostics import summarize
-from .runs import DEFAULT_METRICS, _means, _query_row
+from .runs import DEFAULT_METRICS
+from .scoring import metric_means, query_row
 from .storage import LOOKUP, UnknownRunError, load_per_query, load_run_row, save_run
 
 RECORDED_PREFIX = "recorded-"
@@ -97,7 +98,7 @@ def _save(store: TraceStore, run_id: str, lookups: list[Lookup], label: Callable
     for position, lookup in enumerate(lookups):
         query = label(lookup) or Query(lookup.query_id, lookup.query, {})
         query = Query(lookup.query_id, lookup.query, query.qrels, query.categories, query.categories_labelled)
-        row = _query_row(query, position, lookup.invocation_id, lookup.ranked, lookup.details, lookup.latency_ms, index)
+        row = query_row(query, position, lookup.invocation_id, lookup.ranked, lookup.details, lookup.latency_ms, index)
         rows.append({**row, "run_id": run_id})
         metric_rows.extend((run_id, lookup.query_id, LOOKUP, name, value)
                            for name, value in metric_lib.score(lookup.ranked, query.qrels, parsed).items())
@@ -111,7 +112,7 @@ def _save(store: TraceStore, run_id: str, lookups: list[Lookup], label: Callable
         "n_queries": len(lookups), "top_k": int(config.get("top_k") or 0), "config": dict(config),
         "overrides": {k: v for k, v in config.items() if compared_config.get(k) != v}, "seconds": 0.0,
         "dataset_info": {**dataset, "queries": len(lookups), "labelled_queries": labelled},
-        "metric_names": [m.name for m in parsed], "metrics": _means(metric_frame, LOOKUP, parsed),
+        "metric_names": [m.name for m in parsed], "metrics": metric_means(metric_frame, LOOKUP, parsed),
         "baseline": None, "diagnostics": diagnostics}, per_query, metric_frame)
 
 

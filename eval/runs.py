@@ -36,10 +36,10 @@ from retrieval import (
 
 from . import metrics as metric_lib
 from . import oracle as oracle_lib
-from .baseline import NAME as BASELINE
 from .baseline import BM25Baseline
-from .datasets import Dataset, Query
-from .diagnostics import query_diagnostics, summarize
+from .datasets import Dataset
+from .diagnostics import summarize
+from .scoring import baseline_rows, metric_means, oracle_diagnostics, query_row
 from .storage import (
     COMPLETE,
     LOOKUP,
@@ -55,6 +55,7 @@ from .storage import (
 
 __all__ = ["DEFAULT_METRICS", "RunResult", "delete_run", "list_runs", "load_run", "open_dataset_index",
            "run_evaluation", "run_sweep"]
+
 
 DEFAULT_METRICS = ("ndcg@10", "recall@10", "recall@100", "mrr@10", "map@100", "hit@10", "p@10")
 BATCH_SIZE = 200
@@ -162,7 +163,7 @@ def _score_and_save(plan: _Plan, run: dict[str, Any], done: Mapping[str, _Record
     baseline_means = None
     if baseline:
         engine = baseline if isinstance(baseline, BM25Baseline) else BM25Baseline.build(index.kb)
-        baseline_means, extra = _baseline(engine, dataset.queries, parsed, depth, run_id)
+        baseline_means, extra = baseline_rows(engine, dataset.queries, parsed, depth, run_id)
         metric_rows.extend(extra)
     per_query = pd.DataFrame(rows)
     categories = {row["query_id"]: oracle_lib.true_category(row["categories"]) for row in rows}
@@ -170,9 +171,9 @@ def _score_and_save(plan: _Plan, run: dict[str, Any], done: Mapping[str, _Record
         metric_rows.extend(oracle_lib.oracle_lookups(dataset.queries, categories, index=index, config=config,
                                                      parsed=parsed, run_id=run_id))
     metric_frame = pd.DataFrame(metric_rows, columns=["run_id", "query_id", "system", "metric", "value"])
-    means = _means(metric_frame, LOOKUP, parsed)
+    means = metric_means(metric_frame, LOOKUP, parsed)
     diagnostics = summarize(per_query)
-    diagnostics["oracle"] = _oracle_diagnostics(oracle, metric_frame, means, categories, parsed)
+    diagnostics["oracle"] = oracle_diagnostics(oracle, metric_frame, means, categories, parsed)
     results = {"seconds": time.perf_counter() - started, "metrics": means, "baseline": baseline_means,
                "diagnostics": diagnostics}
     save_run(store, {**run, **results}, per_query, metric_frame)
@@ -212,15 +213,6 @@ def _resumable(store: TraceStore, text: str, dataset: Dataset,
     return run_id, created, done
 
 
-def _oracle_diagnostics(enabled: bool, metric_frame: pd.DataFrame, means: dict[str, float],
-                        categories: Mapping[str, str | None], parsed: Sequence[metric_lib.Metric]) -> dict[str, Any]:
-    if not enabled:
-        return oracle_lib.skipped("switched off (--no-oracle)")
-    if not any(categories.values()):
-        return oracle_lib.skipped("no query has a category (neither in its labels nor on a relevant page)")
-    return oracle_lib.oracle_summary(_means(metric_frame, oracle_lib.NAME, parsed), means, categories)
-
-
 def _lookups(dataset: Dataset, config: LookupConfig, index: KnowledgeIndex, store: TraceStore, run_id: str,
              parsed: Sequence[metric_lib.Metric], progress: Progress | None, done: Mapping[str, _Recorded],
              batch_size: int) -> tuple[list[dict[str, Any]], list[tuple]]:
@@ -236,7 +228,7 @@ def _lookups(dataset: Dataset, config: LookupConfig, index: KnowledgeIndex, stor
             result = lookup_knowledge(query.text, index=index, config=config, top_k=config.top_k,
                                       recorder=buffer.append, run_id=run_id, query_id=query.id)
             recorded = _Recorded(result.invocation_id, buffer[-1].latency_ms, result.retrieval_details)
-        rows.append(_query_row(query, position, recorded.invocation_id, recorded.ranked, recorded.details,
+        rows.append(query_row(query, position, recorded.invocation_id, recorded.ranked, recorded.details,
                                recorded.latency_ms, index))
         metric_rows.extend((run_id, query.id, LOOKUP, name, value)
                            for name, value in metric_lib.score(recorded.ranked, query.qrels, parsed).items())
@@ -251,37 +243,6 @@ def _lookups(dataset: Dataset, config: LookupConfig, index: KnowledgeIndex, stor
     for row in rows:
         row["run_id"] = run_id
     return rows, metric_rows
-
-
-def _query_row(query: Query, position: int, invocation_id: str, ranked: list[str], details: Mapping[str, Any],
-               latency_ms: float, index: KnowledgeIndex) -> dict[str, Any]:
-    def domains_of(source: str) -> tuple[str, ...]:
-        entry = index.kb.entry(source)
-        return entry.domains if entry is not None else ()
-
-    relevant = sorted(s for s, g in query.qrels.items() if g > 0)
-    first = next((rank for rank, s in enumerate(ranked, start=1) if s in query.qrels and query.qrels[s] > 0), None)
-    by_grade = sorted((s for s, g in query.qrels.items() if g > 0), key=lambda s: -query.qrels[s])  # stable
-    derived = dict.fromkeys(d for s in by_grade for d in domains_of(s))  # the first relevant page's first
-    categories = list(query.categories) if query.categories_labelled or query.categories else list(derived)
-    return {"query_id": query.id, "position": position, "query": query.text, "n_relevant": len(relevant),
-            "relevant": relevant, "categories": categories, "invocation_id": invocation_id,
-            "first_relevant_rank": first, "top_sources": ranked[:10],
-            **query_diagnostics(details, query.qrels, ranked, domains_of, latency_ms)}
-
-
-def _baseline(engine: BM25Baseline, queries: Sequence[Query], parsed: Sequence[metric_lib.Metric], depth: int,
-              run_id: str) -> tuple[dict[str, float], list[tuple]]:
-    rows = [(run_id, q.id, BASELINE, name, value)
-            for q in queries
-            for name, value in metric_lib.score(engine.search(q.text, depth), q.qrels, parsed).items()]
-    frame = pd.DataFrame(rows, columns=["run_id", "query_id", "system", "metric", "value"])
-    return _means(frame, BASELINE, parsed), rows
-
-
-def _means(frame: pd.DataFrame, system: str, parsed: Sequence[metric_lib.Metric]) -> dict[str, float]:
-    selected = frame[frame["system"] == system].groupby("metric")["value"].mean()
-    return {m.name: round(float(selected.get(m.name, 0.0)), 4) for m in parsed}
 
 
 def load_run(store: TraceStore, run_id: str) -> RunResult:

@@ -14,9 +14,9 @@ from retrieval import load_knowledge_base, open_index
 from retrieval.index import progress as bp
 from retrieval.index.build import _cache_key, _indexable, file_signature
 from retrieval.index.config import IndexConfig
+from retrieval.l1.arrays import build_arrays
 from retrieval.l1.embedder import wordllama_name
 from retrieval.l1.lsa_fit import STEPS, fit_components
-from retrieval.l1.search import build_arrays
 from tests.kb_fixture import write_kb
 
 

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from retrieval import LookupConfig, lookup_knowledge
-from retrieval.l1.search import L1Candidate, L1Result
+from retrieval.l1.results import L1Candidate, L1Result
 from retrieval.lookup.guard import L1BadResult, guarded_search, validated
 from retrieval.text.surrogates import replace_surrogates
 

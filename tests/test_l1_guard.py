@@ -7,7 +7,7 @@ import math
 import pytest
 
 from retrieval.kb.model import Chunk
-from retrieval.l1.search import L1Candidate, L1Result
+from retrieval.l1.results import L1Candidate, L1Result
 from retrieval.lookup.guard import GuardedCall, L1BadResult, guarded_search, validated
 
 CHUNK = Chunk("a.md", 0, "A", "A > One", "text", ("ops",))

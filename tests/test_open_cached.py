@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from retrieval import LookupConfig, load_knowledge_base, lookup_knowledge, open_index
-from retrieval.index.chunk_store import EntryColumns
+from retrieval.index.entry_columns import EntryColumns
 from retrieval.kb.model import Entry
 from retrieval.text.analysis import tokenize
 

@@ -2,7 +2,7 @@
 
 One folder per cache key holds, as `.npy` files (read with `allow_pickle=False`): the L1 arrays, the L0
 arrays (its postings, idf and vocabulary: a load tokenises no entry), the chunks' text columns and the
-entries' columns (chunk_store.EntryColumns: a load builds no `Entry`; one is built when read), plus
+entries' columns (entry_columns.EntryColumns: a load builds no `Entry`; one is built when read), plus
 `manifest.json` naming every file with its dtype, shape, size in bytes and XXH3-128 hash. A folder is
 written under a temporary name and renamed into place, so a reader never sees half of one.
 
@@ -34,12 +34,13 @@ from typing import Any
 import numpy as np
 import xxhash
 
-from retrieval.index.chunk_store import ChunkStore, EntryColumns, TextColumn
+from retrieval.index.chunk_store import ChunkStore, TextColumn
 from retrieval.index.config import IndexConfig
+from retrieval.index.entry_columns import EntryColumns
 from retrieval.kb.files import LoadProblem
 from retrieval.kb.model import Entry, KnowledgeBase
 from retrieval.l0.index import L0Arrays, L0Index
-from retrieval.l1.search import L1Arrays
+from retrieval.l1.arrays import L1Arrays
 
 FORMAT = 4  # 4: L0 arrays, entry columns and XXH3-128 hashes (3: entries.json and SHA-256)
 KEEP_CACHED = 16

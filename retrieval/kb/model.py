@@ -87,7 +87,7 @@ class Entry:
 
 class EntrySequence(Sequence[Entry]):
     """Entries held some other way than as a tuple of `Entry` objects (a cached base's columns,
-    chunk_store.EntryColumns): an `Entry` is built when read, and what a whole base is asked for (an entry
+    entry_columns.EntryColumns): an `Entry` is built when read, and what a whole base is asked for (an entry
     by source, the chunk count, the domains) is answered without building them all."""
 
     @abstractmethod

@@ -42,7 +42,7 @@ class L0Match:
 class L0Hints:
     """What L0 tells the rest of the flow: matched titles, keywords, domains and entities.
 
-    `domains` are the domains the hint data carries: after the domain vote (domains.py), those whose
+    `domains` are the domains the hint data carries: after the domain vote (retrieval/lookup/domains.py), those whose
     evidence holds; `match_domains` keeps every domain of the matched entries, for analysts.
     """
 

@@ -12,16 +12,31 @@ scoring every row (`L1Index.select(..., exact=True)`).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from retrieval.l1.search import L1Index, L1Scores
+from retrieval.l1.arrays import L1Arrays
+from retrieval.l1.results import L1Scores
 
 HEAD_DIMS = 16  # 64 bytes of float32: one cache line per row
 TOP_VALUE_SAMPLE = 4096  # bounds sampled to pick the first block's threshold
 COSINE_SLACK = 1e-4  # float32 rounding of a 256-term dot product is ~1e-6; the bound stays above it
+
+
+class SearchSpace(Protocol):
+    """What the bounded selection reads of an L1 index (`L1Index` is one), named here so this module does
+    not import the index that calls it."""
+
+    arrays: L1Arrays
+    n_pages: int
+
+    @property
+    def lsa_heads(self) -> LsaHeads: ...
+
+    def lsa_scores(self, scores: L1Scores, rows: np.ndarray) -> np.ndarray: ...
+
+    def rows_of(self, pages: np.ndarray) -> np.ndarray: ...
 
 
 @dataclass(frozen=True, eq=False)
@@ -70,7 +85,7 @@ class Bounded:
 class _Query:
     """One query's bounds over one universe (by position in it), and the rows scored so far."""
 
-    def __init__(self, index: L1Index, scores: L1Scores, page_relative: np.ndarray, universe: Universe,
+    def __init__(self, index: SearchSpace, scores: L1Scores, page_relative: np.ndarray, universe: Universe,
                  page_weight: float, floor: float) -> None:
         self.index, self.scores, self.floor, self.universe = index, scores, floor, universe
         self.w = scores.tfidf_weight
@@ -140,7 +155,7 @@ class _Query:
         return rows, lsa, blended + self.page_part[self.index.arrays.page_of_chunk[rows]], kept
 
 
-def bounded_rows(index: L1Index, scores: L1Scores, page_relative: np.ndarray, universe: Universe, *,
+def bounded_rows(index: SearchSpace, scores: L1Scores, page_relative: np.ndarray, universe: Universe, *,
                  top_k: int, page_weight: float, min_score: float, first: int, sections: int) -> Bounded:
     """The rows of `universe` that can be among the result, with their LSA cosines; every other row is
     proved unable."""

@@ -4,7 +4,7 @@ An embedder turns texts into L2-normalised float32 rows (`embed`). A *static* em
 is a weighted sum of word vectors, no network at query time) also gives `word_vectors`: un-normalised
 vectors whose sum over a text's words points where `embed` of that text points. L1 then composes a chunk's
 vector from its words' vectors, so a build embeds each distinct word once instead of tokenising every
-chunk (l1_static.py). Any other embedder (sentence-transformers, fastembed) is asked to `embed` every chunk
+chunk (retrieval/l1/static.py). Any other embedder (sentence-transformers, fastembed) is asked to `embed` every chunk
 and the query as they are.
 
 The default loads the weights and the tokenizer that the `wordllama` wheel ships, straight from the

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from retrieval.l0.index import L0Hints
-from retrieval.l1.search import L1Result
+from retrieval.l1.results import L1Result
 from retrieval.lookup.evidence import EvidenceBlock
 from retrieval.lookup.filters import FilterDecision
 from retrieval.lookup.relevance import Relevance

@@ -8,7 +8,7 @@ from typing import Any
 
 from retrieval.kb.model import Entry
 from retrieval.l0.index import L0Match
-from retrieval.l1.search import L1Candidate
+from retrieval.l1.results import L1Candidate
 
 PREVIEW_CHARS = 200
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from numbers import Integral, Real
 from typing import Any
 
-from retrieval.l1.search import L1Candidate, L1Result
+from retrieval.l1.results import L1Candidate, L1Result
 
 
 class L1Timeout(TimeoutError):

@@ -3,7 +3,7 @@
 
 L0 never replaces L1: it contributes hints, an optional category filter and its own evidence. L1 scores
 the query once; its unfiltered ranking (with L0's evidence) votes on the domain the hints carry
-(domains.py), and when exactly one domain is carried L1 selects within it. If that filtered result is
+(retrieval/lookup/domains.py), and when exactly one domain is carried L1 selects within it. If that filtered result is
 much weaker than the unfiltered one, the lookup widens (filters.guard), saying so in the details. When
 L1 is empty or fails, L0's evidence is still returned and the relevance says it has no semantic support.
 """
@@ -18,7 +18,7 @@ from retrieval.config import LookupConfig
 from retrieval.index import provenance as provenance
 from retrieval.index.build import KnowledgeIndex
 from retrieval.l0.index import L0Hints
-from retrieval.l1.search import L1Candidate
+from retrieval.l1.results import L1Candidate
 from retrieval.lookup.details import Counts, L1Outcome, RetrievalDetails, best_score, overall_layer
 from retrieval.lookup.domains import DomainVote, Voter, vote_domains
 from retrieval.lookup.evidence import (

@@ -38,7 +38,7 @@ def tokenize(text: str) -> list[str]:
 
 def analyze(text: str) -> list[str]:
     """L1's terms: `tokenize`'s unigrams plus each adjacent pair ("front_matter"), so phrases outscore
-    scattered words (how much a pair counts is L1's choice: see l1.py)."""
+    scattered words (how much a pair counts is L1's choice: see retrieval/l1/search.py)."""
     terms = tokenize(text)
     return terms + [f"{a}_{b}" for a, b in zip(terms, terms[1:], strict=False)]
 

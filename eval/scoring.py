@@ -1,0 +1,59 @@
+"""Scoring one run's lookups: a stored row per question, metric means, the BM25 baseline's rows and the oracle's diagnostics."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+
+from retrieval import (
+    KnowledgeIndex,
+)
+
+from . import metrics as metric_lib
+from . import oracle as oracle_lib
+from .baseline import NAME as BASELINE
+from .baseline import BM25Baseline
+from .datasets import Query
+from .diagnostics import query_diagnostics
+
+
+def oracle_diagnostics(enabled: bool, metric_frame: pd.DataFrame, means: dict[str, float],
+                        categories: Mapping[str, str | None], parsed: Sequence[metric_lib.Metric]) -> dict[str, Any]:
+    if not enabled:
+        return oracle_lib.skipped("switched off (--no-oracle)")
+    if not any(categories.values()):
+        return oracle_lib.skipped("no query has a category (neither in its labels nor on a relevant page)")
+    return oracle_lib.oracle_summary(metric_means(metric_frame, oracle_lib.NAME, parsed), means, categories)
+
+
+def query_row(query: Query, position: int, invocation_id: str, ranked: list[str], details: Mapping[str, Any],
+               latency_ms: float, index: KnowledgeIndex) -> dict[str, Any]:
+    def domains_of(source: str) -> tuple[str, ...]:
+        entry = index.kb.entry(source)
+        return entry.domains if entry is not None else ()
+
+    relevant = sorted(s for s, g in query.qrels.items() if g > 0)
+    first = next((rank for rank, s in enumerate(ranked, start=1) if s in query.qrels and query.qrels[s] > 0), None)
+    by_grade = sorted((s for s, g in query.qrels.items() if g > 0), key=lambda s: -query.qrels[s])  # stable
+    derived = dict.fromkeys(d for s in by_grade for d in domains_of(s))  # the first relevant page's first
+    categories = list(query.categories) if query.categories_labelled or query.categories else list(derived)
+    return {"query_id": query.id, "position": position, "query": query.text, "n_relevant": len(relevant),
+            "relevant": relevant, "categories": categories, "invocation_id": invocation_id,
+            "first_relevant_rank": first, "top_sources": ranked[:10],
+            **query_diagnostics(details, query.qrels, ranked, domains_of, latency_ms)}
+
+
+def baseline_rows(engine: BM25Baseline, queries: Sequence[Query], parsed: Sequence[metric_lib.Metric], depth: int,
+              run_id: str) -> tuple[dict[str, float], list[tuple]]:
+    rows = [(run_id, q.id, BASELINE, name, value)
+            for q in queries
+            for name, value in metric_lib.score(engine.search(q.text, depth), q.qrels, parsed).items()]
+    frame = pd.DataFrame(rows, columns=["run_id", "query_id", "system", "metric", "value"])
+    return metric_means(frame, BASELINE, parsed), rows
+
+
+def metric_means(frame: pd.DataFrame, system: str, parsed: Sequence[metric_lib.Metric]) -> dict[str, float]:
+    selected = frame[frame["system"] == system].groupby("metric")["value"].mean()
+    return {m.name: round(float(selected.get(m.name, 0.0)), 4) for m in parsed}

@@ -1,0 +1,81 @@
+"""Which pages and rows an L1 filter allows: pages by category and by source, and each filter's rows kept."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+
+import numpy as np
+
+from retrieval.l1.bounded import Universe
+from retrieval.text.analysis import normalize_label
+
+FILTER_KEYS = ("category", "source")
+KEPT_FILTERS = 64  # filters whose rows are kept for their next query; a lookup filters by one of a few categories
+
+
+class PageSets:
+    """The pages of an L1 index, grouped the ways a filter names them, and the rows of each page."""
+
+    def __init__(self, page_sources: Sequence[str], page_domains: Iterable[Sequence[str]],
+                 page_row_starts: np.ndarray, page_row_order: np.ndarray) -> None:
+        self._starts, self._order = page_row_starts, page_row_order
+        self._by_domain = _pages_by(page_domains)
+        self._by_source = {source: page for page, source in enumerate(page_sources)}
+        self.sizes = np.diff(page_row_starts)
+        rows_by_page = bool(np.array_equal(page_row_order, np.arange(len(page_row_order))))
+        self.everything = Universe(None if rows_by_page else page_row_order, None, self.sizes)
+        self._universes: dict[tuple[tuple[str, str], ...], Universe] = {}
+        self._lock = threading.Lock()
+
+    def allowed(self, filters: Mapping[str, str]) -> np.ndarray | None:
+        """The pages `filters` allows (None: every page); an unknown filter key raises ValueError."""
+        check_filter_keys(filters)
+        allowed = None
+        for key, value in filters.items():
+            if key == "category":
+                pages = self._by_domain.get(normalize_label(value), np.empty(0, dtype=np.int64))
+            else:
+                page = self._by_source.get(str(value))
+                pages = np.asarray([] if page is None else [page], dtype=np.int64)
+            allowed = pages if allowed is None else np.intersect1d(allowed, pages)
+        return allowed
+
+    def universe(self, filters: Mapping[str, str], allowed: np.ndarray | None) -> Universe:
+        """The rows the filter allows, page by page, kept for the filter's next query."""
+        if allowed is None:
+            return self.everything
+        key = tuple(sorted(filters.items()))
+        with self._lock:
+            universe = self._universes.get(key)
+        if universe is None:
+            universe = Universe(self.rows_of(allowed), allowed, self.sizes[allowed])
+            with self._lock:
+                if len(self._universes) >= KEPT_FILTERS:
+                    self._universes.clear()
+                self._universes[key] = universe
+        return universe
+
+    def rows_of(self, pages: np.ndarray) -> np.ndarray:
+        """The rows of `pages`, page by page."""
+        starts, ends = self._starts[pages], self._starts[pages + 1]
+        lengths = ends - starts
+        if not lengths.sum():
+            return np.empty(0, dtype=np.int64)
+        offsets = np.repeat(starts - np.r_[0, np.cumsum(lengths)[:-1]], lengths)
+        return self._order[np.arange(lengths.sum()) + offsets]
+
+
+def check_filter_keys(filters: Mapping[str, str]) -> None:
+    """Raise ValueError, naming the supported keys, for a filter key L1 does not know."""
+    unknown = sorted(set(filters) - set(FILTER_KEYS))
+    if unknown:
+        raise ValueError(f"unknown L1 filter key(s) {unknown}; supported: {', '.join(FILTER_KEYS)}")
+
+
+def _pages_by(domains_per_page: Iterable[Sequence[str]]) -> dict[str, np.ndarray]:
+    pages: dict[str, list[int]] = {}
+    for page, domains in enumerate(domains_per_page):
+        for domain in domains:
+            pages.setdefault(domain, []).append(page)
+    return {k: np.asarray(v, dtype=np.int64) for k, v in pages.items()}
