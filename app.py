@@ -1,6 +1,6 @@
 """The analysts' app: `streamlit run app.py`. UI only; every page calls the retrieval core and eval/.
 
-Pages: Lookup, Compare settings, Traces, Export (appui/*_page.py). The sidebar's knowledge-base picker
+Pages: Lookup, Compare settings, Traces, Export (appui/pages/). The sidebar's knowledge-base picker
 and the trace file ($LOOKUP_KNOWLEDGE_TRACES, else traces.duckdb here) are shared by every page.
 """
 
@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import streamlit as st
 
-from appui import state
+from appui.widgets import state as state
 
 PAGES = [
-    st.Page("appui/lookup_page.py", title="Lookup", icon=":material/search:", url_path="lookup", default=True),
-    st.Page("appui/compare_page.py", title="Compare settings", icon=":material/compare_arrows:",
+    st.Page("appui/pages/lookup.py", title="Lookup", icon=":material/search:", url_path="lookup", default=True),
+    st.Page("appui/pages/compare.py", title="Compare settings", icon=":material/compare_arrows:",
             url_path="compare"),
-    st.Page("appui/traces_page.py", title="Traces", icon=":material/table_rows:", url_path="traces"),
-    st.Page("appui/export_page.py", title="Export", icon=":material/download:", url_path="export"),
+    st.Page("appui/pages/traces.py", title="Traces", icon=":material/table_rows:", url_path="traces"),
+    st.Page("appui/pages/export.py", title="Export", icon=":material/download:", url_path="export"),
 ]
 
 st.set_page_config(page_title="lookup-knowledge", page_icon=":material/search:", layout="wide")

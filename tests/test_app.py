@@ -14,12 +14,13 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from appui import data, state
+from appui.data import traces as data
+from appui.widgets import state as state
 from retrieval import TraceStore
 from tests.kb_fixture import write_kb
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
-PAGES = ("appui/lookup_page.py", "appui/compare_page.py", "appui/traces_page.py", "appui/export_page.py")
+PAGES = ("appui/pages/lookup.py", "appui/pages/compare.py", "appui/pages/traces.py", "appui/pages/export.py")
 QUERIES = [{"_id": "q1", "text": "rotate an API token", "relevant": ["security/tokens.md"]},
            {"_id": "q2", "text": "download invoices", "relevant": ["billing/invoices.md"]},
            {"_id": "q3", "text": "agent offline firewall port", "relevant": ["troubleshooting/agent-offline.md"]},
@@ -87,7 +88,7 @@ def test_l1_failure_drill_is_a_sidebar_toggle_and_falls_back_to_l0(env):
 
 
 def test_comparison_shows_both_sides_and_what_changed(env):
-    at = _ok(_app().switch_page("appui/compare_page.py").run())
+    at = _ok(_app().switch_page("appui/pages/compare.py").run())
     at.toggle(key="cmpb_l0_filter").set_value(False)
     at.text_input(key="cmp_query").set_value("download invoices")
     at = _ok(at.button(key="cmp_run").click().run())
@@ -102,7 +103,7 @@ def test_traces_page_filters_and_opens_a_row_in_full(env):
     at = _lookup(_app(), "rotate an API token")
     at.toggle(key="cfg_simulate_l1_failure").set_value(True)
     at = _lookup(at, "download invoices")
-    at = _ok(at.switch_page("appui/traces_page.py").run())
+    at = _ok(at.switch_page("appui/pages/traces.py").run())
     assert len(at.dataframe(key="tr_table").value) == 2
     at = _ok(at.multiselect(key="tr_l1").set_value(["failed"]).run())
     table = at.dataframe(key="tr_table").value
@@ -118,7 +119,7 @@ def test_traces_page_filters_and_opens_a_row_in_full(env):
 @pytest.mark.parametrize("sql", ["DELETE FROM tool_invocation", "EXPLAIN ANALYZE DELETE FROM tool_invocation"])
 def test_sql_box_refuses_a_delete_and_keeps_every_row(env, sql):
     at = _lookup(_app(), "rotate an API token")
-    at = _ok(at.switch_page("appui/traces_page.py").run())
+    at = _ok(at.switch_page("appui/pages/traces.py").run())
     at.text_area(key="sql_text").set_value(sql)
     at = at.button(key="sql_run").click().run()
     assert not at.exception
@@ -147,7 +148,7 @@ def test_read_only_query_runs_in_a_rolled_back_transaction(tmp_path):
 
 def test_export_page_offers_every_format_of_the_filtered_traces(env):
     at = _lookup(_app(), "rotate an API token")
-    at = _ok(at.switch_page("appui/export_page.py").run())
+    at = _ok(at.switch_page("appui/pages/export.py").run())
     for fmt, (extension, _) in data.FORMATS.items():
         at = _ok(at.selectbox(key="ex_format").set_value(fmt).run())
         assert at.get("download_button")[0].label == f"Download traces.{extension}"
@@ -174,7 +175,7 @@ def test_labelled_set_sweep_comparison_and_reports(env):
     dataset = env["root"] / "dataset"
     write_kb(dataset / "kb")
     (dataset / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in QUERIES))
-    at = _ok(_app().switch_page("appui/compare_page.py").run())
+    at = _ok(_app().switch_page("appui/pages/compare.py").run())
     at.text_input(key="eval_dataset").set_value(str(dataset))
     at = _ok(at.radio(key="eval_mode").set_value("Sweep").run())
     at.text_area(key="eval_grid").set_value("l0_filter=true,false")
@@ -186,7 +187,7 @@ def test_labelled_set_sweep_comparison_and_reports(env):
     assert pairs["Δ"].is_monotonic_increasing  # largest loss first
     at = _ok(_select(at, "eval_pairs", 0))
     assert {s.value.split(":")[0] for s in at.subheader} >= {"Run A", "Run B"}
-    at = _ok(at.switch_page("appui/export_page.py").run())
+    at = _ok(at.switch_page("appui/pages/export.py").run())
     for what in ("Run report", "Comparison report"):
         at = _ok(at.radio(key="ex_what").set_value(what).run())
         for fmt in data.FORMATS:
@@ -199,7 +200,7 @@ def test_labelled_set_from_a_docs_folder_and_query_file_shows_the_oracle_headroo
     queries = env["root"] / "dev.jsonl"
     queries.write_text("".join(json.dumps({**q, "category_of_first": "Security" if q["_id"] == "q1" else None}) + "\n"
                                for q in QUERIES))
-    at = _ok(_app().switch_page("appui/compare_page.py").run())
+    at = _ok(_app().switch_page("appui/pages/compare.py").run())
     at = _ok(at.radio(key="eval_source").set_value("Docs folder + query file").run())
     at.text_input(key="eval_kb").set_value(str(docs))
     at.text_input(key="eval_queries").set_value(str(queries))
@@ -220,7 +221,7 @@ def test_labelled_set_from_a_docs_folder_and_query_file_shows_the_oracle_headroo
     ("Dataset folder", {"eval_dataset": "{root}/kb", "eval_exclude": "../elsewhere"}, "contains '..'"),
 ])
 def test_labelled_set_input_problems_are_messages_not_tracebacks(env, source, inputs, message):
-    at = _ok(_app().switch_page("appui/compare_page.py").run())
+    at = _ok(_app().switch_page("appui/pages/compare.py").run())
     at = _ok(at.radio(key="eval_source").set_value(source).run())
     for key, value in inputs.items():
         at.text_input(key=key).set_value(value.replace("{root}", str(env["root"])))

@@ -8,7 +8,7 @@ import pytest
 from streamlit.delta_generator import DeltaGenerator
 from streamlit.testing.v1 import AppTest
 
-from appui import build_bar
+from appui.widgets import build_bar as build_bar
 from retrieval.index import progress as bp
 from tests.kb_fixture import write_kb
 from tests.test_app import APP, QUERIES, _ok
@@ -79,7 +79,7 @@ def test_a_labelled_run_shows_its_datasets_index_build(env, drawn):
     write_kb(folder / "kb")
     (folder / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in QUERIES))
     at = _ok(AppTest.from_file(APP, default_timeout=60).run())
-    at = _ok(at.switch_page("appui/compare_page.py").run())
+    at = _ok(at.switch_page("appui/pages/compare.py").run())
     drawn.clear()
     at.text_input(key="eval_dataset").set_value(str(folder))
     at = _ok(at.button(key="eval_start").click().run())

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from appui import domain_view
+from appui.panels import domain_view as domain_view
 from retrieval import TraceStore
 from tests.test_domains import WIDEN_KB
 
@@ -105,7 +105,7 @@ def test_widened_lookup_warns_with_both_best_scores(tmp_path, monkeypatch):
 
 
 def test_compact_views_show_the_outcome_on_both_sides_of_a_comparison(env):
-    at = _ok(AppTest.from_file(APP, default_timeout=60).run().switch_page("appui/compare_page.py").run())
+    at = _ok(AppTest.from_file(APP, default_timeout=60).run().switch_page("appui/pages/compare.py").run())
     at.toggle(key="cmpb_l0_filter").set_value(False)
     at.text_input(key="cmp_query").set_value("download invoices")
     at = _ok(at.button(key="cmp_run").click().run())
@@ -119,7 +119,7 @@ def _render(details: dict, mode: str) -> None:
     """AppTest script: one view of `details` (imports inside, as AppTest runs the function's source)."""
     import json
 
-    from appui import views
+    from appui.widgets import views as views
 
     if mode == "full":
         views.lookup_result({"query": "q", "relevance": {"level": "low"}, "retrieval_details": details,

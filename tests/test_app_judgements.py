@@ -34,7 +34,7 @@ def test_marking_blocks_stores_judgements_and_shows_them_on_the_card(env):
 
 def test_a_trace_can_be_judged_on_the_traces_page(env):
     at = _lookup(_ok(AppTest.from_file(APP, default_timeout=60).run()), "download invoices")
-    at = _ok(_select(_ok(at.switch_page("appui/traces_page.py").run()), "tr_table", 0))
+    at = _ok(_select(_ok(at.switch_page("appui/pages/traces.py").run()), "tr_table", 0))
     at = _ok(at.button(key="tr_row_judge_1_1").click().run())
     frame = judgements.latest(TraceStore(env["traces"]))
     assert frame[["query", "grade"]].values.tolist() == [["download invoices", 1]]
@@ -42,13 +42,13 @@ def test_a_trace_can_be_judged_on_the_traces_page(env):
 
 def test_judgements_export_as_qrels_and_the_app_evaluates_them_as_the_cli_does(env):
     at = _judge_five(_ok(AppTest.from_file(APP, default_timeout=60).run()))
-    at = _ok(at.switch_page("appui/export_page.py").run())
+    at = _ok(at.switch_page("appui/pages/export.py").run())
     at = _ok(at.radio(key="ex_what").set_value("Judgements").run())
     at = _ok(at.radio(key="ex_judgement_format").set_value("qrels TSV").run())
     assert at.get("download_button")[0].label == "Download qrels.tsv"
     qrels = judgements.to_qrels_tsv(judgements.latest(TraceStore(env["traces"]))).splitlines()
     assert len(qrels) == 6  # header + 5 marks
-    at = _ok(at.switch_page("appui/compare_page.py").run())
+    at = _ok(at.switch_page("appui/pages/compare.py").run())
     at = _ok(at.radio(key="eval_source").set_value("Docs folder + judgements").run())
     at.text_input(key="eval_kb").set_value(str(env["kb"]))
     at = _ok(at.button(key="eval_start").click().run())

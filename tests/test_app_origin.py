@@ -49,7 +49,7 @@ def test_changing_the_configuration_marks_the_lookup_stale():
 
 
 def test_compare_result_is_cleared_when_the_base_changes(tmp_path):
-    at = _ok(_app().switch_page("appui/compare_page.py").run())
+    at = _ok(_app().switch_page("appui/pages/compare.py").run())
     at.text_input(key="cmp_query").set_value("download invoices")
     at = _ok(at.button(key="cmp_run").click().run())
     assert "cmp_result" in at.session_state

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from appui import replay, state
+from appui.data import replay as replay
+from appui.widgets import state as state
 from eval import replays
 from retrieval import LookupConfig, TraceStore, lookup_knowledge
 from tests.kb_fixture import write_kb
@@ -32,7 +33,7 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, index) -> dict[str, Pat
 
 def _compare() -> AppTest:
     at = _ok(AppTest.from_file(APP, default_timeout=60).run())
-    return _ok(at.switch_page("appui/compare_page.py").run())
+    return _ok(at.switch_page("appui/pages/compare.py").run())
 
 
 def test_replay_20_interactive_lookups_under_b_shows_what_changed(env):

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from appui import runs_data
+from appui.data import runs as runs_data
 from eval import datasets, runs
 from retrieval import LookupConfig, TraceStore
 from retrieval.traces.checkpoint import checkpoint
@@ -48,7 +48,7 @@ def app(stored, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AppTest:
     monkeypatch.setenv("LOOKUP_KNOWLEDGE_KB", str(write_kb(tmp_path / "kb")))
     monkeypatch.setenv("LOOKUP_KNOWLEDGE_TRACES", str(traces))
     at = AppTest.from_file(APP, default_timeout=60).run()
-    at = _ok(at.switch_page("appui/compare_page.py").run())
+    at = _ok(at.switch_page("appui/pages/compare.py").run())
     return at
 
 

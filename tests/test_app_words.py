@@ -10,7 +10,8 @@ from types import SimpleNamespace
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from appui import domain_view, wording
+from appui.panels import domain_view as domain_view
+from appui.widgets import wording as wording
 from retrieval import LookupConfig, lookup_knowledge
 from retrieval.lookup.relevance import assess
 from tests.kb_fixture import write_kb

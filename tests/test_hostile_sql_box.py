@@ -10,7 +10,8 @@ import duckdb
 import pandas as pd
 import pytest
 
-from appui import data, sql_box
+from appui.data import sql_sandbox as sql_box
+from appui.data import traces as data
 from retrieval import TraceStore
 from retrieval.lookup.invocation import ToolInvocation
 
@@ -220,7 +221,7 @@ def test_traces_page_refuses_host_reads_without_a_traceback(tmp_path, monkeypatc
     monkeypatch.setenv("LOOKUP_KNOWLEDGE_TRACES", str(tmp_path / "traces.duckdb"))
     monkeypatch.chdir(tmp_path)
     at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=60).run()
-    at = at.switch_page("appui/traces_page.py").run()
+    at = at.switch_page("appui/pages/traces.py").run()
     at.text_area(key="sql_text").set_value(sql)
     at = at.button(key="sql_run").click().run()
     assert not at.exception

@@ -10,7 +10,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from appui import replay, runs_data
+from appui.data import replay as replay
+from appui.data import runs as runs_data
 from eval import compare, datasets, judgements, replays, runs, storage
 from retrieval import LookupConfig, TraceStore, lookup_knowledge
 from tests.kb_fixture import write_kb

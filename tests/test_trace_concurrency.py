@@ -16,14 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from appui import data
+from appui.data import traces as data
 from retrieval import TraceStore, TraceStoreError, lookup_knowledge
 from retrieval.lookup.invocation import ToolInvocation
 
 FORK = multiprocessing.get_context("fork")
 WRITERS, LOOKUPS = 4, 500
 QUERIES = ("PagerDuty escalation", "silence alerts", "download invoices", "rotate an API token", "retention")
-READER_LOCK_TIMEOUT = 3.0  # as the app's Traces page (appui.state.LOCK_TIMEOUT)
+READER_LOCK_TIMEOUT = 3.0  # as the app's Traces page (appui.widgets.state.LOCK_TIMEOUT)
 
 
 def _lookups(path: str, name: str, index, start: float) -> None:

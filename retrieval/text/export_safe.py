@@ -1,7 +1,7 @@
 """Cells made safe for exports: CSV cells that a spreadsheet would run as formulas, Markdown table cells.
 
 Traces and reports carry queries and content typed by anyone, so `=HYPERLINK(...)` or `a | b <script>`
-must arrive as text. Shared by the app's exports (appui.data) and evaluation reports (eval.reports).
+must arrive as text. Shared by the app's exports (appui.data.traces) and evaluation reports (eval.reports).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The Traces page's SQL box: one read-only statement over a private in-memory copy of the trace tables.
+"""The SQL sandbox, the app's security boundary: the Traces page's SQL box runs one read-only statement over a
+private in-memory copy of the trace tables, and nowhere else.
 
 Two layers, each enough on its own for the common attacks:
 - the sandbox: a fresh in-memory DuckDB holding a copy of the trace tables, with file-system access,

@@ -7,7 +7,12 @@ import duckdb
 import pandas as pd
 import streamlit as st
 
-from appui import data, judging, sql_box, state, traces_data, views
+from appui.data import sql_sandbox as sql_box
+from appui.data import trace_table as traces_data
+from appui.data import traces as data
+from appui.panels import judging as judging
+from appui.widgets import state as state
+from appui.widgets import views as views
 from retrieval import TraceStore, TraceStoreError
 
 DEFAULT_SQL = ("SELECT retrieval_layer, l1_status, count(*) AS calls, round(avg(latency_ms), 1) AS avg_ms\n"
@@ -85,7 +90,7 @@ def _trace(row: dict, *, key: str = "tr_row") -> None:
         if st.button("Open this run's query on the Compare page", key=f"{key}_open_run"):
             # plain keys (not widget keys, which a page switch clears) that the Compare page takes up
             st.session_state["eval_focus"] = {"run_id": row["run_id"], "query_id": row.get("query_id")}
-            st.switch_page("appui/compare_page.py")
+            st.switch_page("appui/pages/compare.py")
     if row.get("status") != "ok":
         st.error(f"This call failed: {row.get('error')}")
     result = traces_data.as_result(row)

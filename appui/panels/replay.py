@@ -1,5 +1,5 @@
 """Replay tab of the Compare page: pick recorded lookups, re-run them under configuration B, see per call
-what changed, and keep the replay as an evaluation run (appui/replay.py, eval/replays.py) that the run
+what changed, and keep the replay as an evaluation run (appui/data/replay.py, eval/replays.py) that the run
 pickers select beside what it replayed."""
 
 from __future__ import annotations
@@ -7,7 +7,12 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from appui import data, origin, replay, state, traces_data, views
+from appui.data import replay as replay
+from appui.data import trace_table as traces_data
+from appui.data import traces as data
+from appui.widgets import origin as origin
+from appui.widgets import state as state
+from appui.widgets import views as views
 from retrieval import LookupConfig
 
 INTERACTIVE, RUN = "Interactive lookups", "A run's lookups"

@@ -6,7 +6,9 @@ from dataclasses import fields, replace
 
 import streamlit as st
 
-from appui import data, judging, state
+from appui.data import traces as data
+from appui.panels import judging as judging
+from appui.widgets import state as state
 
 TRACES, RUN, COMPARISON, JUDGEMENTS = "Filtered traces", "Run report", "Comparison report", "Judgements"
 

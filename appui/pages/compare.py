@@ -7,7 +7,12 @@ import json
 import pandas as pd
 import streamlit as st
 
-from appui import data, eval_panel, origin, replay_panel, state, views
+from appui.data import traces as data
+from appui.panels import eval_runs as eval_panel
+from appui.panels import replay as replay_panel
+from appui.widgets import origin as origin
+from appui.widgets import state as state
+from appui.widgets import views as views
 
 
 def _copy_a_to_b() -> None:

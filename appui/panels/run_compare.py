@@ -14,7 +14,9 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from appui import runs_data, state, views
+from appui.data import runs as runs_data
+from appui.widgets import state as state
+from appui.widgets import views as views
 
 TOP_DEFAULT = 5
 
@@ -177,7 +179,7 @@ def _pair_lookups(ctx: state.AppContext, comparison: Any, row: pd.Series) -> Non
                                   relevant=relevant, limit=int(top))
             if st.button(f"Open the trace of run {side}", key=f"eval_open_trace_{side.lower()}"):
                 st.session_state["tr_open_id"] = str(frame["id"][0])  # a run's query links to its trace
-                st.switch_page("appui/traces_page.py")
+                st.switch_page("appui/pages/traces.py")
 
 
 def _stored_lookup(ctx: state.AppContext, run_id: str, query_id: str) -> pd.DataFrame:

@@ -9,7 +9,7 @@ from typing import Any
 
 import streamlit as st
 
-from appui import state
+from appui.widgets import state as state
 
 try:
     from eval import judgements

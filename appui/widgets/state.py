@@ -16,7 +16,8 @@ from typing import Any, TypeVar
 import duckdb
 import streamlit as st
 
-from appui import build_bar, wording
+from appui.widgets import build_bar as build_bar
+from appui.widgets import wording as wording
 from retrieval import (
     KnowledgeBaseError,
     KnowledgeIndex,
@@ -79,7 +80,7 @@ def _cached_store(traces_path: str) -> TraceStore:
 
 def load_index(kb_path: str, svd_dims: int) -> KnowledgeIndex | None:
     """The cached index, building it behind a progress bar (each stage's real fraction and an estimate of
-    the time left, see appui/build_bar.py); a bad folder becomes an in-page error."""
+    the time left, see appui/widgets/build_bar.py); a bad folder becomes an in-page error."""
     bar = st.empty()
     try:
         return _index_slot(kb_path, svd_dims).get(kb_path, svd_dims, build_bar.BuildBar(bar, kb_path))

@@ -13,7 +13,7 @@ from typing import Any
 
 import pandas as pd
 
-from appui.data import TraceFilters
+from appui.data.traces import TraceFilters
 from retrieval import TRACE_TABLE as TABLE
 from retrieval import TraceStore
 

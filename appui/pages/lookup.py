@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from appui import judging, origin, state, views
+from appui.panels import judging as judging
+from appui.widgets import origin as origin
+from appui.widgets import state as state
+from appui.widgets import views as views
 from retrieval import KnowledgeIndex
 
 ANY = "(any: L0 decides)"

@@ -16,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from appui import sql_box
+from appui.data import sql_sandbox as sql_box
 from retrieval import TRACE_TABLE as TABLE
 from retrieval import TraceStore
 from retrieval import iter_trace_rows as iter_rows
@@ -93,12 +93,12 @@ def stamp(store: TraceStore) -> tuple[int, str]:
 
 
 def check_read_only(sql: str) -> str:
-    """The one statement of `sql` if the SQL box may run it (see appui.sql_box); else ReadOnlyError."""
+    """The one statement of `sql` if the SQL box may run it (see appui.data.sql_sandbox); else ReadOnlyError."""
     return sql_box.check_statement(sql)
 
 
 def read_only_query(store: TraceStore, sql: str, *, max_rows: int = 10_000) -> pd.DataFrame:
-    """Run a checked statement on a sealed in-memory copy of the trace tables (see appui.sql_box)."""
+    """Run a checked statement on a sealed in-memory copy of the trace tables (see appui.data.sql_sandbox)."""
     return sql_box.run(sql_box.snapshot(store.query), sql, max_rows=max_rows).frame
 
 
