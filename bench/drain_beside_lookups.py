@@ -20,9 +20,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from realtext import build_corpus, queries_from  # noqa: E402
+from realtext import build_corpus, queries_from
 
-from retrieval import TraceStore, lookup_knowledge, open_index  # noqa: E402
+from retrieval import TraceStore, lookup_knowledge, open_index
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -14,7 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
-from retrieval import lookup_knowledge  # noqa: E402
+from retrieval import lookup_knowledge
 
 
 def profile(index, queries, config) -> None:

@@ -29,11 +29,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import numpy as np  # noqa: E402
-from profiles import l1_breakdown, profile  # noqa: E402
-from realtext import build_corpus, queries_from  # noqa: E402
+import numpy as np
+from profiles import l1_breakdown, profile
+from realtext import build_corpus, queries_from
 
-from retrieval import LookupConfig, TraceStore, build_index, lookup_knowledge, open_index  # noqa: E402
+from retrieval import LookupConfig, TraceStore, build_index, lookup_knowledge, open_index
 from retrieval.l0 import entry_terms
 from retrieval.text import tokenize
 

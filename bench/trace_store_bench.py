@@ -20,8 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from retrieval import TraceStore, lookup_knowledge, open_index  # noqa: E402
-from retrieval.paths import SAMPLE_KB, SAMPLE_QUERIES  # noqa: E402
+from retrieval import TraceStore, lookup_knowledge, open_index
+from retrieval.paths import SAMPLE_KB, SAMPLE_QUERIES
 
 
 def _pct(values: list[float], q: float) -> float:

@@ -198,7 +198,8 @@ def _markdown_table(table: pd.DataFrame) -> str:
     if table.empty:
         return "_none_"
     lines = ["| " + " | ".join(markdown_cell(c) for c in table.columns) + " |", "|" + " --- |" * len(table.columns)]
-    lines.extend("| " + " | ".join(markdown_cell(_cell(v)) for v in row) + " |" for row in table.itertuples(index=False))
+    lines.extend("| " + " | ".join(markdown_cell(_cell(v)) for v in row) + " |"
+                 for row in table.itertuples(index=False))
     return "\n".join(lines)
 
 

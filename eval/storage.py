@@ -29,7 +29,8 @@ from retrieval import TraceStore
 LOOKUP = "lookup"
 QUERY_COLUMNS = ("run_id", "query_id", "position", "query", "n_relevant", "relevant", "categories",
                  "invocation_id", "first_relevant_rank", "top_sources", "filter_decision", "filter_category",
-                 "filter_correct", "filter_harm", "filter_harm_missed", "filter_widened", "retrieval_layer", "l1_status",
+                 "filter_correct", "filter_harm", "filter_harm_missed", "filter_widened", "retrieval_layer",
+                 "l1_status",
                  "candidate_count", "duplicates_merged", "evidence_count", "latency_ms", "filter_changed")
 RUN_JSON = ("config", "overrides", "metrics", "baseline", "diagnostics", "dataset_info", "metric_names")
 STARTED, COMPLETE, INCOMPLETE, RUNNING = "started", "complete", "incomplete", "running"
@@ -161,7 +162,8 @@ def load_per_query(store: TraceStore, run_id: str) -> pd.DataFrame:
     metrics = store.query("SELECT query_id, system, metric, value FROM eval_query_metric WHERE run_id = ?", [run_id])
     if metrics.empty:
         return queries
-    metrics["column"] = [m if s == LOOKUP else f"{s}:{m}" for s, m in zip(metrics["system"], metrics["metric"], strict=True)]
+    metrics["column"] = [m if s == LOOKUP else f"{s}:{m}" for s, m in zip(metrics["system"], metrics["metric"],
+                                                                          strict=True)]
     wide = metrics.pivot(index="query_id", columns="column", values="value").reset_index()
     wide.columns.name = None
     return queries.merge(wide, on="query_id", how="left")

@@ -33,8 +33,8 @@ class LookupConfig:
     l0_weight: float = _opt(0.2, "weight of the L0 score (share of the query it covers) when ordering evidence")
     l0_max_matches: int = _opt(5, "most L0 entries that become hints and evidence")
     l0_min_score_ratio: float = _opt(0.5, "L0 matches must score at least this share of the best match")
-    # 20 (was 30): the top 5 was the same on all 1,462 labelled questions (dev, known-item, SciFact train,
-    # data/), and a lookup at 100k chunks was 10% faster at p50; raise it with top_k (README, Configuration)
+    # 20, not 30: the top 5 stays the same on every labelled set, and a smaller pool is faster; raise it with
+    # top_k (docs/cli.md)
     l1_pool: int = _opt(20, "L1 pages fetched before merging by source (at least top-k), each with up to 3 of "
                             "its best sections")
     l0_domain_top_n: int = _opt(3, "pages of the unfiltered ranking that vote on the domain L0's hints carry")

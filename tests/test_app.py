@@ -7,66 +7,28 @@ import json
 import subprocess
 import sys
 import threading
-from pathlib import Path
 
 import duckdb
 import pandas as pd
 import pytest
-from streamlit.testing.v1 import AppTest
 
 from appui.data import traces as data
 from appui.widgets import state as state
 from retrieval import TraceStore
+from tests.app_helpers import PAGES, QUERIES, json_value, lookup, ok, page_text, run_app, select
 from tests.kb_fixture import write_kb
-
-APP = str(Path(__file__).resolve().parents[1] / "app.py")
-PAGES = ("appui/pages/lookup.py", "appui/pages/compare.py", "appui/pages/traces.py", "appui/pages/export.py")
-QUERIES = [{"_id": "q1", "text": "rotate an API token", "relevant": ["security/tokens.md"]},
-           {"_id": "q2", "text": "download invoices", "relevant": ["billing/invoices.md"]},
-           {"_id": "q3", "text": "agent offline firewall port", "relevant": ["troubleshooting/agent-offline.md"]},
-           {"_id": "q4", "text": "escalation when nobody acknowledges", "relevant": ["alerting/routing.md"]}]
-
-
-
-def _app() -> AppTest:
-    return AppTest.from_file(APP, default_timeout=60).run()
-
-
-def _ok(at: AppTest) -> AppTest:
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
-    return at
-
-
-def _text(at: AppTest) -> str:
-    return "\n".join([m.value for m in at.markdown] + [c.value for c in at.caption] + [c.value for c in at.code])
-
-
-def _json(element) -> dict:
-    value = json.loads(element.value) if isinstance(element.value, str) else element.value
-    return value if isinstance(value, dict) else {}
-
-
-def _lookup(at: AppTest, query: str) -> AppTest:
-    at.text_input(key="lookup_query").set_value(query)
-    return _ok(at.button(key="lookup_run").click().run())
-
-
-def _select(at: AppTest, key: str, row: int) -> AppTest:
-    at.session_state[key] = {"selection": {"rows": [row], "columns": [], "cells": []}}
-    return at.run()
 
 
 def test_every_page_renders_on_an_empty_trace_file(env):
-    at = _ok(_app())
+    at = ok(run_app())
     for page in PAGES:
-        _ok(at.switch_page(page).run())
-    _ok(at.button(key="kb_reload").click().run())
+        ok(at.switch_page(page).run())
+    ok(at.button(key="kb_reload").click().run())
 
 
 def test_lookup_shows_hints_filter_decision_counts_and_evidence(env):
-    at = _lookup(_ok(_app()), "download invoices")
-    text = _text(at)
+    at = lookup(ok(run_app()), "download invoices")
+    text = page_text(at)
     assert "Matched titles" in text and "Invoices and payment" in text  # L0 hints
     assert "**Filter decision:** `applied`" in text and '{"category": "billing"}' in text  # exact L1 filter
     assert "L1 status:** :green-badge[ok]" in text
@@ -74,59 +36,59 @@ def test_lookup_shows_hints_filter_decision_counts_and_evidence(env):
     assert set(counts) == {"L0 matches", "L1 candidates", "Candidates", "Final blocks", "Duplicates merged"}
     assert counts["L0 matches"] >= 1 and counts["Final blocks"] >= 1
     assert "**1. Invoices and payment**" in text and "`billing/invoices.md`" in text  # first evidence card
-    assert any("retrieval_layer" in _json(j) for j in at.json)  # the raw retrieval_details
+    assert any("retrieval_layer" in json_value(j) for j in at.json)  # the raw retrieval_details
     assert TraceStore(env["traces"]).count() == 1
 
 
 def test_l1_failure_drill_is_a_sidebar_toggle_and_falls_back_to_l0(env):
-    at = _app()
+    at = run_app()
     at.toggle(key="cfg_simulate_l1_failure").set_value(True)
-    at = _lookup(at, "download invoices")
-    text = _text(at)
+    at = lookup(at, "download invoices")
+    text = page_text(at)
     assert ":red-badge[failed]" in text and "without semantic support" in text
     assert TraceStore(env["traces"]).query("SELECT l1_status FROM tool_invocation")["l1_status"].tolist() == ["failed"]
 
 
 def test_comparison_shows_both_sides_and_what_changed(env):
-    at = _ok(_app().switch_page("appui/pages/compare.py").run())
+    at = ok(run_app().switch_page("appui/pages/compare.py").run())
     at.toggle(key="cmpb_l0_filter").set_value(False)
     at.text_input(key="cmp_query").set_value("download invoices")
-    at = _ok(at.button(key="cmp_run").click().run())
+    at = ok(at.button(key="cmp_run").click().run())
     assert {"Configuration A", "Configuration B"} <= {s.value for s in at.subheader}
     changes = at.dataframe[0].value.set_index("")
     assert changes.loc["filter_decision", "A"] == "applied" and changes.loc["filter_decision", "B"] == "disabled"
-    assert "`l0_filter` True → False" in _text(at)
+    assert "`l0_filter` True → False" in page_text(at)
     assert TraceStore(env["traces"]).count() == 2
 
 
 def test_traces_page_filters_and_opens_a_row_in_full(env):
-    at = _lookup(_app(), "rotate an API token")
+    at = lookup(run_app(), "rotate an API token")
     at.toggle(key="cfg_simulate_l1_failure").set_value(True)
-    at = _lookup(at, "download invoices")
-    at = _ok(at.switch_page("appui/pages/traces.py").run())
+    at = lookup(at, "download invoices")
+    at = ok(at.switch_page("appui/pages/traces.py").run())
     assert len(at.dataframe(key="tr_table").value) == 2
-    at = _ok(at.multiselect(key="tr_l1").set_value(["failed"]).run())
+    at = ok(at.multiselect(key="tr_l1").set_value(["failed"]).run())
     table = at.dataframe(key="tr_table").value
     assert table["query"].tolist() == ["download invoices"]
-    at = _ok(at.text_input(key="tr_search").set_value("token").run())
+    at = ok(at.text_input(key="tr_search").set_value("token").run())
     assert "No traces match" in "\n".join(i.value for i in at.info)
     at.multiselect(key="tr_l1").set_value([])
-    at = _ok(_select(at, "tr_table", 0))
+    at = ok(select(at, "tr_table", 0))
     assert any(m.value.startswith("#### Trace in full") and "rotate an API token" in m.value for m in at.markdown)
-    assert any(_json(j).get("l1", {}).get("status") == "ok" for j in at.json)
+    assert any(json_value(j).get("l1", {}).get("status") == "ok" for j in at.json)
 
 
 @pytest.mark.parametrize("sql", ["DELETE FROM tool_invocation", "EXPLAIN ANALYZE DELETE FROM tool_invocation"])
 def test_sql_box_refuses_a_delete_and_keeps_every_row(env, sql):
-    at = _lookup(_app(), "rotate an API token")
-    at = _ok(at.switch_page("appui/pages/traces.py").run())
+    at = lookup(run_app(), "rotate an API token")
+    at = ok(at.switch_page("appui/pages/traces.py").run())
     at.text_area(key="sql_text").set_value(sql)
     at = at.button(key="sql_run").click().run()
     assert not at.exception
     assert [e.value for e in at.error] and "Refused" in at.error[0].value
     assert TraceStore(env["traces"]).count() == 1
     at.text_area(key="sql_text").set_value("SELECT query FROM tool_invocation")
-    at = _ok(at.button(key="sql_run").click().run())
+    at = ok(at.button(key="sql_run").click().run())
     assert at.dataframe[-1].value["query"].tolist() == ["rotate an API token"]
 
 
@@ -147,17 +109,17 @@ def test_read_only_query_runs_in_a_rolled_back_transaction(tmp_path):
 
 
 def test_export_page_offers_every_format_of_the_filtered_traces(env):
-    at = _lookup(_app(), "rotate an API token")
-    at = _ok(at.switch_page("appui/pages/export.py").run())
+    at = lookup(run_app(), "rotate an API token")
+    at = ok(at.switch_page("appui/pages/export.py").run())
     for fmt, (extension, _) in data.FORMATS.items():
-        at = _ok(at.selectbox(key="ex_format").set_value(fmt).run())
+        at = ok(at.selectbox(key="ex_format").set_value(fmt).run())
         assert at.get("download_button")[0].label == f"Download traces.{extension}"
 
 
 def test_trace_exports_hold_the_rows_in_every_format(env):
     store = TraceStore(env["traces"])
-    at = _lookup(_app(), "rotate an API token")
-    _lookup(at, "download invoices")
+    at = lookup(run_app(), "rotate an API token")
+    lookup(at, "download invoices")
     frame = data.filter_traces(store, data.TraceFilters(text="invoice"))
     assert pd.read_csv(io.BytesIO(data.export_traces(frame, "CSV")))["query"].tolist() == ["download invoices"]
     assert pd.read_parquet(io.BytesIO(data.export_traces(frame, "Parquet"))).shape[0] == 1
@@ -175,23 +137,23 @@ def test_labelled_set_sweep_comparison_and_reports(env):
     dataset = env["root"] / "dataset"
     write_kb(dataset / "kb")
     (dataset / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in QUERIES))
-    at = _ok(_app().switch_page("appui/pages/compare.py").run())
+    at = ok(run_app().switch_page("appui/pages/compare.py").run())
     at.text_input(key="eval_dataset").set_value(str(dataset))
-    at = _ok(at.radio(key="eval_mode").set_value("Sweep").run())
+    at = ok(at.radio(key="eval_mode").set_value("Sweep").run())
     at.text_area(key="eval_grid").set_value("l0_filter=true,false")
-    at = _ok(at.button(key="eval_start").click().run())
+    at = ok(at.button(key="eval_start").click().run())
     assert "Stored 2 run(s)" in at.success[0].value
     metrics = next(d.value for d in at.dataframe if "significance" in d.value.columns)  # plain frames keep no key
     assert {"Δ (B − A)", "wins / ties / losses", "significance"} <= set(metrics.columns)
     pairs = at.dataframe(key="eval_pairs").value
     assert pairs["Δ"].is_monotonic_increasing  # largest loss first
-    at = _ok(_select(at, "eval_pairs", 0))
+    at = ok(select(at, "eval_pairs", 0))
     assert {s.value.split(":")[0] for s in at.subheader} >= {"Run A", "Run B"}
-    at = _ok(at.switch_page("appui/pages/export.py").run())
+    at = ok(at.switch_page("appui/pages/export.py").run())
     for what in ("Run report", "Comparison report"):
-        at = _ok(at.radio(key="ex_what").set_value(what).run())
+        at = ok(at.radio(key="ex_what").set_value(what).run())
         for fmt in data.FORMATS:
-            at = _ok(at.selectbox(key="ex_format").set_value(fmt).run())
+            at = ok(at.selectbox(key="ex_format").set_value(fmt).run())
             assert at.get("download_button")[0].label.startswith("Download run-")
 
 
@@ -200,17 +162,17 @@ def test_labelled_set_from_a_docs_folder_and_query_file_shows_the_oracle_headroo
     queries = env["root"] / "dev.jsonl"
     queries.write_text("".join(json.dumps({**q, "category_of_first": "Security" if q["_id"] == "q1" else None}) + "\n"
                                for q in QUERIES))
-    at = _ok(_app().switch_page("appui/pages/compare.py").run())
-    at = _ok(at.radio(key="eval_source").set_value("Docs folder + query file").run())
+    at = ok(run_app().switch_page("appui/pages/compare.py").run())
+    at = ok(at.radio(key="eval_source").set_value("Docs folder + query file").run())
     at.text_input(key="eval_kb").set_value(str(docs))
     at.text_input(key="eval_queries").set_value(str(queries))
     at.text_input(key="eval_exclude").set_value("troubleshooting/")
-    at = _ok(at.button(key="eval_start").click().run())
+    at = ok(at.button(key="eval_start").click().run())
     assert "Stored 1 run(s)" in at.success[0].value
     headroom = next(d.value for d in at.dataframe if "oracle filter" in d.value.columns)  # plain frames keep no key
     assert headroom.columns.tolist() == ["metric", "lookup", "bm25", "oracle filter", "headroom"]
     assert headroom["oracle filter"].notna().all() and "ndcg@10" in headroom["metric"].tolist()
-    assert "3 queries filtered by the first relevant page's category, 1 unfiltered" in _text(at)  # q3: excluded
+    assert "3 queries filtered by the first relevant page's category, 1 unfiltered" in page_text(at)  # q3: excluded
     assert any("1 relevant path(s) are not in the knowledge base" in w.value for w in at.warning)
 
 
@@ -221,8 +183,8 @@ def test_labelled_set_from_a_docs_folder_and_query_file_shows_the_oracle_headroo
     ("Dataset folder", {"eval_dataset": "{root}/kb", "eval_exclude": "../elsewhere"}, "contains '..'"),
 ])
 def test_labelled_set_input_problems_are_messages_not_tracebacks(env, source, inputs, message):
-    at = _ok(_app().switch_page("appui/pages/compare.py").run())
-    at = _ok(at.radio(key="eval_source").set_value(source).run())
+    at = ok(run_app().switch_page("appui/pages/compare.py").run())
+    at = ok(at.radio(key="eval_source").set_value(source).run())
     for key, value in inputs.items():
         at.text_input(key=key).set_value(value.replace("{root}", str(env["root"])))
     at = at.button(key="eval_start").click().run()
@@ -231,7 +193,7 @@ def test_labelled_set_input_problems_are_messages_not_tracebacks(env, source, in
 
 
 def test_a_missing_folder_is_an_error_message_not_a_traceback(env):
-    at = _app()
+    at = run_app()
     at = at.radio(key="kb_source").set_value("Folder path").run()
     at = at.text_input(key="kb_path").set_value(str(env["root"] / "nowhere")).run()
     assert not at.exception
@@ -240,9 +202,9 @@ def test_a_missing_folder_is_an_error_message_not_a_traceback(env):
 
 def test_broken_files_are_listed_as_skipped(env, tmp_path):
     broken = write_kb(tmp_path / "broken-kb", with_broken=True)
-    at = _app()
+    at = run_app()
     at = at.radio(key="kb_source").set_value("Folder path").run()
-    at = _ok(at.text_input(key="kb_path").set_value(str(broken)).run())
+    at = ok(at.text_input(key="kb_path").set_value(str(broken)).run())
     assert any("broken/bad-yaml.md" in w.value for w in at.warning)
 
 
@@ -250,7 +212,7 @@ def test_a_trace_file_that_is_not_duckdb_is_an_error_message(env, monkeypatch):
     bad = env["root"] / "notes.duckdb"
     bad.write_text("not a database")
     monkeypatch.setenv("LOOKUP_KNOWLEDGE_TRACES", str(bad))
-    at = _app()
+    at = run_app()
     for page in PAGES:
         at = at.switch_page(page).run()
         assert not at.exception
@@ -265,7 +227,7 @@ def test_a_locked_trace_file_is_an_error_message_naming_the_holder(env, monkeypa
                                "print('ready', flush=True); time.sleep(30)"], stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "ready"
-        at = _app()
+        at = run_app()
     finally:
         holder.kill()
         holder.wait()
@@ -274,15 +236,15 @@ def test_a_locked_trace_file_is_an_error_message_naming_the_holder(env, monkeypa
 
 
 def test_switching_pages_does_not_rebuild_the_index(env, monkeypatch):
-    at = _lookup(_app(), "rotate an API token")
+    at = lookup(run_app(), "rotate an API token")
 
     def no_rebuild(*args, **kwargs):
         raise AssertionError("the index was rebuilt")
 
     monkeypatch.setattr(state, "open_index", no_rebuild)
     for page in (*PAGES, PAGES[0]):
-        at = _ok(at.switch_page(page).run())
-    _lookup(at, "download invoices")
+        at = ok(at.switch_page(page).run())
+    lookup(at, "download invoices")
 
 
 def test_concurrent_sessions_build_one_index(env, monkeypatch):
@@ -300,7 +262,7 @@ def test_concurrent_sessions_build_one_index(env, monkeypatch):
 def test_sample_knowledge_base_opens_with_no_set_up(tmp_path, monkeypatch):
     monkeypatch.delenv("LOOKUP_KNOWLEDGE_KB", raising=False)
     monkeypatch.setenv("LOOKUP_KNOWLEDGE_TRACES", str(tmp_path / "traces.duckdb"))
-    at = _lookup(_ok(_app()), "rotate an API token")
-    assert "`api/api-tokens.md`" in _text(at)
+    at = lookup(ok(run_app()), "rotate an API token")
+    assert "`api/api-tokens.md`" in page_text(at)
     assert duckdb.connect(str(tmp_path / "traces.duckdb")).execute(
         "SELECT count(*) FROM tool_invocation").fetchone()[0] == 1

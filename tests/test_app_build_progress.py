@@ -10,8 +10,8 @@ from streamlit.testing.v1 import AppTest
 
 from appui.widgets import build_bar as build_bar
 from retrieval.index import progress as bp
+from tests.app_helpers import APP, QUERIES, ok
 from tests.kb_fixture import write_kb
-from tests.test_app import APP, QUERIES, _ok
 
 
 @pytest.fixture
@@ -29,7 +29,7 @@ def drawn(monkeypatch: pytest.MonkeyPatch) -> list[tuple[float, str]]:
 
 
 def test_index_build_bar_shows_each_stage_with_its_fraction_and_an_estimate(env, drawn):
-    at = _ok(AppTest.from_file(APP, default_timeout=60).run())
+    at = ok(AppTest.from_file(APP, default_timeout=60).run())
     indexing = [(value, text) for value, text in drawn if text.startswith("Indexing")]
     values = [value for value, _ in indexing]
     assert values == sorted(values) and values[-1] == pytest.approx(1.0)
@@ -42,9 +42,9 @@ def test_index_build_bar_shows_each_stage_with_its_fraction_and_an_estimate(env,
 
 
 def test_a_second_session_uses_the_built_index_without_a_bar(env, drawn):
-    _ok(AppTest.from_file(APP, default_timeout=60).run())
+    ok(AppTest.from_file(APP, default_timeout=60).run())
     drawn.clear()
-    _ok(AppTest.from_file(APP, default_timeout=60).run())
+    ok(AppTest.from_file(APP, default_timeout=60).run())
     assert not [text for _, text in drawn if text.startswith("Indexing")]
 
 
@@ -78,11 +78,11 @@ def test_a_labelled_run_shows_its_datasets_index_build(env, drawn):
     folder = env["root"] / "dataset"
     write_kb(folder / "kb")
     (folder / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in QUERIES))
-    at = _ok(AppTest.from_file(APP, default_timeout=60).run())
-    at = _ok(at.switch_page("appui/pages/compare.py").run())
+    at = ok(AppTest.from_file(APP, default_timeout=60).run())
+    at = ok(at.switch_page("appui/pages/compare.py").run())
     drawn.clear()
     at.text_input(key="eval_dataset").set_value(str(folder))
-    at = _ok(at.button(key="eval_start").click().run())
+    at = ok(at.button(key="eval_start").click().run())
     assert any("Stored 1 run(s)" in s.value for s in at.success)
     building = [text for _, text in drawn if text.startswith("Indexing dataset: ")]
     assert any(bp.SVD in text for text in building) and any(bp.CACHING in text for text in building)

@@ -9,49 +9,49 @@ from streamlit.testing.v1 import AppTest
 from eval import judgements
 from eval.cli import main
 from retrieval import TraceStore
-from tests.test_app import APP, _lookup, _ok, _select
+from tests.app_helpers import APP, lookup, ok, select
 
 
 def _judge_five(at: AppTest) -> AppTest:
     for query, keys in (("rotate an API token", ("lookup_judge_1_1", "lookup_judge_2_0")),
                         ("silence an alert", ("lookup_judge_1_1", "lookup_judge_2_0")),
                         ("agent offline firewall port", ("lookup_judge_2_0",))):
-        at = _lookup(at, query)
+        at = lookup(at, query)
         for key in keys:
-            at = _ok(at.button(key=key).click().run())
+            at = ok(at.button(key=key).click().run())
     return at
 
 
 def test_marking_blocks_stores_judgements_and_shows_them_on_the_card(env):
-    at = _judge_five(_ok(AppTest.from_file(APP, default_timeout=60).run()))
+    at = _judge_five(ok(AppTest.from_file(APP, default_timeout=60).run()))
     frame = judgements.latest(TraceStore(env["traces"]))
     assert len(frame) == 5 and sorted(frame["grade"]) == [0, 0, 0, 1, 1]
     assert set(frame["query"]) == {"rotate an API token", "silence an alert", "agent offline firewall port"}
     assert any(":gray-badge[judged not relevant]" in m.value for m in at.markdown)
-    at = _lookup(at, "silence an alert")  # marks are shown again on a new lookup of the same query
+    at = lookup(at, "silence an alert")  # marks are shown again on a new lookup of the same query
     assert any(m.value.startswith("**1. ") and ":violet-badge[judged relevant]" in m.value for m in at.markdown)
 
 
 def test_a_trace_can_be_judged_on_the_traces_page(env):
-    at = _lookup(_ok(AppTest.from_file(APP, default_timeout=60).run()), "download invoices")
-    at = _ok(_select(_ok(at.switch_page("appui/pages/traces.py").run()), "tr_table", 0))
-    at = _ok(at.button(key="tr_row_judge_1_1").click().run())
+    at = lookup(ok(AppTest.from_file(APP, default_timeout=60).run()), "download invoices")
+    at = ok(select(ok(at.switch_page("appui/pages/traces.py").run()), "tr_table", 0))
+    at = ok(at.button(key="tr_row_judge_1_1").click().run())
     frame = judgements.latest(TraceStore(env["traces"]))
     assert frame[["query", "grade"]].values.tolist() == [["download invoices", 1]]
 
 
 def test_judgements_export_as_qrels_and_the_app_evaluates_them_as_the_cli_does(env):
-    at = _judge_five(_ok(AppTest.from_file(APP, default_timeout=60).run()))
-    at = _ok(at.switch_page("appui/pages/export.py").run())
-    at = _ok(at.radio(key="ex_what").set_value("Judgements").run())
-    at = _ok(at.radio(key="ex_judgement_format").set_value("qrels TSV").run())
+    at = _judge_five(ok(AppTest.from_file(APP, default_timeout=60).run()))
+    at = ok(at.switch_page("appui/pages/export.py").run())
+    at = ok(at.radio(key="ex_what").set_value("Judgements").run())
+    at = ok(at.radio(key="ex_judgement_format").set_value("qrels TSV").run())
     assert at.get("download_button")[0].label == "Download qrels.tsv"
     qrels = judgements.to_qrels_tsv(judgements.latest(TraceStore(env["traces"]))).splitlines()
     assert len(qrels) == 6  # header + 5 marks
-    at = _ok(at.switch_page("appui/pages/compare.py").run())
-    at = _ok(at.radio(key="eval_source").set_value("Docs folder + judgements").run())
+    at = ok(at.switch_page("appui/pages/compare.py").run())
+    at = ok(at.radio(key="eval_source").set_value("Docs folder + judgements").run())
     at.text_input(key="eval_kb").set_value(str(env["kb"]))
-    at = _ok(at.button(key="eval_start").click().run())
+    at = ok(at.button(key="eval_start").click().run())
     app_run = at.session_state["eval_last"][0]
     app_metrics = json.loads(TraceStore(env["traces"]).query(
         "SELECT metrics FROM eval_run WHERE run_id = ?", [app_run])["metrics"][0])

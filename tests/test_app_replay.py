@@ -11,8 +11,8 @@ from appui.data import replay as replay
 from appui.widgets import state as state
 from eval import replays
 from retrieval import LookupConfig, TraceStore, lookup_knowledge
+from tests.app_helpers import APP, ok
 from tests.kb_fixture import write_kb
-from tests.test_app import APP, _ok
 
 QUERIES = ["rotate an API token", "download invoices", "agent offline firewall port", "silence an alert",
            "escalation when nobody acknowledges"]
@@ -32,14 +32,14 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, index) -> dict[str, Pat
 
 
 def _compare() -> AppTest:
-    at = _ok(AppTest.from_file(APP, default_timeout=60).run())
-    return _ok(at.switch_page("appui/pages/compare.py").run())
+    at = ok(AppTest.from_file(APP, default_timeout=60).run())
+    return ok(at.switch_page("appui/pages/compare.py").run())
 
 
 def test_replay_20_interactive_lookups_under_b_shows_what_changed(env):
     at = _compare()
-    at = _ok(at.toggle(key="cmpb_l0_filter").set_value(False).run())
-    at = _ok(at.button(key="rp_start").click().run())
+    at = ok(at.toggle(key="cmpb_l0_filter").set_value(False).run())
+    at = ok(at.button(key="rp_start").click().run())
     frame = at.dataframe(key="rp_table").value
     assert len(frame) == 20
     assert frame["filter"].str.contains("applied → disabled").any()  # L0's filter is off under B
@@ -48,12 +48,12 @@ def test_replay_20_interactive_lookups_under_b_shows_what_changed(env):
     assert metrics["calls"] == "20" and int(metrics["filter changed"]) >= 1
     row = frame.index[frame["filter"].str.contains("→")][0]
     at.session_state["rp_table"] = {"selection": {"rows": [int(row)], "columns": [], "cells": []}}
-    at = _ok(at.run())
+    at = ok(at.run())
     assert {"Recorded", "Replayed under B"} <= {s.value for s in at.subheader}
 
 
 def test_replay_is_saved_as_a_run(env):
-    at = _ok(_compare().button(key="rp_start").click().run())
+    at = ok(_compare().button(key="rp_start").click().run())
     run_id = at.session_state["rp_result"]["run_id"]
     assert run_id.startswith(replay.PREFIX)
     rows = TraceStore(env["traces"]).query("SELECT query_id FROM tool_invocation WHERE run_id = ?", [run_id])
@@ -63,8 +63,8 @@ def test_replay_is_saved_as_a_run(env):
 
 def test_saved_replay_is_an_eval_run_selected_in_the_run_pickers(env):
     at = _compare()
-    at = _ok(at.toggle(key="cmpb_l0_filter").set_value(False).run())
-    at = _ok(at.button(key="rp_start").click().run())
+    at = ok(at.toggle(key="cmpb_l0_filter").set_value(False).run())
+    at = ok(at.button(key="rp_start").click().run())
     recorded, replayed = at.session_state["rp_result"]["compare"]
     assert replayed == at.session_state["rp_result"]["run_id"] and recorded.startswith(replays.RECORDED_PREFIX)
     assert at.selectbox(key="eval_run_a").value == recorded and at.selectbox(key="eval_run_b").value == replayed
@@ -78,25 +78,25 @@ def test_saved_replay_is_an_eval_run_selected_in_the_run_pickers(env):
 
 
 def test_a_replay_runs_query_opens_the_recorded_call_beside_its_replay(env):
-    at = _ok(_compare().toggle(key="cmpb_l0_filter").set_value(False).run())
-    at = _ok(at.button(key="rp_start").click().run())
+    at = ok(_compare().toggle(key="cmpb_l0_filter").set_value(False).run())
+    at = ok(at.button(key="rp_start").click().run())
     recorded, replayed = at.session_state["rp_result"]["compare"]
     at.session_state["eval_pairs"] = {"selection": {"rows": [0], "columns": [], "cells": []}}
-    at = _ok(at.run())
+    at = ok(at.run())
     assert {f"Run A: {recorded}", f"Run B: {replayed}"} <= {s.value for s in at.subheader}
     assert not [w.value for w in at.warning if w.value.startswith("No stored lookup")]
 
 
 def test_replay_of_a_run_replays_that_runs_calls(env):
-    at = _ok(_compare().button(key="rp_start").click().run())
+    at = ok(_compare().button(key="rp_start").click().run())
     first = at.session_state["rp_result"]["run_id"]
-    at = _ok(at.radio(key="rp_source").set_value("A run's lookups").run())
-    at = _ok(at.selectbox(key="rp_run").set_value(first).run())
-    at = _ok(at.number_input(key="rp_limit").set_value(5).run())
-    at = _ok(at.toggle(key="rp_save").set_value(False).run())
-    at = _ok(at.button(key="rp_start").click().run())
+    at = ok(at.radio(key="rp_source").set_value("A run's lookups").run())
+    at = ok(at.selectbox(key="rp_run").set_value(first).run())
+    at = ok(at.number_input(key="rp_limit").set_value(5).run())
+    at = ok(at.toggle(key="rp_save").set_value(False).run())
+    at = ok(at.button(key="rp_start").click().run())
     assert len(at.dataframe(key="rp_table").value) == 5 and at.session_state["rp_result"]["run_id"] is None
-    at = _ok(at.toggle(key="rp_only_changed").set_value(True).run())
+    at = ok(at.toggle(key="rp_only_changed").set_value(True).run())
     assert len(at.dataframe(key="rp_table").value) == 0  # same configuration: nothing changed
 
 
@@ -117,6 +117,6 @@ def test_configuration_is_grouped_and_b_differences_are_highlighted(env):
     assert grouped == set(LookupConfig().to_dict())
     at = _compare()
     assert any(c.value.startswith("B equals A") for c in at.caption)
-    at = _ok(at.number_input(key="cmpb_top_k").set_value(3).run())
+    at = ok(at.number_input(key="cmpb_top_k").set_value(3).run())
     assert any("B differs from A" in w.value and "`top_k` 5 → **3**" in w.value for w in at.warning)
     assert at.number_input(key="cmpb_top_k").label.startswith(":orange[**top k**]")

@@ -16,8 +16,8 @@ from appui.data import runs as runs_data
 from eval import datasets, runs
 from retrieval import LookupConfig, TraceStore
 from retrieval.traces.checkpoint import checkpoint
+from tests.app_helpers import APP, QUERIES, ok, select
 from tests.kb_fixture import write_kb
-from tests.test_app import APP, QUERIES, _ok, _select
 
 
 @pytest.fixture(scope="module")
@@ -48,21 +48,21 @@ def app(stored, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AppTest:
     monkeypatch.setenv("LOOKUP_KNOWLEDGE_KB", str(write_kb(tmp_path / "kb")))
     monkeypatch.setenv("LOOKUP_KNOWLEDGE_TRACES", str(traces))
     at = AppTest.from_file(APP, default_timeout=60).run()
-    at = _ok(at.switch_page("appui/pages/compare.py").run())
+    at = ok(at.switch_page("appui/pages/compare.py").run())
     return at
 
 
 def test_pickers_offer_only_runs_of_one_dataset_and_base(app, stored):
     groups = app.selectbox(key="eval_group").options
     assert len(groups) == 2 and all("base " in g for g in groups)
-    at = _ok(app.selectbox(key="eval_group").set_value(next(g for g in groups if "one" in g)).run())
+    at = ok(app.selectbox(key="eval_group").set_value(next(g for g in groups if "one" in g)).run())
     offered = {o.split(" · ")[0] for key in ("eval_run_a", "eval_run_b") for o in at.selectbox(key=key).options}
     assert offered == set(stored["sweep"])
 
 
 def test_a_run_from_another_dataset_is_refused(app, stored):
     assert app.selectbox(key="eval_run_b").value in stored["sweep"]  # the newest group with two runs
-    at = _ok(app.selectbox(key="eval_group").set_value(next(
+    at = ok(app.selectbox(key="eval_group").set_value(next(
         g for g in app.selectbox(key="eval_group").options if "two" in g)).run())
     assert at.selectbox(key="eval_run_a").value == at.selectbox(key="eval_run_b").value == stored["other"]
     assert any("Only one run" in i.value for i in at.info)
@@ -74,9 +74,9 @@ def test_a_run_from_another_dataset_is_refused(app, stored):
 
 def test_a_new_sweep_selects_its_runs(app, stored):
     app.text_input(key="eval_dataset").set_value(str(stored["one"]))
-    at = _ok(app.radio(key="eval_mode").set_value("Sweep").run())
+    at = ok(app.radio(key="eval_mode").set_value("Sweep").run())
     at.text_area(key="eval_grid").set_value("top_k=3,4")
-    at = _ok(at.button(key="eval_start").click().run())
+    at = ok(at.button(key="eval_start").click().run())
     new = at.session_state["eval_last"]
     assert len(new) == 2
     assert [at.selectbox(key="eval_run_a").value, at.selectbox(key="eval_run_b").value] == [new[0], new[1]]
@@ -103,16 +103,16 @@ def test_per_query_table_leads_with_query_rank_delta_filters_and_true_category(a
     pairs = app.dataframe(key="eval_pairs").value
     assert pairs.columns.tolist() == runs_data.LEAD
     assert all(" → " in r for r in pairs["rank A → B"])
-    at = _ok(app.multiselect(key="eval_pairs_columns").set_value(["query_id", "retrieval_layer_a"]).run())
+    at = ok(app.multiselect(key="eval_pairs_columns").set_value(["query_id", "retrieval_layer_a"]).run())
     assert at.dataframe(key="eval_pairs").value.columns.tolist() == runs_data.LEAD + ["query_id", "retrieval_layer_a"]
 
 
 def test_side_by_side_marks_relevant_documents_and_shows_top_5(app):
-    at = _ok(_select(app, "eval_pairs", 0))
+    at = ok(select(app, "eval_pairs", 0))
     assert at.number_input(key="eval_pair_top").value == 5
     text = "\n".join(m.value for m in at.markdown)
     assert ":green-badge[relevant]" in text
-    at = _ok(at.number_input(key="eval_pair_top").set_value(1).run())
+    at = ok(at.number_input(key="eval_pair_top").set_value(1).run())
     cards = [m.value for m in at.markdown if m.value.startswith("**2. ")]
     assert not cards
 
@@ -140,8 +140,8 @@ def test_typing_the_id_of_a_run_from_another_dataset_is_refused_on_the_page(app,
 def test_typing_a_run_id_of_the_same_dataset_makes_it_b(app, stored):
     run_a = app.selectbox(key="eval_run_a").value
     other = next(r for r in stored["sweep"] if r != run_a)
-    at = _ok(app.selectbox(key="eval_run_b").set_value(run_a).run())
-    at = _ok(at.text_input(key="eval_run_other").set_value(other[:-2]).run())  # a unique prefix is enough
+    at = ok(app.selectbox(key="eval_run_b").set_value(run_a).run())
+    at = ok(at.text_input(key="eval_run_other").set_value(other[:-2]).run())  # a unique prefix is enough
     assert at.selectbox(key="eval_run_b").value == other
     assert [s.value for s in at.success] == [f"Run B is now {other}."]
 

@@ -15,12 +15,12 @@ from appui.data import traces as data
 from eval import datasets, runs
 from retrieval import LookupConfig, TraceStore
 from retrieval.lookup.invocation import ToolInvocation
+from tests.app_helpers import APP, QUERIES, lookup, ok, select
 from tests.kb_fixture import write_kb
-from tests.test_app import APP, QUERIES, _lookup, _ok, _select
 
 
-def _app() -> AppTest:
-    return _ok(AppTest.from_file(APP, default_timeout=60).run())
+def run_app() -> AppTest:
+    return ok(AppTest.from_file(APP, default_timeout=60).run())
 
 
 def _many(path: Path, n: int) -> None:
@@ -32,9 +32,9 @@ def _many(path: Path, n: int) -> None:
 
 
 def test_a_trace_renders_as_cards_with_raw_json_behind_an_expander(env):
-    at = _lookup(_app(), "download invoices")
-    at = _ok(at.switch_page("appui/pages/traces.py").run())
-    at = _ok(_select(at, "tr_table", 0))
+    at = lookup(run_app(), "download invoices")
+    at = ok(at.switch_page("appui/pages/traces.py").run())
+    at = ok(select(at, "tr_table", 0))
     text = "\n".join(m.value for m in at.markdown)
     assert "Trace in full" in text and "**1. Invoices and payment" in text  # an evidence card
     assert "**Filter decision:** `applied`" in text and "**Timings (ms)**" in text
@@ -44,10 +44,10 @@ def test_a_trace_renders_as_cards_with_raw_json_behind_an_expander(env):
 
 def test_table_pages_through_every_matching_row(env):
     _many(env["traces"], 1022)
-    at = _ok(_app().switch_page("appui/pages/traces.py").run())
+    at = ok(run_app().switch_page("appui/pages/traces.py").run())
     assert any("**1022 trace(s)** match · rows 1–100" in m.value for m in at.markdown)
-    at = _ok(at.selectbox(key="tr_page_size").set_value(1000).run())
-    at = _ok(at.number_input(key="tr_page").set_value(2).run())
+    at = ok(at.selectbox(key="tr_page_size").set_value(1000).run())
+    at = ok(at.number_input(key="tr_page").set_value(2).run())
     page = at.dataframe(key="tr_table").value
     assert len(page) == 22 and page["id"].iloc[-1] == "id-00000"  # the oldest row is reachable
     assert any("rows 1001–1022" in m.value for m in at.markdown)
@@ -76,7 +76,7 @@ def test_charts_aggregate_over_every_matching_row(env):
 
 def test_time_axis_is_24_hour_utc(env):
     _many(env["traces"], 30)
-    at = _ok(_app().switch_page("appui/pages/traces.py").run())
+    at = ok(run_app().switch_page("appui/pages/traces.py").run())
     specs = [json.dumps(json.loads(c.proto.spec)) for c in at.get("vega_lite_chart")]
     fallback = next(s for s in specs if "fallback rate" in s)
     assert '"formatType": "utc"' in fallback and "%H:%M" in fallback and "24-hour" in fallback
@@ -85,7 +85,7 @@ def test_time_axis_is_24_hour_utc(env):
 
 
 def test_sql_box_has_its_own_tab(env):
-    at = _ok(_app().switch_page("appui/pages/traces.py").run())
+    at = ok(run_app().switch_page("appui/pages/traces.py").run())
     assert [t.label for t in at.tabs] == ["Traces", "SQL"]
     sql_tab = at.tabs[1]
     assert sql_tab.text_area(key="sql_text") is not None
@@ -99,16 +99,16 @@ def test_a_run_query_links_to_its_trace_and_back(env):
     store = TraceStore(env["traces"])
     runs.run_sweep(datasets.load_dataset(dataset), {"l0_filter": ["true", "false"]}, store=store,
                    base_config=LookupConfig(), baseline=False, oracle=False)
-    at = _ok(_app().switch_page("appui/pages/compare.py").run())
-    at = _ok(_select(at, "eval_pairs", 0))
+    at = ok(run_app().switch_page("appui/pages/compare.py").run())
+    at = ok(select(at, "eval_pairs", 0))
     query = at.dataframe(key="eval_pairs").value["query"].iloc[0]
-    at = _ok(at.button(key="eval_open_trace_a").click().run())
+    at = ok(at.button(key="eval_open_trace_a").click().run())
     opened = at.session_state["tr_open_id"]
     assert store.query("SELECT query FROM tool_invocation WHERE id = ?", [opened])["query"][0] == query
     assert any(f"Trace in full: “{query}”" in m.value for m in at.markdown)  # now on the Traces page
     run_id = store.query("SELECT run_id FROM tool_invocation WHERE id = ?", [opened])["run_id"][0]
-    at = _ok(at.switch_page("appui/pages/traces.py").run())  # AppTest reruns the page it last was told
-    at = _ok(at.button(key="tr_opened_open_run").click().run())
+    at = ok(at.switch_page("appui/pages/traces.py").run())  # AppTest reruns the page it last was told
+    at = ok(at.button(key="tr_opened_open_run").click().run())
     assert any(h.value == "Compare settings" for h in at.title)
     assert at.selectbox(key="eval_run_view").value == run_id
     assert run_id in (at.selectbox(key="eval_run_a").value, at.selectbox(key="eval_run_b").value)

@@ -14,8 +14,8 @@ from appui.panels import domain_view as domain_view
 from appui.widgets import wording as wording
 from retrieval import LookupConfig, lookup_knowledge
 from retrieval.lookup.relevance import assess
+from tests.app_helpers import APP, ok
 from tests.kb_fixture import write_kb
-from tests.test_app import APP, _ok
 
 
 @pytest.fixture
@@ -52,12 +52,12 @@ def test_the_drill_says_l1_failed_no_search_ran():
 
 
 def test_caller_category_is_a_picker_of_the_bases_domains(env):
-    at = _ok(AppTest.from_file(APP, default_timeout=60).run())
+    at = ok(AppTest.from_file(APP, default_timeout=60).run())
     options = at.selectbox(key="lookup_category").options
     assert options[0].startswith("(any") and {"billing", "security", "alerting"} <= set(options)
     at.text_input(key="lookup_query").set_value("rotate an API token")
-    at = _ok(at.selectbox(key="lookup_category").set_value("billing").run())
-    at = _ok(at.button(key="lookup_run").click().run())
+    at = ok(at.selectbox(key="lookup_category").set_value("billing").run())
+    at = ok(at.button(key="lookup_run").click().run())
     assert at.session_state["lookup_result"]["retrieval_details"]["filter"]["applied"] == {"category": "billing"}
 
 
@@ -72,5 +72,5 @@ def test_messages_are_phrased_for_the_page(env):
 
 
 def test_chips_do_not_wrap_mid_title(env):
-    at = _ok(AppTest.from_file(APP, default_timeout=60).run())
+    at = ok(AppTest.from_file(APP, default_timeout=60).run())
     assert any("white-space: nowrap" in h.proto.body for h in at.get("html"))

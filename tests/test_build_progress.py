@@ -12,7 +12,7 @@ from sklearn.decomposition import TruncatedSVD
 
 from retrieval import load_knowledge_base, open_index
 from retrieval.index import progress as bp
-from retrieval.index.build import _cache_key, _indexable, file_signature
+from retrieval.index.build import cache_key, file_signature, indexable
 from retrieval.index.config import IndexConfig
 from retrieval.l1.arrays import build_arrays
 from retrieval.l1.embedder import wordllama_name
@@ -29,7 +29,8 @@ def _by_stage(events: list[tuple[str, float]]) -> dict[str, list[float]]:
 
 def test_every_stage_reports_non_decreasing_fractions_ending_at_one(tmp_path: Path):
     events: list[tuple[str, float]] = []
-    open_index(write_kb(tmp_path / "kb"), svd_dims=16, cache_dir=tmp_path / "cache", progress=lambda s, f: events.append((s, f)))
+    open_index(write_kb(tmp_path / "kb"), svd_dims=16, cache_dir=tmp_path / "cache", progress=lambda s,
+               f: events.append((s, f)))
     stages = _by_stage(events)
     assert list(stages) == [bp.HASHING, bp.READING, bp.L0, bp.VECTORISING, bp.WEIGHTING, bp.SVD, bp.PROJECTING,
                             bp.CACHING]
@@ -67,7 +68,7 @@ def test_a_cache_hit_reports_hashing_then_loaded(tmp_path: Path):
 
 def test_progress_changes_neither_the_arrays_nor_the_cache_key(tmp_path: Path):
     kb_dir = write_kb(tmp_path / "kb")
-    chunks = [c for c in load_knowledge_base(kb_dir).chunks if _indexable(c)]
+    chunks = [c for c in load_knowledge_base(kb_dir).chunks if indexable(c)]
     config = IndexConfig(svd_dims=16)
     quiet, reported = build_arrays(chunks, config), build_arrays(chunks, config, lambda s, f: None)
     for f in dataclasses.fields(quiet):
@@ -75,7 +76,7 @@ def test_progress_changes_neither_the_arrays_nor_the_cache_key(tmp_path: Path):
     first = open_index(kb_dir, svd_dims=16, cache_dir=tmp_path / "cache", progress=lambda s, f: None)
     second = open_index(kb_dir, svd_dims=16, cache_dir=tmp_path / "cache")  # no callback: the same cache entry
     assert not first.from_cache and second.from_cache
-    key = _cache_key(f"{file_signature(kb_dir)}|()|{wordllama_name()}", config, False)
+    key = cache_key(f"{file_signature(kb_dir)}|()|{wordllama_name()}", config, False)
     assert (tmp_path / "cache" / key).is_dir()
 
 

@@ -112,7 +112,8 @@ def test_jsonl_corpus_loads_with_ids_as_sources(tmp_path):
 
 def test_excluded_fields_are_not_indexed():
     text = "---\ntitle: T\ndescription: secret words\n---\nBody."
-    assert "secret" not in " ".join(c.text for c in parse_markdown_entry("t.md", text, frozenset({"description"})).chunks)
+    assert "secret" not in " ".join(c.text for c in parse_markdown_entry("t.md", text,
+                                                                         frozenset({"description"})).chunks)
     assert "secret" in " ".join(c.text for c in parse_markdown_entry("t.md", text).chunks)
 
 

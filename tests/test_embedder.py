@@ -176,7 +176,8 @@ def test_a_model_that_fails_to_load_warns_once_and_the_index_builds_without_it(t
         first = build_index(kb, embedder=lazy)
         second = build_index(kb, embedder=lazy)
     said = [w for w in caught if issubclass(w.category, EmbedderWarning)]
-    assert len(said) == 1 and "damaged-model" in str(said[0].message) and "weights file is damaged" in str(said[0].message)
+    assert len(said) == 1
+    assert "damaged-model" in str(said[0].message) and "weights file is damaged" in str(said[0].message)
     assert first.l1.embedder_info is None and second.l1.embedder_info is None
     assert lookup_knowledge("silence an alert", index=first).evidence_blocks
 

@@ -13,7 +13,8 @@ from retrieval import load_knowledge_base
 from retrieval.text.analysis import tokenize
 
 DOCS = [
-    {"_id": "a", "title": "Vitamin D and bone density", "text": "Vitamin D supplements increase bone density in adults."},
+    {"_id": "a", "title": "Vitamin D and bone density",
+     "text": "Vitamin D supplements increase bone density in adults."},
     {"_id": "b", "title": "Statins", "text": "Statins lower cholesterol and reduce heart attacks."},
     {"_id": "c", "title": "Sleep", "text": "Short sleep raises the risk of heart disease and obesity."},
     {"_id": "d", "title": "Exercise", "text": "Exercise improves bone strength, sleep and heart health."},

@@ -197,7 +197,8 @@ def test_cli_exclude_works_with_dataset_too(paths, tmp_path, capsys):
 
 
 @pytest.mark.parametrize(("extra", "message"), [
-    (["--dataset", "{kb}", "--kb", "{kb}"], "give exactly one of --dataset DIR or --kb DIR (with --queries FILE); got both"),
+    (["--dataset", "{kb}", "--kb", "{kb}"],
+     "give exactly one of --dataset DIR or --kb DIR (with --queries FILE); got both"),
     ([], "give exactly one of --dataset DIR or --kb DIR (with --queries FILE); got neither"),
     (["--kb", "{kb}"], "--kb needs --queries FILE"),
     (["--kb", "{kb}", "--queries", "{queries}", "--exclude", "/abs"], "is absolute"),
@@ -289,7 +290,8 @@ def test_old_trace_file_gains_the_new_eval_query_column_and_keeps_its_runs(paths
             l1_status VARCHAR, candidate_count INTEGER, duplicates_merged INTEGER, evidence_count INTEGER,
             latency_ms DOUBLE, PRIMARY KEY (run_id, query_id))""",
         """CREATE TABLE eval_query_metric (run_id VARCHAR NOT NULL, query_id VARCHAR NOT NULL,
-            system VARCHAR NOT NULL, metric VARCHAR NOT NULL, value DOUBLE, PRIMARY KEY (run_id, query_id, system, metric))""",
+            system VARCHAR NOT NULL, metric VARCHAR NOT NULL, value DOUBLE,
+            PRIMARY KEY (run_id, query_id, system, metric))""",
     ]
     with duckdb.connect(str(paths["traces"])) as con:
         con.execute("CREATE TABLE schema_version (version INTEGER NOT NULL, applied_at TIMESTAMP)")

@@ -220,7 +220,8 @@ def test_comparison_shows_per_side_whether_the_filter_changed_the_top_ten(datase
     assert applied.any()  # the sample's questions do get the L0 filter
     assert table.loc[applied, "filter_changed_a"].notna().all()  # known wherever a filter ran
     assert table.loc[~applied, "filter_changed_a"].isna().all() and table["filter_changed_b"].isna().all()
-    assert table["filter_changed_a"].fillna(False).astype(bool).equals(stored.fillna(False).astype(bool).loc[table.index])
+    changed = table["filter_changed_a"].fillna(False).astype(bool)
+    assert changed.equals(stored.fillna(False).astype(bool).loc[table.index])
 
 
 def test_identical_scores_are_not_significant():

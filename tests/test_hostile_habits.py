@@ -36,7 +36,8 @@ def test_ruff_selects_the_blind_except_rule():
 def test_the_only_broad_catches_are_around_l1_and_the_embedder_load():
     handlers = sorted(_broad_handlers())
     assert len(handlers) == 2, handlers
-    assert handlers[0].startswith("retrieval/l1/embedder.py:") and handlers[1].startswith("retrieval/lookup/guard.py:"), handlers
+    assert handlers[0].startswith("retrieval/l1/embedder.py:"), handlers
+    assert handlers[1].startswith("retrieval/lookup/guard.py:"), handlers
 
 
 def test_guarded_turns_a_known_failure_into_none():

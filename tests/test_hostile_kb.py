@@ -19,7 +19,8 @@ from retrieval.kb.markdown import FrontMatterError, split_front_matter
 
 SECRET = "OUTSIDE-SECRET-91c2"
 ALIAS_BOMB = ('a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n'
-              + "".join(f"{n}: &{n} [{','.join(['*' + p] * 9)}]\n" for p, n in zip("abcdefgh", "bcdefghi", strict=True)))
+              + "".join(f"{n}: &{n} [{','.join(['*' + p] * 9)}]\n" for p, n in zip("abcdefgh", "bcdefghi",
+                                                                                   strict=True)))
 VALID = {  # file -> its text: all of these are indexed
     "valid.md": "---\ntitle: Valid page\ncategories: [ops]\n---\n# Valid\nRotate the keys monthly.\n",
     "categories-list.md": "---\ntitle: Cat list\ncategories: [Billing, ' api ']\n---\nInvoices here.\n",

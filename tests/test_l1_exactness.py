@@ -168,7 +168,8 @@ def test_the_static_re_ranking_is_the_same_bounded_exact_and_read_off_the_probe(
             if quick is not None:
                 answered += 1
                 index._last_scores = None
-                assert quick.candidates == index.search(query, filters={"category": category}, **probe_kwargs).candidates
+                assert quick.candidates == index.search(query, filters={"category": category},
+                                                        **probe_kwargs).candidates
                 index.search(query, **probe_kwargs)
     assert answered > 5
 

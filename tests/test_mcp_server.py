@@ -23,17 +23,17 @@ import pytest
 
 pytest.importorskip("mcp")
 
-import jsonschema  # noqa: E402  (a dependency of mcp)
-import mcp_types as types  # noqa: E402
-from anyio.from_thread import BlockingPortal, start_blocking_portal  # noqa: E402
-from mcp.client.session import ClientSession  # noqa: E402
-from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
-from mcp.client.streamable_http import streamable_http_client  # noqa: E402
-from mcp.shared.exceptions import MCPError  # noqa: E402
+import jsonschema
+import mcp_types as types
+from anyio.from_thread import BlockingPortal, start_blocking_portal
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 
-from retrieval import TraceStore  # noqa: E402
-from retrieval.agent.tool import tool_definition  # noqa: E402
-from retrieval.lookup.orchestrator import TOOL_NAME  # noqa: E402
+from retrieval import TraceStore
+from retrieval.agent.tool import tool_definition
+from retrieval.lookup.orchestrator import TOOL_NAME
 
 ROOT = Path(__file__).resolve().parents[1]
 CLIENT_NAME = "pytest-mcp-client"

@@ -99,7 +99,8 @@ def test_no_store_connection_checkpoints(tmp_path):
     assert wal.stat().st_size > 2_000_000  # 500 rows went to the log, none folded in by a commit or a close
     assert trace_reader.count(path) == 500
     assert checkpoint(path) and not wal.exists()
-    assert duckdb.connect(str(path), read_only=True).execute("SELECT count(*) FROM tool_invocation").fetchone() == (500,)
+    assert duckdb.connect(str(path),
+                          read_only=True).execute("SELECT count(*) FROM tool_invocation").fetchone() == (500,)
 
 
 def test_a_large_log_starts_the_detached_checkpointer(tmp_path):

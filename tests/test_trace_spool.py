@@ -250,7 +250,8 @@ def _odd_values_invocation() -> ToolInvocation:
         x: int
 
     details = {"plain": {"score": 0.25, "tiny": 1e-7, "words": ["é", "😀"], "ok": True, "none": None},
-               "numpy": [np.float32(0.5), np.int64(3), np.float64(0.125)], "when": datetime(2026, 1, 2, tzinfo=timezone.utc),
+               "numpy": [np.float32(0.5), np.int64(3), np.float64(0.125)], "when": datetime(2026, 1, 2,
+                                                                                            tzinfo=timezone.utc),
                "point": Point(1), "keys": {1: "one", None: "none"}, "big": 2**70, "nan": float("nan"),
                "odd": "lone \ud800", "timings_ms": {"total": 1.0}}
     return ToolInvocation("lookup_knowledge", "q", {"query": "q", "top_k": np.int64(5)}, "ok", 1.5, {"top_k": 5},

@@ -64,7 +64,8 @@ def run_soak(folder: Path, *, kills: int, seed: int = 0, window: float = 0.4) ->
     while result.kills < kills:
         result.rounds += 1
         roles = ["writer"] + [rng.choice(["writer", "drainer"]) for _ in range(rng.randint(1, 3))]
-        procs = [_start(role, path, folder, f"r{result.rounds}p{i}", rng.randrange(2**31)) for i, role in enumerate(roles)]
+        procs = [_start(role, path, folder, f"r{result.rounds}p{i}", rng.randrange(2**31))
+                 for i, role in enumerate(roles)]
         for proc in procs:
             proc.stdout.readline()  # "ready": imports done, the loop starts
         deadlines = sorted(rng.uniform(0.0, window) for _ in procs)

@@ -96,7 +96,8 @@ def replay(calls: pd.DataFrame, *, index: KnowledgeIndex, config: LookupConfig, 
 def diff(original_id: str, query: str, a: dict[str, Any], b: dict[str, Any], replay_id: str | None) -> ReplayDiff:
     """What changed from the recorded details `a` to the replayed details `b`."""
     sources_a, sources_b = _sources(a), _sources(b)
-    return ReplayDiff(original_id, query, ((a.get("filter") or {}).get("decision"), (b.get("filter") or {}).get("decision")),
+    return ReplayDiff(original_id, query, ((a.get("filter") or {}).get("decision"),
+                                           (b.get("filter") or {}).get("decision")),
                       (a.get("retrieval_layer"), b.get("retrieval_layer")),
                       (sources_a[0] if sources_a else None, sources_b[0] if sources_b else None),
                       tuple(s for s in sources_b if s not in sources_a),

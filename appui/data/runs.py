@@ -108,8 +108,10 @@ def pair_table(per_query: pd.DataFrame, primary: str, truth: pd.DataFrame) -> pd
         "rank A → B": [f"{_rank(a)} → {_rank(b)}" for a, b in
                        zip(frame["first_relevant_rank_a"], frame["first_relevant_rank_b"], strict=True)],
         "Δ": frame[f"{primary}_delta"],
-        "filter A": [_filter(d, c) for d, c in zip(frame["filter_decision_a"], frame["filter_category_a"], strict=True)],
-        "filter B": [_filter(d, c) for d, c in zip(frame["filter_decision_b"], frame["filter_category_b"], strict=True)],
+        "filter A": [_filter(d, c) for d, c in zip(frame["filter_decision_a"], frame["filter_category_a"],
+                                                   strict=True)],
+        "filter B": [_filter(d, c) for d, c in zip(frame["filter_decision_b"], frame["filter_category_b"],
+                                                   strict=True)],
         "true category": [", ".join(c) if isinstance(c, list) and c else "—" for c in frame["categories"]],
     })
     rest = frame.drop(columns=["query"])

@@ -66,7 +66,8 @@ def counts(details: Mapping[str, Any]) -> None:
 def relevance(result: Mapping[str, Any]) -> None:
     rel = result.get("relevance") or {}
     support = "with semantic support" if rel.get("semantic_support") else "without semantic support"
-    text = f"**Relevance: {rel.get('level')}** ({support}) · layer {badge(str(result.get('retrieval_layer')), LAYER_COLOURS)}"
+    layer = badge(str(result.get("retrieval_layer")), LAYER_COLOURS)
+    text = f"**Relevance: {rel.get('level')}** ({support}) · layer {layer}"
     st.markdown(text)
     st.caption(str(rel.get("basis", "")))
 

@@ -58,7 +58,8 @@ def agent_payload(result: LookupResult) -> dict[str, Any]:
                       "filter": {"decision": filter_decision.get("decision"),
                                  "applied": filter_decision.get("applied")},
                       "l1_status": details.get("l1", {}).get("status"),
-                      "candidate_count": details.get("candidate_count"), "evidence_count": details.get("evidence_count")}}
+                      "candidate_count": details.get("candidate_count"),
+                      "evidence_count": details.get("evidence_count")}}
 
 
 @dataclass

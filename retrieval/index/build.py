@@ -49,7 +49,8 @@ class KnowledgeIndex:
 
 
 def build_index(kb: KnowledgeBase, *, svd_dims: int | None = None, config: IndexConfig | None = None,
-                progress: Progress | None = None, embedder: Embedder | LazyEmbedder | str | None = DEFAULT) -> KnowledgeIndex:
+                progress: Progress | None = None,
+                embedder: Embedder | LazyEmbedder | str | None = DEFAULT) -> KnowledgeIndex:
     """Index `kb`; an L1 index that cannot be built leaves L1 `unavailable` with the reason, not an error.
     `svd_dims` overrides `config.svd_dims` (the older keyword); `progress(stage, fraction)` follows the
     stages of retrieval.index.progress. `embedder` gives L1 its static part (None: none; DEFAULT: the
@@ -61,7 +62,7 @@ def build_index(kb: KnowledgeBase, *, svd_dims: int | None = None, config: Index
     l0 = L0Index(kb.entries)
     bp.report(progress, bp.L0, 1.0)
     l1, reason = None, None
-    chunks = [c for c in kb.chunks if _indexable(c)]
+    chunks = [c for c in kb.chunks if indexable(c)]
     try:
         l1 = L1Index(chunks, config, progress=progress, embedder=embedder)
     except ValueError as exc:  # e.g. no chunk has any indexable term
@@ -89,7 +90,7 @@ def open_index(path: str | Path, *, svd_dims: int | None = None, config: IndexCo
         return build_index(_read(path, strict, excluded, prefixes, progress), config=config, progress=progress,
                            embedder=embedder)
     bp.report(progress, bp.HASHING, 0.0)
-    key = _cache_key(f"{file_signature(path)}|{excluded}|{embedder.name if embedder else None}", config, strict,
+    key = cache_key(f"{file_signature(path)}|{excluded}|{embedder.name if embedder else None}", config, strict,
                      prefixes)
     folder = Path(cache_dir or default_cache_dir()) / key
     with _collector_paused():
@@ -102,7 +103,7 @@ def open_index(path: str | Path, *, svd_dims: int | None = None, config: IndexCo
                         embedder=embedder)
     bp.report(progress, bp.CACHING, 0.0)
     if embedder is not None and index.l1 is not None and index.l1.embedder_info is None:  # the embedder failed:
-        folder = folder.parent / _cache_key(f"{file_signature(path)}|{excluded}|None", config, strict, prefixes)
+        folder = folder.parent / cache_key(f"{file_signature(path)}|{excluded}|None", config, strict, prefixes)
     write_cache(folder, CachedIndex(index.kb, index.l1.arrays if index.l1 else None, _l1_rows(index.kb),
                                     index.l1_unavailable_reason, config, index.build_seconds, l0=index.l0.arrays))
     bp.report(progress, bp.CACHING, 1.0)
@@ -153,7 +154,7 @@ def _library_versions() -> tuple[str, ...]:
     return tuple(found)
 
 
-def _cache_key(corpus_fingerprint: str, config: IndexConfig, strict: bool, exclude_paths: tuple[str, ...] = ()) -> str:
+def cache_key(corpus_fingerprint: str, config: IndexConfig, strict: bool, exclude_paths: tuple[str, ...] = ()) -> str:
     parts = (corpus_fingerprint, sorted(config.to_dict().items()), strict, _FORMAT, __version__, _library_versions(),
              _code_fingerprint(), *((exclude_paths,) if exclude_paths else ()))
     return hashlib.sha256(repr(parts).encode()).hexdigest()[:32]
@@ -212,7 +213,8 @@ def file_signature(path: str | Path) -> str:
 
 def _stat_line(full: str, relative: str) -> bytes:
     """The facts of the link itself and of what it points to; a file that is not a link is stat-ed once
-    (the second stat gave the same facts: the line is unchanged, and at 65k files it cost 0.27 s an open)."""
+    (the second stat gave the same facts: the line is unchanged, and on a base of many files it slowed every
+    open)."""
     try:
         st = os.lstat(full)
         link = f"{st.st_size}:{st.st_ino}:{st.st_mtime_ns}:{st.st_ctime_ns}"
@@ -228,14 +230,14 @@ def _stat_line(full: str, relative: str) -> bytes:
     return f"{relative}|{link}|{target}\n".encode("utf-8", "surrogatepass")
 
 
-def _indexable(chunk: Chunk) -> bool:
+def indexable(chunk: Chunk) -> bool:
     """L1 indexes chunks with some text or a breadcrumb."""
     return bool(chunk.text.strip() or chunk.breadcrumb.strip())
 
 
 def _l1_rows(kb: KnowledgeBase) -> np.ndarray:
     """Positions, in the base's chunk order, of the chunks L1 indexes."""
-    return np.flatnonzero(np.fromiter((_indexable(c) for c in kb.chunks), dtype=bool)).astype(np.int64)
+    return np.flatnonzero(np.fromiter((indexable(c) for c in kb.chunks), dtype=bool)).astype(np.int64)
 
 
 def _with_dims(config: IndexConfig | None, svd_dims: int | None) -> IndexConfig:

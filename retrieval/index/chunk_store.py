@@ -90,7 +90,7 @@ class ChunkStore:
         source, title, domains = self._head_list[self._entry_ints[i]]
         return Chunk.stored(source, self._position_ints[i], title, domains, self, i)
 
-    # opening an index reads a chunk of every page (100k in a BEIR-shaped base): these give Python ints and
+    # opening an index reads a chunk of every page (one per entry in a BEIR-shaped base): these give Python ints and
     # tuples without numpy's per-scalar overhead or a method call per head
     @cached_property
     def _head_list(self) -> Sequence[tuple[str, str, tuple[str, ...]]]:
@@ -188,6 +188,7 @@ class EntryHeads(Sequence[tuple[str, str, tuple[str, ...]]]):
         kind = LABEL_KINDS.index("domains")
         starts = self._starts[kind:-1:len(LABEL_KINDS)].tolist()
         ends = self._starts[kind + 1::len(LABEL_KINDS)].tolist()
-        labels = self._labels.take(np.arange(len(self._labels)))  # one pass over every label (per entry: 5 us each)
-        domains: list[tuple[str, ...]] = [tuple(labels[a:b]) if b > a else () for a, b in zip(starts, ends, strict=True)]
+        labels = self._labels.take(np.arange(len(self._labels)))  # one pass over every label, not one per entry
+        domains: list[tuple[str, ...]] = [tuple(labels[a:b]) if b > a else () for a, b in zip(starts, ends,
+                                                                                              strict=True)]
         return list(zip(self._sources.take(every), self._titles.take(every), domains, strict=True))

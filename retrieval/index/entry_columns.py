@@ -83,7 +83,8 @@ class EntryColumns(EntrySequence):
             text_column.check(n_chunks, name)
         if not np.array_equal(entry_of, np.repeat(np.arange(n, dtype=entry_of.dtype), np.diff(chunk_starts))):
             raise ValueError("the chunks are not in the order of their entries")
-        if len(hashes) != n or len(ids) != n or (n and (ids.min() < 0 or ids.max() >= n or np.any(np.diff(hashes) < 0))):
+        if len(hashes) != n or len(ids) != n or (
+                n and (ids.min() < 0 or ids.max() >= n or np.any(np.diff(hashes) < 0))):
             raise ValueError("the entry source index is out of range or unsorted")
         store = ChunkStore(EntryHeads(sources, titles, labels, label_starts), entry_of, position, breadcrumbs, texts)
         return cls(sources, titles, descriptions, labels, label_starts, hashes, ids, chunk_starts, store)
@@ -167,5 +168,6 @@ class EntryColumns(EntrySequence):
 
 
 def check_starts(starts: np.ndarray, count: int, size: int, name: str) -> None:
-    if starts.ndim != 1 or len(starts) != count + 1 or starts[0] != 0 or starts[-1] != size or np.any(starts[1:] < starts[:-1]):
+    if (starts.ndim != 1 or len(starts) != count + 1 or starts[0] != 0 or starts[-1] != size
+            or np.any(starts[1:] < starts[:-1])):
         raise ValueError(f"the entry {name} positions do not fit")

@@ -26,8 +26,7 @@ SVD = "L1: SVD fit (power iterations)"
 PROJECTING = "L1: projecting chunks"
 CACHING = "writing the index cache"
 CACHED = "loaded from cache"
-# shares of a 100k-chunk build (about 26 s): reading about 5 s, vectorising 7.9 s, counting and weighting
-# 9.4 s, the TF-IDF sample and SVD 2.4 s (10 s on a loaded machine), projecting 0.5 s
+# each stage's share of a large build's time, as measured by bench/run.py (docs/benchmarks.md)
 STAGES: tuple[tuple[str, float], ...] = ((HASHING, 0.01), (READING, 0.17), (L0, 0.02), (VECTORISING, 0.30),
                                          (WEIGHTING, 0.33), (SVD, 0.12), (PROJECTING, 0.02), (CACHING, 0.03))
 REPORTS = 100  # reports per counted stage, at most

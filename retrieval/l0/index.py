@@ -112,7 +112,8 @@ class L0Arrays:
         if n_terms and (self.term_ids.min() < 0 or self.term_ids.max() >= n_terms or
                         np.any(np.diff(self.term_hashes) < 0)):
             raise ValueError("L0 term index is out of range or unsorted")
-        for name, values, size in (("column rows", self.column_rows, n_docs), ("row columns", self.row_columns, n_terms)):
+        for name, values, size in (("column rows", self.column_rows, n_docs), ("row columns", self.row_columns,
+                                                                               n_terms)):
             if values.size and (values.min() < 0 or values.max() >= size):
                 raise ValueError(f"L0 {name} point outside the index")
 

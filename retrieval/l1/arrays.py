@@ -71,14 +71,17 @@ def build_arrays(chunks: Sequence[Chunk], config: IndexConfig, progress: bp.Prog
     static_pages = page_vectors(static, page_of_chunk, len(page_number))
     terms = TermIndex.of(counts.unigrams)
     column = TextColumn.of(counts.unigrams)
-    return L1Arrays(column.blob, column.offsets, terms.hashes, terms.ids, counts.pair_keys, section_weights.indptr.astype(np.int64),
+    return L1Arrays(column.blob, column.offsets, terms.hashes, terms.ids, counts.pair_keys,
+                    section_weights.indptr.astype(np.int64),
                     section_weights.indices, section_weights.data.astype(np.float32), section_idf,
                     page_weights.indptr.astype(np.int64), page_weights.indices,
-                    page_weights.data.astype(np.float32), page_idf, lsa_idf, projection, projection_row, lsa, page_of_chunk,
+                    page_weights.data.astype(np.float32), page_idf, lsa_idf, projection, projection_row, lsa,
+                    page_of_chunk,
                     starts, order.astype(np.int64), static, name, static_pages)
 
 
-def _fit_lsa(counts, config: IndexConfig, progress: bp.Progress | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _fit_lsa(counts, config: IndexConfig, progress: bp.Progress | None = None) -> tuple[np.ndarray, np.ndarray,
+                                                                                        np.ndarray, np.ndarray]:
     """Sublinear, smoothed-idf, L2-normalised TF-IDF; TruncatedSVD fitted on a row sample (the LSA space
     of 20k sections matches that of all of them closely, and a fit is quadratic in what it sees);
     then every chunk projected and L2-normalised."""
@@ -96,7 +99,7 @@ def _fit_lsa(counts, config: IndexConfig, progress: bp.Progress | None = None) -
               else np.sort(rng.choice(n_rows, config.svd_sample_rows, replace=False)))
     fitted = tfidf[sample]
     # fit on the terms the sample holds; from a sampled (large) base, only those in two sampled chunks or more:
-    # a term seen once shapes no shared direction, and at 100k chunks they are most of the vocabulary
+    # a term seen once shapes no shared direction, and in a large base they are most of the vocabulary
     least = 1 if sample.size == n_rows else 2
     seen = np.flatnonzero(np.bincount(fitted.indices, minlength=n_terms) >= least)
     dims = min(config.svd_dims, seen.size - 1, sample.size - 1)

@@ -196,8 +196,8 @@ def _first_round(query: _Query, top_k: int, first: int) -> tuple[float, float]:
 
 
 def _top_value(bound: np.ndarray, count: int) -> float:
-    """About the `count`-th largest of `bound`, from a strided sample (a partition of every row cost 1 ms at
-    100k; any value is correct, a good one saves work); -inf when that reaches every possible row. The
+    """About the `count`-th largest of `bound`, from a strided sample (a partition of every row is slow on a
+    large base; any value is correct, a good one saves work); -inf when that reaches every possible row. The
     sample is sorted, not partitioned: numpy's partition slows 10x when most values are equal (a filtered
     universe's rows without a lexical match share their page's bound), and sorting does not."""
     step = max(1, bound.size // TOP_VALUE_SAMPLE)

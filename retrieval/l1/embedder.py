@@ -104,7 +104,7 @@ class WordLlamaEmbedder:
         """Each word's token vectors summed, the word tokenised as it reads inside a text ("hello" is
         "▁hello", as in "say hello"). Words go to the tokenizer a few thousand at a time, as one
         pre-split sequence each (a call per word cost a third more), and are summed by a sparse product."""
-        if len(words) <= SEQUENCE_WORDS:  # a query: one sequence, no sparse matrix (0.3 ms of a lookup)
+        if len(words) <= SEQUENCE_WORDS:  # a query: one sequence, no sparse matrix
             encoding = self.tokenizer.encode(list(words), is_pretokenized=True, add_special_tokens=False)
             out = np.zeros((len(words), self.dimensions), dtype=np.float32)
             owners = np.asarray(encoding.word_ids, dtype=np.int64)

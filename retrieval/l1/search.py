@@ -147,7 +147,8 @@ class L1Index:
             lsa = self.lsa_scores(scores, rows)
             proved_below = 0
         else:
-            bounded = bounded_rows(self, scores, page_relative, self.pages.universe(filters or {}, allowed), top_k=top_k,
+            bounded = bounded_rows(self, scores, page_relative, self.pages.universe(filters or {}, allowed),
+                                   top_k=top_k,
                                    page_weight=page_weight, min_score=min_score,
                                    first=max(FIRST_BLOCK_ROWS, ROWS_PER_PAGE * top_k), sections=SECTIONS_PER_PAGE)
             rows, lsa, proved_below = bounded.rows, bounded.lsa, bounded.proved_below
@@ -250,7 +251,7 @@ class L1Index:
         np.maximum.at(fused, position, [c.score + page_weight * c.page_score for c in candidates])
         static_scores = 0.5 * (page_cosines + best)
         added = pool_boosts(static_scores, fused, scores.static_weight)[position].tolist()
-        boosted = map(L1Candidate, [c.chunk for c in candidates],  # built directly: `replace` cost 0.6 ms a lookup
+        boosted = map(L1Candidate, [c.chunk for c in candidates],  # built directly: `replace` is slow on the hot path
                       [max(c.score + a, 0.0) for c, a in zip(candidates, added, strict=True)],
                       [c.lexical_score for c in candidates], [c.lsa_score for c in candidates],
                       [c.page_score for c in candidates], static_scores[position].tolist(), added)

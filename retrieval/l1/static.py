@@ -2,13 +2,14 @@
 
 Build: a static embedder's text vector is its token vectors' mean, so a chunk's vector is composed from
 its words: L1's term count (one pass over the text) keeps every case-folded word's id, stop words
-included, and each distinct word is embedded once. Tokenising every chunk's text instead took 54 s of
-a 100k-chunk build; the distinct words, 2 s. The query is read the same way (case-folded words). Any other
+included, and each distinct word is embedded once: far cheaper than tokenising every chunk's text
+(docs/embedder.md). The query is read the same way (case-folded words). Any other
 embedder embeds every chunk's text and the query as they are.
 
 Query: the lexical, LSA and page parts choose L1's pool of pages, exactly as without the static part;
 then each pool page's static score (the mean of its whole text's and its best pooled section's cosines
-with the query; the page vectors are made at build) is standardised over the pool and added to its sections' scores, scaled by the spread of the
+with the query; the page vectors are made at build) is standardised over the pool and added to its sections' scores,
+scaled by the spread of the
 pool's fused scores: `score += weight * spread * z`. Measured on the Hugo dev questions and SciFact train
 (docs/quality.md), this beats adding the raw cosine to every chunk's score: cosines of a bag of token
 vectors are high and alike across a corpus, so only their order among plausible pages carries signal.
@@ -24,7 +25,7 @@ import numpy as np
 
 from retrieval.l1.embedder import Embedder, StaticEmbedder, is_static, unit_rows
 from retrieval.l1.terms import SurfaceWords
-from retrieval.text.analysis import _WORD
+from retrieval.text.analysis import WORD
 
 TEXT_BLOCK = 65_536  # texts composed at a time (bounds a block's float32 vectors to 64 MB at 256 dims)
 TEXT_BATCH = 256
@@ -65,7 +66,8 @@ def page_vectors(vectors: np.ndarray, page_of_row: np.ndarray, n_pages: int) -> 
 
 def embedded_vectors(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
     """Every text's unit vector (float16), embedded text by text (any embedder)."""
-    vectors = np.concatenate([checked_embed(embedder, texts[i:i + TEXT_BATCH]) for i in range(0, len(texts), TEXT_BATCH)]
+    vectors = np.concatenate([checked_embed(embedder, texts[i:i + TEXT_BATCH])
+                              for i in range(0, len(texts), TEXT_BATCH)]
                              or [np.zeros((0, embedder.dimensions), dtype=np.float32)])
     return unit_rows(vectors).astype(np.float16)
 
@@ -75,7 +77,7 @@ def query_vector(embedder: Embedder | None, query: str) -> np.ndarray | None:
     if embedder is None:
         return None
     if is_static(embedder):
-        words = _WORD.findall(unicodedata.normalize("NFKC", query).casefold())
+        words = WORD.findall(unicodedata.normalize("NFKC", query).casefold())
         vector = _checked_words(embedder, words).sum(axis=0) if words else np.zeros(embedder.dimensions)
     else:
         vector = checked_embed(embedder, [query])[0]

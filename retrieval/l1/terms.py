@@ -2,9 +2,8 @@
 
 The terms are exactly `text.analyze`'s (Snowball-stemmed unigrams, stop words out, adjacent pairs), but
 counted without building a string per pair: each distinct surface word is stemmed once, pairs are
-`first * n_unigrams + second` in an int64 array, and counting is numpy's. On 100k chunks of man pages
-this is what keeps the build inside its 30 s budget (scikit-learn's CountVectorizer over `analyze`
-spent 36 s there, and its 2.2M-string vocabulary cost the SVD more).
+`first * n_unigrams + second` in an int64 array, and counting is numpy's. scikit-learn's CountVectorizer
+over `analyze` was slower, and its vocabulary of pair strings slowed the SVD too (docs/l1.md).
 """
 
 from __future__ import annotations
@@ -19,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from retrieval.text.analysis import _STEMMER, _WORD, STOP_WORDS, tokenize
+from retrieval.text.analysis import STEMMER, STOP_WORDS, WORD, tokenize
 
 _UNSEEN = -2
 _STOP = -1
@@ -56,7 +55,7 @@ class TermCounter:
 
     def word_ids(self, text: str) -> np.ndarray:
         """Surface ids of `text`'s words in order (stop words too): one dictionary lookup per word."""
-        words = _WORD.findall(unicodedata.normalize("NFKC", text).casefold())
+        words = WORD.findall(unicodedata.normalize("NFKC", text).casefold())
         ids = np.fromiter(map(self.words.get, words, repeat(_UNSEEN)), dtype=np.int32, count=len(words))
         for position in np.flatnonzero(ids == _UNSEEN).tolist():
             ids[position] = self._learn(words[position])
@@ -67,7 +66,7 @@ class TermCounter:
         if known is not None:
             return known
         self.unigram_of_word.append(_STOP if word in STOP_WORDS else self.vocabulary.setdefault(
-            _STEMMER.stemWord(word), len(self.vocabulary)))
+            STEMMER.stemWord(word), len(self.vocabulary)))
         return self.words.setdefault(word, len(self.words))
 
 
@@ -158,7 +157,7 @@ def _pairs(flat: np.ndarray, starts: np.ndarray, a: int, b: int, n_unigrams: int
 
 
 def _distinct(values: np.ndarray) -> np.ndarray:
-    """Sorted distinct values, by sorting: numpy 2's hash-based `np.unique` took 7 s of a 100k build."""
+    """Sorted distinct values, by sorting: numpy 2's hash-based `np.unique` is slower here."""
     ordered = np.sort(values)
     return ordered[np.r_[True, ordered[1:] != ordered[:-1]]] if ordered.size else ordered
 
@@ -187,7 +186,8 @@ def _csr(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]], shape: tuple[in
     return sparse.csr_matrix((data, indices, indptr), shape=shape)
 
 
-def query_terms(query: str, vocabulary: Mapping[str, int] | TermIndex, pair_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def query_terms(query: str, vocabulary: Mapping[str, int] | TermIndex, pair_keys: np.ndarray) -> tuple[np.ndarray,
+                                                                                                       np.ndarray]:
     """The query's known term ids (unigram ids, then pair columns after them) and their counts."""
     n_unigrams = len(vocabulary)
     ids = np.asarray([vocabulary.get(s, -1) for s in tokenize(query)], dtype=np.int64)
@@ -218,7 +218,7 @@ class TermIndex:
 
     def __init__(self, terms: Sequence[str], hashes: np.ndarray, ids: np.ndarray) -> None:
         self._terms, self._hashes, self._ids = terms, hashes, ids
-        # searched through memoryviews, which give Python ints: numpy's searchsorted on one scalar took 4 us
+        # searched through memoryviews, which give Python ints: numpy's searchsorted is slow on one scalar
         self._hash_view = memoryview(np.ascontiguousarray(hashes, dtype=np.int64))
         self._id_view = memoryview(np.ascontiguousarray(ids, dtype=np.int64))
 

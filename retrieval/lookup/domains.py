@@ -4,7 +4,8 @@ A match on one common title word is not evidence of a domain. The vote weighs th
 of the unfiltered ranking (L1 sections with their page score, plus L0's title, keyword and entity
 matches), each by `exp((score - best) / temperature)`, and splits a page's weight over its categories;
 pages without a category vote for no domain. A domain is carried when its share of the vote reaches
-`min_share` and beats the share of pages without a category; one carried domain becomes the L1 filter (filters.decide_filter), several are ambiguous.
+`min_share` and beats the share of pages without a category; one carried domain becomes the L1 filter
+(filters.decide_filter), several are ambiguous.
 
 Measured on the Hugo natural questions (dev set, 155): the old rule (every matched entry's domain)
 fired on 20% at precision 0.65; this vote (top 3, temperature 0.2, min share 0.1) fires on 17% at
@@ -72,12 +73,14 @@ class DomainVote:
         return (f"top {self.top_n} pages of the {self.basis.replace('_', ' ')} vote, weight "
                 f"exp((score - best) / {self.temperature:g}); a domain with at least {self.min_share:.0%} "
                 f"of the vote is carried unless pages without a category hold as much, and so is the domain of "
-                f"an L0 match whose fields hold at least {self.min_coverage:.0%} of the query's IDF mass; exactly one carried "
+                f"an L0 match whose fields hold at least {self.min_coverage:.0%} of the query's IDF mass; "
+                f"exactly one carried "
                 f"domain becomes the filter")
 
     def to_dict(self) -> dict[str, Any]:
         return {"basis": self.basis, "rule": self.rule, "top_n": self.top_n, "temperature": self.temperature,
-                "min_share": self.min_share, "min_coverage": self.min_coverage, "uncategorised_share": round(self.uncategorised_share, 4),
+                "min_share": self.min_share, "min_coverage": self.min_coverage,
+                "uncategorised_share": round(self.uncategorised_share, 4),
                 "domains": [e.to_dict() for e in self.evidence]}
 
 

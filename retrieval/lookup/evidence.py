@@ -53,7 +53,8 @@ class EvidenceBlock:
                 "retrieval_layer": self.retrieval_layer, "content": self.content,
                 "hit_reasons": [r.to_dict() for r in self.hit_reasons], "score": round(self.score, 6),
                 "l0_score": _round(self.l0_score), "l1_score": _round(self.l1_score),
-                "page_score": _round(self.page_score), "other_sections": list(self.other_sections), "domains": list(self.domains)}
+                "page_score": _round(self.page_score), "other_sections": list(self.other_sections),
+                "domains": list(self.domains)}
 
     def summary(self) -> dict[str, Any]:
         """The compact form kept in `retrieval_details`: no full content."""

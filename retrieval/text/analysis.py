@@ -8,8 +8,8 @@ from functools import lru_cache
 
 import Stemmer
 
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
-_STEMMER = Stemmer.Stemmer("english")
+WORD = re.compile(r"[^\W_]+", re.UNICODE)
+STEMMER = Stemmer.Stemmer("english")
 # Lucene's English stop words plus question and pronoun words. Not scikit-learn's list: it drops
 # domain words such as "bill", "system", "call" and "fire".
 STOP_WORDS: frozenset[str] = frozenset(
@@ -27,12 +27,12 @@ def normalize_label(value: object) -> str:
 
 @lru_cache(maxsize=200_000)
 def _stem(word: str) -> str:
-    return _STEMMER.stemWord(word)
+    return STEMMER.stemWord(word)
 
 
 def tokenize(text: str) -> list[str]:
     """Lower-cased, stop-word-free, Snowball-stemmed terms of `text`, in order (repeats kept)."""
-    words = _WORD.findall(unicodedata.normalize("NFKC", text).casefold())
+    words = WORD.findall(unicodedata.normalize("NFKC", text).casefold())
     return [_stem(w) for w in words if w not in STOP_WORDS]
 
 

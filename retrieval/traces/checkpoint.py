@@ -17,7 +17,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-# the log a connection replays when it opens (about 6 ms a MB); $LOOKUP_KNOWLEDGE_CHECKPOINT_WAL overrides it
+# the log a connection replays when it opens (its cost grows with its size);
+# $LOOKUP_KNOWLEDGE_CHECKPOINT_WAL overrides it
 CHECKPOINT_WAL_BYTES = int(os.environ.get("LOOKUP_KNOWLEDGE_CHECKPOINT_WAL") or 4 << 20)
 LOCK_TIMEOUT = 60.0  # seconds the checkpointer waits for the file
 _started: list[subprocess.Popen] = []  # children not yet collected (polled on each start)
@@ -43,7 +44,7 @@ def maybe_checkpoint(path: Path, *, threshold: int | None = None) -> bool:
     for child in list(_started):
         if child.poll() is not None:
             _started.remove(child)
-    paths = [str(Path(__file__).resolve().parents[1]), *(p for p in sys.path if p)]
+    paths = [str(Path(__file__).resolve().parents[2]), *(p for p in sys.path if p)]  # the folder holding `retrieval`
     try:
         _started.append(subprocess.Popen(
             [sys.executable, "-S", "-m", "retrieval.traces.checkpoint", str(path)], start_new_session=True,

@@ -104,19 +104,22 @@ class _Drainer:
 
 def _drain_file(path: Path) -> None:
     """Move what waits in `path`'s spool into the table (a forgotten store's rows); a warning if it cannot."""
-    from retrieval.traces import reader as trace_reader
+    from collections import deque
+
     from retrieval.traces.db import TraceStoreError
-    from retrieval.traces.file import spool_path
+    from retrieval.traces.file import open_drained, spool_path
     from retrieval.traces.spool import Spool
 
-    if not Spool(spool_path(path)).has_rows():
-        return
+    spool = Spool(spool_path(path))
     try:
-        with trace_reader.connect(path, EXIT_TIMEOUT):
-            pass
+        if spool.has_rows():
+            with open_drained(path, spool, deque(), timeout=EXIT_TIMEOUT):
+                pass
     except (TraceStoreError, OSError) as exc:
         warnings.warn(f"{exc}; recorded rows are kept in {spool_path(path).name} beside it and added by the next "
                       f"write", RuntimeWarning, stacklevel=2)
+    finally:
+        spool.close()
 
 
 def _lock_of(store: Drainable) -> Any:

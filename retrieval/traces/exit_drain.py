@@ -101,11 +101,13 @@ class ExitDrain:
         self._reader, self._writer = os.fdopen(from_child, "r"), os.fdopen(to_child, "w")
 
     def _spawn(self, lock_timeout: float) -> None:
-        # -S skips `site` and its .pth files (60 ms of a 0.3 s start here); the child gets this process's
+        # -S skips `site` and its .pth files (a large share of a start); the child gets this process's
         # sys.path instead, with the folder this package is in
-        paths = [str(Path(__file__).resolve().parents[1]), *(p for p in sys.path if p)]
+        holder = Path(__file__).resolve().parents[2]  # the folder holding `retrieval`
+        paths = [str(holder), *(p for p in sys.path if p)]
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
-        child = subprocess.Popen([sys.executable, "-S", "-m", "retrieval.traces.exit_drain", str(self.path), repr(lock_timeout)],
+        child = subprocess.Popen([sys.executable, "-S", "-m", "retrieval.traces.exit_drain", str(self.path),
+                                  repr(lock_timeout)],
                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                                  env=env)
         self._pid, self._reader, self._writer = child.pid, child.stdout, child.stdin

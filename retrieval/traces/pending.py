@@ -52,7 +52,8 @@ class Pending:
             todo = [batch for batch in self.batches if batch.path.name not in done]
             if todo or self.memory:
                 try:
-                    with trace_ingest.temporary_file(self.memory) if self.memory else contextlib.nullcontext("") as kept:
+                    kept_rows = trace_ingest.temporary_file(self.memory) if self.memory else contextlib.nullcontext("")
+                    with kept_rows as kept:
                         _commit(con, [b.source for b in todo] + ([kept] if kept else []), todo, judged=False)
                 except trace_ingest.content_errors():
                     lines = [line for batch in todo for line in batch.lines()] + self.memory

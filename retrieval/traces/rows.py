@@ -183,6 +183,7 @@ def fallback_line(invocation: Any, exc: BaseException) -> bytes:
     row = {"id": str(getattr(invocation, "id", "") or uuid.uuid4()),
            "created_at": (created if isinstance(created, datetime) else datetime.now(timezone.utc))
            .astimezone(timezone.utc).replace(tzinfo=None).isoformat(),
-           "tool_name": str(getattr(invocation, "tool_name", "unknown")), "query": str(getattr(invocation, "query", "")),
+           "tool_name": str(getattr(invocation, "tool_name", "unknown")), "query": str(getattr(invocation, "query",
+                                                                                               "")),
            "status": "error", "error": f"not recorded in full: {type(exc).__name__}: {exc}"}
     return json.dumps(scrub(row), ensure_ascii=False).encode("utf-8") + b"\n"

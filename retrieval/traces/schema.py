@@ -80,7 +80,7 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
             created_at TIMESTAMP NOT NULL, invocation_id VARCHAR, kb_fingerprint VARCHAR)""",
     )),
     # v5 (DuckDB drains the spool): tool_invocation without indexes (DuckDB rewrites a table's whole ART
-    # index at every checkpoint, 0.1-0.3 s per drain at 200k rows; a run's rows are found by a column scan),
+    # index at every checkpoint, which slows every drain of a large file; a run's rows are found by a column scan),
     # and the ledger of drained spool batches that makes a drain exactly-once instead of the primary key
     (5, (
         f"""CREATE TABLE {TABLE}_v5 (
@@ -126,7 +126,7 @@ def migrate(con: duckdb.DuckDBPyConnection, path: Path) -> None:
 
 
 def _columns(con: duckdb.DuckDBPyConnection) -> list[str]:
-    # TABLE is our constant: inlined, because binding a parameter makes DuckDB import pandas (0.5 s of start-up)
+    # TABLE is our constant: inlined, because binding a parameter makes DuckDB import pandas (slow start-up)
     found = con.execute(f"SELECT column_name FROM information_schema.columns WHERE table_name = '{TABLE}' "
                         "AND table_schema = 'main' ORDER BY ordinal_position")
     return [row[0] for row in found.fetchall()]
