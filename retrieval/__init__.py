@@ -16,39 +16,44 @@ from typing import Any
 __version__ = "0.1.0"
 
 
-def lazy_exports(package: str, exports: Mapping[str, str]) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
-    """A package's `__getattr__` and `__dir__` (PEP 562) for names loaded on first use: `exports` maps a
-    public name to the module that defines it, relative to `package` ("module" or "module:attribute")."""
+def lazy_exports(package: str, exports: Mapping[str, str]) -> tuple[list[str], Callable[[str], Any],
+                                                                    Callable[[], list[str]]]:
+    """A package's `__all__`, `__getattr__` and `__dir__` (PEP 562) for names loaded on first use. `exports`
+    maps each module (relative to `package`) to the public names it defines, space-separated; `public=attr`
+    exports the module's `attr` as `public`."""
+    where: dict[str, tuple[str, str]] = {}
+    for module, names in exports.items():
+        for name in names.split():
+            public, _, attribute = name.partition("=")
+            where[public] = (module, attribute or public)
 
     def __getattr__(name: str) -> Any:
-        target = exports.get(name)
-        if target is None:
+        if name not in where:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        module, _, attribute = target.partition(":")
-        value = getattr(importlib.import_module(f"{package}.{module}"), attribute or name)
+        module, attribute = where[name]
+        value = getattr(importlib.import_module(f"{package}.{module}"), attribute)
         vars(sys.modules[package])[name] = value
         return value
 
     def __dir__() -> list[str]:
-        return sorted([*vars(sys.modules[package]), *exports])
+        return sorted([*vars(sys.modules[package]), *where])
 
-    return __getattr__, __dir__
+    return sorted(where), __getattr__, __dir__
 
 
-_EXPORTS = {
-    "LookupConfig": "config", "parse_assignments": "config",
-    "Chunk": "kb.model", "Entry": "kb.model", "KnowledgeBase": "kb.model", "KnowledgeBaseError": "kb.model",
-    "load_knowledge_base": "kb.load",
-    "IndexConfig": "index.config", "KnowledgeIndex": "index.build", "build_index": "index.build",
-    "open_index": "index.build",
-    "LookupResult": "lookup.orchestrator", "lookup_knowledge": "lookup.orchestrator",
-    "ToolInvocation": "lookup.invocation",
-    "LookupTool": "agent.tool",
-    "TraceStore": "traces.store", "TraceStoreError": "traces.db", "TraceWriter": "traces.writer",
-    "TRACE_TABLE": "traces.schema:TABLE", "iter_trace_rows": "traces.reader:iter_rows",
-    "Embedder": "l1.embedder", "StaticEmbedder": "l1.embedder", "EmbedderWarning": "l1.embedder",
-    "WordLlamaEmbedder": "l1.embedder",
-}
-
-__all__ = sorted(_EXPORTS)
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__all__, __getattr__, __dir__ = lazy_exports(__name__, {
+    "config": "LookupConfig parse_assignments",
+    "kb.model": "Chunk Entry KnowledgeBase KnowledgeBaseError",
+    "kb.load": "load_knowledge_base",
+    "index.config": "IndexConfig",
+    "index.build": "KnowledgeIndex build_index open_index",
+    "lookup.orchestrator": "LookupResult lookup_knowledge",
+    "lookup.invocation": "ToolInvocation",
+    "agent.tool": "LookupTool",
+    "traces.store": "TraceStore",
+    "traces.db": "TraceStoreError",
+    "traces.writer": "TraceWriter",
+    "traces.schema": "TRACE_TABLE=TABLE",
+    "traces.reader": "iter_trace_rows=iter_rows",
+    "l1.embedder": "Embedder StaticEmbedder EmbedderWarning WordLlamaEmbedder",
+})

@@ -4,10 +4,6 @@ from __future__ import annotations
 
 from retrieval import lazy_exports
 
-_EXPORTS = {
-    "LookupTool": "tool",
-    "tool_definition": "tool",
-}
-
-__all__ = sorted(_EXPORTS)
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__all__, __getattr__, __dir__ = lazy_exports(__name__, {
+    "tool": "LookupTool tool_definition",
+})

@@ -4,15 +4,9 @@ from __future__ import annotations
 
 from retrieval import lazy_exports
 
-_EXPORTS = {
-    "KnowledgeIndex": "build",
-    "build_index": "build",
-    "open_index": "build",
-    "IndexConfig": "config",
-    "BUILD_STAGES": "progress:STAGES",
-    "build_share": "progress:overall",
-    "file_digest": "cache",
-}
-
-__all__ = sorted(_EXPORTS)
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__all__, __getattr__, __dir__ = lazy_exports(__name__, {
+    "build": "KnowledgeIndex build_index open_index",
+    "config": "IndexConfig",
+    "progress": "BUILD_STAGES=STAGES build_share=overall",
+    "cache": "file_digest",
+})

@@ -4,18 +4,8 @@ from __future__ import annotations
 
 from retrieval import lazy_exports
 
-_EXPORTS = {
-    "Chunk": "model",
-    "Entry": "model",
-    "KnowledgeBase": "model",
-    "KnowledgeBaseError": "model",
-    "load_knowledge_base": "load",
-    "fingerprint": "load",
-    "markdown_sources": "load",
-    "exclude_prefixes": "load",
-    "split_front_matter": "markdown",
-    "FrontMatterError": "markdown",
-}
-
-__all__ = sorted(_EXPORTS)
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__all__, __getattr__, __dir__ = lazy_exports(__name__, {
+    "model": "Chunk Entry KnowledgeBase KnowledgeBaseError",
+    "load": "load_knowledge_base fingerprint markdown_sources exclude_prefixes",
+    "markdown": "split_front_matter FrontMatterError",
+})

@@ -4,10 +4,6 @@ from __future__ import annotations
 
 from retrieval import lazy_exports
 
-_EXPORTS = {
-    "L0Index": "index",
-    "entry_terms": "index",
-}
-
-__all__ = sorted(_EXPORTS)
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__all__, __getattr__, __dir__ = lazy_exports(__name__, {
+    "index": "L0Index entry_terms",
+})

@@ -1,8 +1,7 @@
 """L0: BM25Okapi over entry titles, keywords, categories and entities; turns matches into hints.
 
-Scores equal rank-bm25's `BM25Okapi.get_scores` (same idf with the epsilon floor, same length
-normalisation) but come from a precomputed sparse term-weight matrix, so a query costs one sparse
-column slice and a dot product instead of a Python loop over every entry.
+Scores equal rank-bm25's `BM25Okapi.get_scores` (same idf with epsilon floor, same length normalisation) but
+come from a precomputed sparse term-weight matrix: a query is a column slice and a dot product, not a loop.
 """
 
 from __future__ import annotations

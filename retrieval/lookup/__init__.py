@@ -4,11 +4,7 @@ from __future__ import annotations
 
 from retrieval import lazy_exports
 
-_EXPORTS = {
-    "lookup_knowledge": "orchestrator",
-    "LookupResult": "orchestrator",
-    "ToolInvocation": "invocation",
-}
-
-__all__ = sorted(_EXPORTS)
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__all__, __getattr__, __dir__ = lazy_exports(__name__, {
+    "orchestrator": "lookup_knowledge LookupResult",
+    "invocation": "ToolInvocation",
+})

@@ -4,15 +4,8 @@ from __future__ import annotations
 
 from retrieval import lazy_exports
 
-_EXPORTS = {
-    "tokenize": "analysis",
-    "analyze": "analysis",
-    "normalize_label": "analysis",
-    "STOP_WORDS": "analysis",
-    "replace_surrogates": "surrogates",
-    "csv_safe": "export_safe",
-    "markdown_cell": "export_safe",
-}
-
-__all__ = sorted(_EXPORTS)
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__all__, __getattr__, __dir__ = lazy_exports(__name__, {
+    "analysis": "tokenize analyze normalize_label STOP_WORDS",
+    "surrogates": "replace_surrogates",
+    "export_safe": "csv_safe markdown_cell",
+})

@@ -4,14 +4,10 @@ from __future__ import annotations
 
 from retrieval import lazy_exports
 
-_EXPORTS = {
-    "TraceStore": "store",
-    "TraceStoreError": "db",
-    "TraceWriter": "writer",
-    "TABLE": "schema",
-    "COLUMNS": "schema",
-    "iter_rows": "reader",
-}
-
-__all__ = sorted(_EXPORTS)
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__all__, __getattr__, __dir__ = lazy_exports(__name__, {
+    "store": "TraceStore",
+    "db": "TraceStoreError",
+    "writer": "TraceWriter",
+    "schema": "TABLE COLUMNS",
+    "reader": "iter_rows",
+})
