@@ -12,8 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from retrieval import TraceStore, build_index, load_knowledge_base
-from tests.kb_fixture import write_kb
+ROOT = Path(__file__).resolve().parents[1]
+# The suite runs from a checkout without `pip install -e .` (with the dependencies installed): the project's
+# packages are imported from this checkout, here and in every child process a test starts.
+sys.path.insert(0, str(ROOT))
+os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
+
+from retrieval import TraceStore, build_index, load_knowledge_base  # noqa: E402
+from tests.kb_fixture import write_kb  # noqa: E402
 
 SHARED_DATA = Path(os.environ.get("LOOKUP_KNOWLEDGE_SHARED_DATA",
                                   Path(__file__).resolve().parents[2] / "shared" / "data"))
