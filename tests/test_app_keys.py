@@ -26,7 +26,7 @@ DISPLAY = {"cmp_changes", "eval_card", "eval_filter_domains", "eval_headroom", "
 
 def _keys() -> set[str]:
     found = set()
-    for path in [ROOT / "app.py", *sorted((ROOT / "appui").glob("*.py"))]:
+    for path in [ROOT / "app.py", *sorted((ROOT / "appui").rglob("*.py"))]:
         text = path.read_text()
         for call in re.finditer(rf"\.({'|'.join(WIDGETS)})\((?:[^()]|\([^()]*\))*?key=f?\"([a-z_0-9{{}}.]+)\"", text,
                                 re.DOTALL):
@@ -35,7 +35,8 @@ def _keys() -> set[str]:
 
 
 def test_every_widget_key_is_driven_by_an_app_test():
-    tests = "".join(Path(p).read_text() for p in glob.glob(str(ROOT / "tests" / "test_app*.py")))
+    tests = "".join(Path(p).read_text() for p in [*glob.glob(str(ROOT / "tests" / "test_app*.py")),
+                                                  str(ROOT / "tests" / "app_helpers.py")])
     keys = _keys()
     assert {"lookup_query", "eval_run_a", "rp_start", "tr_page"} <= keys  # the scan finds widgets
     # f-string keys ({prefix}{name}, {key}_judge_{rank}_{grade}) are checked by their fixed parts

@@ -109,7 +109,11 @@ def _spooled_ids(traces: Path) -> dict[str, str]:
     for path in traces.parent.glob(traces.name + ".pending.jsonl*"):
         if "rejected" in path.name:
             continue
-        for line in path.read_bytes().split(b"\n"):
+        try:
+            content = path.read_bytes()
+        except FileNotFoundError:
+            continue  # a batch file drained and removed between the listing and the read
+        for line in content.split(b"\n"):
             try:
                 row = json.loads(line)
             except ValueError:
