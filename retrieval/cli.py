@@ -38,8 +38,10 @@ def add_config_flags(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("configuration")
     for f in fields(LookupConfig):
         flag, help_text = config_flag(f.name), f"{f.metadata['help']} (default: {f.default})"
-        if f.type in (bool, "bool"):
+        if f.type in (bool, "bool"):  # the flag turns the default over, and its help says so in that sense
             action = "store_false" if f.default else "store_true"
+            help_text = f"turn off: {f.metadata['help']} (on by default)" \
+                if f.default else f"turn on: {f.metadata['help']} (off by default)"
             group.add_argument(flag, dest=f.name, action=action, default=None, help=help_text)
         else:
             kind = int if f.type in (int, "int") else float

@@ -125,3 +125,12 @@ def test_index_cache_keeps_only_the_newest_files(kb_dir, tmp_path, monkeypatch):
     kept = [p for p in tmp_path.iterdir() if (p / "manifest.json").is_file()]
     assert len(kept) == 2
     assert {json.loads((p / "manifest.json").read_text())["index_config"]["svd_dims"] for p in kept} == {16, 32}
+
+
+def test_boolean_flags_say_what_they_turn_off():
+    """`--no-l1` turns L1 off: its help says so in that sense, with the default in words, not "(default: True)"."""
+    done = subprocess.run([sys.executable, "-m", "retrieval", "lookup", "--help"], capture_output=True, text=True,
+                          cwd=ROOT, check=True)
+    text = " ".join(done.stdout.split())
+    assert "--no-l1 turn off: run L1 semantic retrieval" in text and "(on by default)" in text
+    assert "(default: True)" not in text and "(default: False)" not in text
