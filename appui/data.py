@@ -20,7 +20,7 @@ from appui import sql_box
 from retrieval import TRACE_TABLE as TABLE
 from retrieval import TraceStore
 from retrieval import iter_trace_rows as iter_rows
-from retrieval.text import csv_safe, markdown_cell
+from retrieval.export import csv_safe, markdown_cell
 
 TIME_RANGES = {"All time": None, "Last hour": timedelta(hours=1), "Last 24 hours": timedelta(days=1),
                "Last 7 days": timedelta(days=7)}

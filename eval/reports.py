@@ -17,7 +17,7 @@ import pandas as pd
 
 from retrieval import TraceStore
 from retrieval import iter_trace_rows as iter_rows
-from retrieval.text import csv_safe, markdown_cell
+from retrieval.export import csv_safe, markdown_cell
 
 from .compare import Comparison
 from .oracle import headroom_table

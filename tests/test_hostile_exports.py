@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from appui import data
-from retrieval.text.export_safe import csv_cell, csv_safe, markdown_cell
+from retrieval.export import csv_cell, csv_safe, markdown_cell
 
 FORMULAS = ["=HYPERLINK(\"http://x\",\"y\")", "+1+1", "-2+3", "@SUM(A1)", "\tTAB", "\rCR"]
 

@@ -1,4 +1,4 @@
-"""Text shared by every layer: the one term analysis of L0 and L1, clean Unicode at the edge, export-safe cells."""
+"""Text shared by every layer: the one term analysis of L0 and L1, clean Unicode at the edge."""
 
 from __future__ import annotations
 
@@ -10,8 +10,6 @@ _EXPORTS = {
     "normalize_label": "analysis",
     "STOP_WORDS": "analysis",
     "replace_surrogates": "surrogates",
-    "csv_safe": "export_safe",
-    "markdown_cell": "export_safe",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -1,8 +1,4 @@
-"""Cells made safe for exports: CSV cells that a spreadsheet would run as formulas, Markdown table cells.
-
-Traces and reports carry queries and content typed by anyone, so `=HYPERLINK(...)` or `a | b <script>`
-must arrive as text. Shared by the app's exports (appui.data) and evaluation reports (eval.reports).
-"""
+"""Cells made safe for exports, since traces and reports carry text typed by anyone: CSV, Markdown."""
 
 from __future__ import annotations
 
