@@ -1,4 +1,4 @@
-"""Export formatting in one place, for the app and eval alike: cells safe for spreadsheets and Markdown."""
+"""Export formatting in one place, for the app and eval alike: safe cells, Markdown and HTML pages."""
 
 from __future__ import annotations
 
@@ -8,7 +8,16 @@ _EXPORTS = {
     "FORMULA_STARTS": "cells",
     "csv_cell": "cells",
     "csv_safe": "cells",
+    "cell_text": "cells",
     "markdown_cell": "cells",
+    "markdown_text": "cells",
+    "html_cell": "cells",
+    "Section": "document",
+    "STYLESHEET": "document",
+    "markdown_table": "document",
+    "markdown_document": "document",
+    "html_table": "document",
+    "html_document": "document",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -1,8 +1,9 @@
-"""Cells made safe for exports, since traces and reports carry text typed by anyone: CSV, Markdown."""
+"""Cells made safe for exports, since traces and reports carry text typed by anyone: CSV, Markdown, HTML."""
 
 from __future__ import annotations
 
 import html
+import math
 from typing import Any
 
 import pandas as pd
@@ -28,10 +29,33 @@ def csv_safe(frame: pd.DataFrame) -> pd.DataFrame:
     return safe
 
 
-def markdown_cell(value: Any) -> str:
-    """Text for one Markdown table cell: backslash and `|` escaped, line breaks as spaces, HTML as entities."""
-    if value is None or (isinstance(value, float) and pd.isna(value)):
+def cell_text(value: Any) -> str:
+    """A value as a table shows it: blank if missing, a float to 4 decimals (a whole one as an integer),
+    a list or tuple joined with `, `, anything else as `str`."""
+    if value is None or value is pd.NA or value is pd.NaT:
         return ""
-    text = str(value).replace("\\", "\\\\").replace("|", "\\|")
-    text = " ".join(text.replace("\r\n", "\n").replace("\r", "\n").split("\n"))
-    return html.escape(text, quote=False)
+    if isinstance(value, float):
+        if math.isnan(value):
+            return ""
+        if math.isinf(value):
+            return str(value)
+        return str(int(value)) if value.is_integer() else f"{value:.4f}".rstrip("0").rstrip(".")
+    if isinstance(value, (list, tuple)):
+        return ", ".join(map(str, value))
+    return str(value)
+
+
+def markdown_cell(value: Any) -> str:
+    """Text for one Markdown table cell: `cell_text` with backslash and `|` escaped, then `markdown_text`."""
+    return markdown_text(cell_text(value).replace("\\", "\\\\").replace("|", "\\|"))
+
+
+def markdown_text(value: Any) -> str:
+    """Text for a Markdown heading, list item or cell: one line (CR LF, CR, LF as spaces), HTML escaped."""
+    text = str(value).replace("\r\n", "\n").replace("\r", "\n")
+    return html.escape(" ".join(text.split("\n")), quote=False)
+
+
+def html_cell(value: Any) -> str:
+    """Text for one HTML table cell: `cell_text`, escaped."""
+    return html.escape(cell_text(value))
