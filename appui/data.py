@@ -7,7 +7,6 @@ tested directly and reused by the Traces and Export pages.
 from __future__ import annotations
 
 import io
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -19,7 +18,7 @@ from appui import sql_box
 from retrieval import TRACE_TABLE as TABLE
 from retrieval import TraceStore
 from retrieval import iter_trace_rows as iter_rows
-from retrieval.export import Section, csv_safe, html_document, markdown_document
+from retrieval.export import Section, csv_safe, html_document, json_lines, markdown_document
 
 TIME_RANGES = {"All time": None, "Last hour": timedelta(hours=1), "Last 24 hours": timedelta(days=1),
                "Last 7 days": timedelta(days=7)}
@@ -135,7 +134,7 @@ def export_traces(frame: pd.DataFrame, fmt: str, *, title: str = "Traces") -> by
         frame.to_parquet(buffer, index=False)
         return buffer.getvalue()
     if fmt == "JSONL":
-        return "".join(json.dumps(r, default=str, ensure_ascii=False) + "\n" for r in iter_rows(frame)).encode()
+        return json_lines(iter_rows(frame)).encode()
     summary = frame.reindex(columns=[c for c in SUMMARY_COLUMNS if c in frame.columns])
     sections = [Section(title, (f"{len(frame)} rows",), table=summary)]
     return (markdown_document(sections) if fmt == "Markdown" else html_document(sections)).encode()

@@ -15,7 +15,7 @@ import pandas as pd
 
 from retrieval import TraceStore
 from retrieval import iter_trace_rows as iter_rows
-from retrieval.export import Section, csv_safe, html_document, markdown_document
+from retrieval.export import Section, csv_safe, html_document, json_lines, markdown_document
 
 from .compare import Comparison
 from .oracle import headroom_table
@@ -70,11 +70,9 @@ def _traces(obj: RunResult | Comparison, store: TraceStore | None) -> str:
     if store is None:
         raise ValueError("the jsonl report holds the run's traces; pass the trace store (--traces)")
     run_ids = [obj.run_id] if isinstance(obj, RunResult) else [obj.run_a, obj.run_b]
-    lines = []
-    for run_id in run_ids:
-        frame = store.query("SELECT * FROM tool_invocation WHERE run_id = ? ORDER BY created_at", [run_id])
-        lines.extend(json.dumps(row, default=str, ensure_ascii=False) for row in iter_rows(frame))
-    return "\n".join(lines) + ("\n" if lines else "")
+    frames = [store.query("SELECT * FROM tool_invocation WHERE run_id = ? ORDER BY created_at", [run_id])
+              for run_id in run_ids]
+    return json_lines(row for frame in frames for row in iter_rows(frame))
 
 
 def _flat(frame: pd.DataFrame) -> pd.DataFrame:

@@ -1,4 +1,4 @@
-"""retrieval.export's one Markdown and HTML renderer: hostile titles, lines and cells arrive as text."""
+"""retrieval.export: one Markdown and HTML renderer (hostile titles, lines, cells stay text), JSON helpers."""
 
 from __future__ import annotations
 
@@ -14,6 +14,8 @@ from retrieval.export import (
     cell_text,
     html_document,
     html_table,
+    json_lines,
+    json_object,
     markdown_document,
 )
 
@@ -54,3 +56,10 @@ def test_the_app_trace_export_is_the_shared_renderer():
     assert page == html_document([Section("t", ("1 rows",), table=frame)])
     assert html_table(frame) in page
 
+
+def test_json_object_and_json_lines():
+    assert json_object('{"a": 1}') == {"a": 1} and json_object({"b": 2}) == {"b": 2}
+    assert json_object(None) == {} and json_object("[1, 2]") == {} and json_object(3) == {}
+    text = json_lines([{"q": "é", "at": pd.Timestamp("2024-01-02")}, {"q": "x"}])
+    assert text == '{"q": "é", "at": "2024-01-02 00:00:00"}\n{"q": "x"}\n'
+    assert json_lines([]) == ""

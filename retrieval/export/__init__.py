@@ -1,4 +1,4 @@
-"""Export formatting in one place, for the app and eval alike: safe cells, Markdown and HTML pages."""
+"""Export formatting in one place, for the app and eval alike: safe cells, Markdown and HTML pages, JSON."""
 
 from __future__ import annotations
 
@@ -18,6 +18,8 @@ _EXPORTS = {
     "markdown_document": "document",
     "html_table": "document",
     "html_document": "document",
+    "json_object": "records",
+    "json_lines": "records",
 }
 
 __all__ = sorted(_EXPORTS)
