@@ -14,7 +14,6 @@ A run's query rows point at their lookups through `eval_query.invocation_id`; th
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -23,6 +22,7 @@ from typing import Any
 import pandas as pd
 
 from retrieval import KnowledgeIndex, TraceStore
+from retrieval.export import json_object
 
 from . import judgements
 from . import metrics as metric_lib
@@ -76,11 +76,11 @@ def save_replay_run(store: TraceStore, run_id: str, calls: pd.DataFrame, *, inde
         return source["run_id"], run_id
     judged = _judged(store)
     originals = [Lookup(paired_query_id(r.id, r.query_id), r.query, r.id, float(r.latency_ms or 0.0),
-                        _json(r.retrieval_details)) for r in calls.itertuples(index=False)]
+                        json_object(r.retrieval_details)) for r in calls.itertuples(index=False)]
     recorded_id = RECORDED_PREFIX + run_id.split("-", 1)[-1]
     dataset = {"name": INTERACTIVE, "kind": "replay", "path": run_id, "split": "all",
                "replay_of": source_run or INTERACTIVE}
-    recorded_config = _json(calls["config"].iloc[0]) if "config" in calls and len(calls) else {}
+    recorded_config = json_object(calls["config"].iloc[0]) if "config" in calls and len(calls) else {}
     # the LookupConfig fields only (a trace's config also records the index settings it was answered with)
     original_config = {k: recorded_config.get(k, v) for k, v in config.items()}
     label = lambda lk: _judged_query(lk, judged)  # noqa: E731
@@ -120,7 +120,7 @@ def _recorded(store: TraceStore, run_id: str) -> list[Lookup]:
     frame = store.query("SELECT id, query, query_id, latency_ms, retrieval_details FROM tool_invocation "
                         "WHERE run_id = ? AND status = 'ok' ORDER BY created_at, id", [run_id])
     return [Lookup(paired_query_id(r.id, r.query_id), r.query, r.id, float(r.latency_ms or 0.0),
-                   _json(r.retrieval_details)) for r in frame.itertuples(index=False)]
+                   json_object(r.retrieval_details)) for r in frame.itertuples(index=False)]
 
 
 def _source_row(store: TraceStore, source_run: str | None) -> dict[str, Any] | None:
@@ -156,8 +156,3 @@ def _judged(store: TraceStore) -> dict[str, dict[str, float]]:
 def _judged_query(lookup: Lookup, judged: Mapping[str, Mapping[str, float]]) -> Query | None:
     qrels = judged.get(lookup.query.strip())
     return Query(lookup.query_id, lookup.query, dict(qrels)) if qrels else None
-
-
-def _json(value: Any) -> dict[str, Any]:
-    value = json.loads(value) if isinstance(value, str) else value
-    return value if isinstance(value, dict) else {}

@@ -1,15 +1,13 @@
 """Reports of a run or a comparison: Markdown, self-contained HTML, CSV/Parquet (per query), JSONL traces, JSON.
 
-Markdown and HTML render the same sections (title, key-value lines, table), so they cannot drift apart;
-every value in HTML is escaped.
+Markdown and HTML are retrieval.export's renderers over the same sections (title, key-value lines, table),
+so the two formats, and the app's exports, cannot drift apart; every cell is made safe there.
 """
 
 from __future__ import annotations
 
-import html
 import io
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +15,7 @@ import pandas as pd
 
 from retrieval import TraceStore
 from retrieval import iter_trace_rows as iter_rows
-from retrieval.text import csv_safe, markdown_cell
+from retrieval.export import Section, csv_safe, html_document, json_lines, markdown_document
 
 from .compare import Comparison
 from .oracle import headroom_table
@@ -27,18 +25,6 @@ FORMATS = ("markdown", "html", "csv", "parquet", "jsonl", "json")
 ALIASES = {"md": "markdown", "htm": "html", "pq": "parquet"}
 TABLE_ROWS = 20
 TABLE_DIAGNOSTICS = ("oracle", "filter_by_domain", "filter_confusion")  # shown as tables, not as lines
-_CSS = ("body{font-family:system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse;margin:1em 0}"
-        "th,td{border:1px solid #ccc;padding:4px 8px;text-align:left;font-size:14px}th{background:#f3f3f3}"
-        "td.num{text-align:right;font-variant-numeric:tabular-nums}")
-
-
-@dataclass(frozen=True)
-class Section:
-    """A report section: a heading, lines of `key: value` text, and an optional table."""
-
-    title: str
-    lines: tuple[str, ...] = ()
-    table: pd.DataFrame | None = field(default=None, compare=False)
 
 
 def normalize_format(fmt: str) -> str:
@@ -65,7 +51,7 @@ def render(obj: RunResult | Comparison, fmt: str, *, store: TraceStore | None = 
         frame.to_parquet(buffer, index=False)
         return buffer.getvalue()
     sections = _run_sections(obj) if isinstance(obj, RunResult) else _comparison_sections(obj)
-    return _markdown(sections) if fmt == "markdown" else _html(sections)
+    return markdown_document(sections) if fmt == "markdown" else html_document(sections)
 
 
 def export(obj: RunResult | Comparison, fmt: str, path: str | Path, *, store: TraceStore | None = None) -> Path:
@@ -84,11 +70,9 @@ def _traces(obj: RunResult | Comparison, store: TraceStore | None) -> str:
     if store is None:
         raise ValueError("the jsonl report holds the run's traces; pass the trace store (--traces)")
     run_ids = [obj.run_id] if isinstance(obj, RunResult) else [obj.run_a, obj.run_b]
-    lines = []
-    for run_id in run_ids:
-        frame = store.query("SELECT * FROM tool_invocation WHERE run_id = ? ORDER BY created_at", [run_id])
-        lines.extend(json.dumps(row, default=str, ensure_ascii=False) for row in iter_rows(frame))
-    return "\n".join(lines) + ("\n" if lines else "")
+    frames = [store.query("SELECT * FROM tool_invocation WHERE run_id = ? ORDER BY created_at", [run_id])
+              for run_id in run_ids]
+    return json_lines(row for frame in frames for row in iter_rows(frame))
 
 
 def _flat(frame: pd.DataFrame) -> pd.DataFrame:
@@ -171,59 +155,3 @@ def _comparison_sections(comparison: Comparison) -> list[Section]:
     return [Section(f"Comparison {comparison.run_a} vs {comparison.run_b}", head),
             Section("Metrics", table=pd.DataFrame(rows)),
             Section(f"Largest per-query losses of B on {comparison.primary_metric}", table=losses)]
-
-
-def _cell(value: Any) -> str:
-    if value is None or (isinstance(value, float) and pd.isna(value)):
-        return ""
-    if isinstance(value, float):
-        return f"{value:.4f}".rstrip("0").rstrip(".") if value != int(value) else str(int(value))
-    if isinstance(value, (list, tuple)):
-        return ", ".join(map(str, value))
-    return str(value)
-
-
-def _markdown(sections: list[Section]) -> str:
-    out = []
-    for number, section in enumerate(sections):
-        out.append(("# " if number == 0 else "## ") + section.title)
-        out.extend(f"- {line}" for line in section.lines)
-        if section.table is not None:
-            out.append(_markdown_table(section.table))
-        out.append("")
-    return "\n".join(out)
-
-
-def _markdown_table(table: pd.DataFrame) -> str:
-    if table.empty:
-        return "_none_"
-    lines = ["| " + " | ".join(markdown_cell(c) for c in table.columns) + " |", "|" + " --- |" * len(table.columns)]
-    lines.extend("| " + " | ".join(markdown_cell(_cell(v)) for v in row) + " |"
-                 for row in table.itertuples(index=False))
-    return "\n".join(lines)
-
-
-def _html(sections: list[Section]) -> str:
-    title = html.escape(sections[0].title) if sections else "Report"
-    body = []
-    for number, section in enumerate(sections):
-        tag = "h1" if number == 0 else "h2"
-        body.append(f"<{tag}>{html.escape(section.title)}</{tag}>")
-        if section.lines:
-            body.append("<ul>" + "".join(f"<li>{html.escape(line)}</li>" for line in section.lines) + "</ul>")
-        if section.table is not None:
-            body.append(_html_table(section.table))
-    return (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title}</title>"
-            f"<style>{_CSS}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n")
-
-
-def _html_table(table: pd.DataFrame) -> str:
-    if table.empty:
-        return "<p><em>none</em></p>"
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in table.columns)
-    rows = []
-    for row in table.itertuples(index=False):
-        cells = "".join(f"<td class=\"num\">{html.escape(_cell(v))}</td>" if isinstance(v, (int, float))
-                        else f"<td>{html.escape(_cell(v))}</td>" for v in row)
-        rows.append(f"<tr>{cells}</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"

@@ -2,8 +2,9 @@
 
 The public API is the names below; each subpackage declares its own in its `__init__` (retrieval.kb,
 retrieval.text, retrieval.index, retrieval.l0, retrieval.l1, retrieval.lookup, retrieval.traces,
-retrieval.agent). Names load on first use, so `python -m retrieval` and `import retrieval.agent` do not
-pay for DuckDB, pandas or scikit-learn until a command needs them (CLI start-up stays under a second).
+retrieval.export, retrieval.agent). Names load on first use, so `python -m retrieval` and
+`import retrieval.agent` do not pay for DuckDB, pandas or scikit-learn until a command needs them (CLI
+start-up stays under a second).
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from appui.data import traces as data
-from retrieval.text.export_safe import csv_cell, csv_safe, markdown_cell
+from retrieval.export import csv_cell, csv_safe, markdown_cell, markdown_table
 
 FORMULAS = ["=HYPERLINK(\"http://x\",\"y\")", "+1+1", "-2+3", "@SUM(A1)", "\tTAB", "\rCR"]
 
@@ -47,7 +47,7 @@ def test_markdown_cells_are_escaped(value, expected):
 
 def test_markdown_export_keeps_one_row_per_trace_and_no_raw_html():
     frame = pd.DataFrame({"query": ["a | b\r\nc", "x \\| y", "<img src=x onerror=alert(1)>"], "status": ["ok"] * 3})
-    table = data.markdown_table(frame)
+    table = markdown_table(frame)
     rows = table.split("\n")
     assert len(rows) == 2 + 3 and "<img" not in table
     assert all(_unescaped_pipes(row) == 3 for row in rows[2:])
@@ -63,7 +63,5 @@ def _unescaped_pipes(row: str) -> int:
 
 
 def test_report_markdown_tables_escape_cells_too():
-    from eval import reports
-
-    table = reports._markdown_table(pd.DataFrame({"query": ["a|b\rc <b>x</b>"], "ndcg@10": [0.5]}))
+    table = markdown_table(pd.DataFrame({"query": ["a|b\rc <b>x</b>"], "ndcg@10": [0.5]}))
     assert "<b>" not in table and "a\\|b c" in table and len(table.split("\n")) == 3

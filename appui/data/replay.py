@@ -8,7 +8,6 @@ original call's id (interactive lookups); eval.replays stores that run as an eva
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ import pandas as pd
 
 from retrieval import TRACE_TABLE as TABLE
 from retrieval import KnowledgeIndex, LookupConfig, TraceStore, lookup_knowledge
+from retrieval.export import json_object
 
 PREFIX = "replay-"
 
@@ -80,11 +80,11 @@ def replay(calls: pd.DataFrame, *, index: KnowledgeIndex, config: LookupConfig, 
 
     out, recorded = [], []
     for done, row in enumerate(calls.itertuples(index=False), start=1):
-        arguments = _json(row.arguments)
+        arguments = json_object(row.arguments)
         result = lookup_knowledge(row.query, index=index, config=config, category=arguments.get("category"),
                                   top_k=arguments.get("top_k"), recorder=recorded.append, run_id=run_id,
                                   query_id=paired_query_id(row.id, row.query_id))
-        out.append(diff(row.id, row.query, _json(row.retrieval_details), result.retrieval_details,
+        out.append(diff(row.id, row.query, json_object(row.retrieval_details), result.retrieval_details,
                         result.invocation_id if store is not None else None))
         if progress is not None:
             progress(done, len(calls))
@@ -106,8 +106,3 @@ def diff(original_id: str, query: str, a: dict[str, Any], b: dict[str, Any], rep
 
 def _sources(details: dict[str, Any]) -> list[str]:
     return list(details.get("evidence_sources") or [e["source"] for e in details.get("evidence") or []])
-
-
-def _json(value: Any) -> dict[str, Any]:
-    value = json.loads(value) if isinstance(value, str) else value
-    return value if isinstance(value, dict) else {}

@@ -6,9 +6,7 @@ tested directly and reused by the Traces and Export pages.
 
 from __future__ import annotations
 
-import html
 import io
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -20,7 +18,7 @@ from appui.data import sql_sandbox as sql_box
 from retrieval import TRACE_TABLE as TABLE
 from retrieval import TraceStore
 from retrieval import iter_trace_rows as iter_rows
-from retrieval.text import csv_safe, markdown_cell
+from retrieval.export import Section, csv_safe, html_document, json_lines, markdown_document
 
 TIME_RANGES = {"All time": None, "Last hour": timedelta(hours=1), "Last 24 hours": timedelta(days=1),
                "Last 7 days": timedelta(days=7)}
@@ -136,23 +134,7 @@ def export_traces(frame: pd.DataFrame, fmt: str, *, title: str = "Traces") -> by
         frame.to_parquet(buffer, index=False)
         return buffer.getvalue()
     if fmt == "JSONL":
-        return "".join(json.dumps(r, default=str, ensure_ascii=False) + "\n" for r in iter_rows(frame)).encode()
+        return json_lines(iter_rows(frame)).encode()
     summary = frame.reindex(columns=[c for c in SUMMARY_COLUMNS if c in frame.columns])
-    if fmt == "Markdown":
-        return (f"# {title}\n\n{len(frame)} rows\n\n" + markdown_table(summary) + "\n").encode()
-    return html_page(title, f"<p>{len(frame)} rows</p>" + summary.to_html(index=False, escape=True)).encode()
-
-
-def markdown_table(frame: pd.DataFrame) -> str:
-    lines = ["| " + " | ".join(map(markdown_cell, frame.columns)) + " |", "|" + " --- |" * len(frame.columns)]
-    lines += ["| " + " | ".join(markdown_cell(v) for v in row) + " |" for row in frame.itertuples(index=False)]
-    return "\n".join(lines)
-
-
-def html_page(title: str, body: str) -> str:
-    """A self-contained HTML document: inline style, no scripts, no external resources."""
-    style = ("body{font-family:system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse;"
-             "font-size:13px}th,td{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}"
-             "th{background:#f2f2f2}")
-    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-            f"<style>{style}</style></head><body><h1>{html.escape(title)}</h1>{body}</body></html>")
+    sections = [Section(title, (f"{len(frame)} rows",), table=summary)]
+    return (markdown_document(sections) if fmt == "Markdown" else html_document(sections)).encode()
