@@ -7,7 +7,7 @@ import math
 import pandas as pd
 import pytest
 
-from appui import data
+from appui.data import traces as data
 from retrieval.export import (
     STYLESHEET,
     Section,
