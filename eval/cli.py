@@ -14,22 +14,10 @@ and exits with status 2.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
 
-from tqdm import tqdm
-
-from retrieval import LookupConfig, TraceStore, TraceStoreError
-from retrieval.config import parse_assignments
-from retrieval.paths import default_traces
-
-from .compare import compare_runs
-from .datasets import Dataset, load_dataset, load_query_set
-from .metrics import parse_metrics
-from .reports import FORMATS, export, render
-from .runs import DEFAULT_METRICS, RunResult, delete_run, list_runs, load_run, run_evaluation, run_sweep
+from .defaults import DEFAULT_METRICS, FORMATS
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -95,8 +83,12 @@ def _dataset_flags(parser: argparse.ArgumentParser) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    from retrieval import TraceStoreError
+
+    from .commands import dispatch
+
     try:
-        output = _dispatch(args)
+        output = dispatch(args)
     except (ValueError, TraceStoreError) as exc:  # DatasetError, UnknownRunError, KnowledgeBaseError are ValueErrors
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -105,147 +97,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif output:
         print(output)
     return 0
-
-
-def _dispatch(args: argparse.Namespace) -> str | bytes:
-    store = TraceStore(args.traces or default_traces())
-    if args.command == "run":
-        return _run(args, store)
-    if args.command == "sweep":
-        return _sweep(args, store)
-    if args.command == "compare":
-        return _compare(args, store)
-    if args.command == "report":
-        run = load_run(store, args.run)
-        return _emit(run, args.format, args.output, store)
-    if args.delete:
-        counts = delete_run(store, args.delete)
-        return json.dumps(counts) if args.json else (
-            f"deleted {counts['eval_run']} run, {counts['tool_invocation']} recorded lookup(s), "
-            f"{counts['eval_query']} query row(s) and {counts['eval_query_metric']} metric row(s)")
-    frame = list_runs(store, incomplete_only=args.incomplete)
-    return frame.to_json(orient="records", date_format="iso") if args.json else frame.to_string(index=False)
-
-
-def _run(args: argparse.Namespace, store: TraceStore) -> str:
-    dataset, overrides, config, metrics = _inputs(args)
-    top_k = config.top_k if "top_k" in overrides else None
-    with _progress(args, f"{dataset.name}/{dataset.split}") as progress:
-        result = run_evaluation(dataset, config, store=store, metrics=metrics, progress=progress, top_k=top_k,
-                                overrides=overrides, baseline=not args.no_baseline, oracle=not args.no_oracle,
-                                resume=args.resume)
-    return json.dumps(result.to_dict(), indent=2, default=str) if args.json else _summary(result)
-
-
-def _sweep(args: argparse.Namespace, store: TraceStore) -> str:
-    dataset, overrides, config, metrics = _inputs(args)
-    grid = {k: [v for v in values.split(",") if v.strip()] for k, values in parse_assignments(args.grid).items()}
-    with _progress(args, f"sweep {dataset.name}") as progress:
-        results = run_sweep(dataset, grid, store=store, base_config=LookupConfig(), base_overrides=overrides,
-                            metrics=metrics, progress=progress, baseline=not args.no_baseline,
-                            oracle=not args.no_oracle)
-    if args.json:
-        return json.dumps([r.to_dict() for r in results], indent=2, default=str)
-    lines = [f"sweep {results[0].sweep_id}: {len(results)} runs on {dataset.name}/{dataset.split}"]
-    lines.extend(f"{r.run_id}  {json.dumps(r.overrides)}  " + "  ".join(f"{k} {v:.4f}" for k, v in r.metrics.items())
-                 + f"  [oracle: {_headroom_note(r)}]" for r in results)
-    return "\n".join(lines)
-
-
-def _compare(args: argparse.Namespace, store: TraceStore) -> str | bytes:
-    metrics = [m.strip() for m in args.metrics.split(",")] if args.metrics else None
-    comparison = compare_runs(store, args.run_a, args.run_b, metrics=metrics, permutations=args.permutations)
-    if args.format:
-        return _emit(comparison, args.format, args.output, store)
-    if args.json:
-        return json.dumps(comparison.to_dict(args.limit), indent=2, default=str)
-    return render(comparison, "markdown")
-
-
-def _emit(obj: Any, fmt: str, output: str | None, store: TraceStore) -> str | bytes:
-    if output:
-        return f"wrote {export(obj, fmt, output, store=store)}"
-    return render(obj, fmt, store=store)
-
-
-def _inputs(args: argparse.Namespace) -> tuple[Dataset, dict[str, str], LookupConfig, list[str]]:
-    """The dataset, the `--set` overrides, the configuration and the metric names; all validated up front."""
-    overrides = parse_assignments(args.settings)
-    config = LookupConfig().with_overrides(overrides)
-    metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
-    parse_metrics(metrics)
-    return _dataset(args).sample(args.sample), overrides, config, metrics
-
-
-def _dataset(args: argparse.Namespace) -> Dataset:
-    """`--dataset DIR`, or `--kb DIR` with `--queries FILE` (or `--known-item FIELD`); exactly one of the two."""
-    if bool(args.dataset) == bool(args.kb):
-        given = "both" if args.dataset else "neither"
-        raise ValueError(f"give exactly one of --dataset DIR or --kb DIR (with --queries FILE); got {given}")
-    if args.dataset:
-        return load_dataset(args.dataset, split=args.split, known_item_field=args.known_item, kb_root=args.kb_root,
-                            queries_file=args.queries, exclude_paths=args.exclude)
-    if args.kb_root:
-        raise ValueError("--kb-root only applies to --dataset; with --kb, pass the Markdown root itself as --kb")
-    if args.known_item:
-        return load_dataset(args.kb, split=args.split, known_item_field=args.known_item, exclude_paths=args.exclude)
-    if getattr(args, "judgements", None):
-        if args.queries:
-            raise ValueError("give --queries FILE or --judgements TRACES_FILE, not both")
-        from .judgements import load_judged_set
-        return load_judged_set(args.kb, args.judgements, split=args.split, exclude_paths=args.exclude)
-    if not args.queries:
-        raise ValueError("--kb needs --queries FILE (a JSONL file of labelled queries), or --known-item FIELD")
-    return load_query_set(args.kb, args.queries, split=args.split, exclude_paths=args.exclude)
-
-
-class _progress:
-    """A tqdm bar with ETA on stderr as a `progress(done, total)` callback (off with --no-progress)."""
-
-    def __init__(self, args: argparse.Namespace, label: str) -> None:
-        self.enabled, self.label, self.bar = not args.no_progress, label, None
-
-    def __enter__(self) -> Callable[[int, int], None] | None:
-        return self._update if self.enabled else None
-
-    def _update(self, done: int, total: int) -> None:
-        if self.bar is None:
-            self.bar = tqdm(total=total, desc=self.label, unit="q", file=sys.stderr, leave=False)
-        self.bar.update(done - self.bar.n)
-
-    def __exit__(self, *exc: object) -> None:
-        if self.bar is not None:
-            self.bar.close()
-
-
-def _summary(result: RunResult) -> str:
-    base, diag = result.baseline or {}, result.diagnostics
-    oracle = (diag.get("oracle") or {}).get("metrics") or {}
-    lines = [f"run {result.run_id}: {result.dataset['name']}/{result.dataset['split']}, "
-             f"{result.dataset['queries']} queries, top_k {result.top_k}, {result.seconds:.1f} s"]
-    for name, value in result.metrics.items():
-        others = [f"bm25 {base[name]:.4f}"] if name in base else []
-        others += [f"oracle filter {oracle[name]:.4f}"] if name in oracle else []
-        lines.append(f"  {name:<12} {value:.4f}" + (f"   ({', '.join(others)})" if others else ""))
-    lines.append(f"  filter applied {diag.get('filter_applied_rate')}, precision {diag.get('filter_precision')}, "
-                 f"harm {diag.get('filter_harm', {}).get('count')} (effective "
-                 f"{diag.get('filter_harm_effective', {}).get('count')}, widened {diag.get('filter_widened_rate')}), "
-                 f"changed the top {diag.get('filter_changed_within')} of {diag.get('filter_changed')}; "
-                 f"L0-only {diag.get('l0_only_fallback_rate')}; latency p50 {diag.get('latency_ms', {}).get('p50')} ms "
-                 f"p95 {diag.get('latency_ms', {}).get('p95')} ms")
-    lines.append(f"  oracle filter: {_headroom_note(result)}")
-    missing = result.dataset.get("relevant_not_in_kb")
-    if missing:
-        lines.append(f"  {missing} relevant path(s) not in the knowledge base, e.g. "
-                     f"{', '.join(result.dataset.get('relevant_not_in_kb_examples', []))}")
-    return "\n".join(lines)
-
-
-def _headroom_note(result: RunResult) -> str:
-    oracle = result.diagnostics.get("oracle") or {}
-    if "skipped" in oracle or not oracle:
-        return f"skipped, {oracle.get('skipped', 'not measured')}"
-    first = next(iter(oracle.get("headroom", {})), None)
-    headroom = f"headroom {first} {oracle['headroom'][first]:+.4f}; " if first else ""
-    return (f"{headroom}{oracle.get('queries_with_category')} queries filtered by the "
-            f"{oracle.get('category_rule')}, {oracle.get('queries_unfiltered')} unfiltered")

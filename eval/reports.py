@@ -18,10 +18,10 @@ from retrieval import iter_trace_rows as iter_rows
 from retrieval.export import Section, csv_safe, html_document, json_lines, markdown_document
 
 from .compare import Comparison
+from .defaults import FORMATS
 from .oracle import headroom_table
 from .runs import RunResult
 
-FORMATS = ("markdown", "html", "csv", "parquet", "jsonl", "json")
 ALIASES = {"md": "markdown", "htm": "html", "pq": "parquet"}
 TABLE_ROWS = 20
 TABLE_DIAGNOSTICS = ("oracle", "filter_by_domain", "filter_confusion")  # shown as tables, not as lines

@@ -38,6 +38,7 @@ from . import metrics as metric_lib
 from . import oracle as oracle_lib
 from .baseline import BM25Baseline
 from .datasets import Dataset
+from .defaults import DEFAULT_METRICS
 from .diagnostics import summarize
 from .scoring import baseline_rows, metric_means, oracle_diagnostics, query_row
 from .storage import (
@@ -57,7 +58,6 @@ __all__ = ["DEFAULT_METRICS", "RunResult", "delete_run", "list_runs", "load_run"
            "run_evaluation", "run_sweep"]
 
 
-DEFAULT_METRICS = ("ndcg@10", "recall@10", "recall@100", "mrr@10", "map@100", "hit@10", "p@10")
 BATCH_SIZE = 200
 SPOOL_AGE = 0.25  # seconds a recorded lookup waits in the run's buffer: the table stays within ~2 s of the run
 Progress = Callable[[int, int], None]

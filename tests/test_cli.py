@@ -134,3 +134,15 @@ def test_boolean_flags_say_what_they_turn_off():
     text = " ".join(done.stdout.split())
     assert "--no-l1 turn off: run L1 semantic retrieval" in text and "(on by default)" in text
     assert "(default: True)" not in text and "(default: False)" not in text
+
+
+@pytest.mark.parametrize(("package", "heavy"), [
+    ("eval", {"numpy", "pandas", "sklearn", "scipy", "duckdb", "tqdm"}),
+    ("retrieval", {"pandas", "sklearn", "scipy", "duckdb"}),
+])
+def test_help_imports_no_heavy_library(package, heavy):
+    """`python -m eval --help` and `python -m retrieval --help` answer without the numeric stack (issue 22: ≤ 1 s)."""
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", package, "--help"], capture_output=True,
+                          text=True, cwd=ROOT, check=True)
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    assert "usage:" in done.stdout and not heavy & imported, sorted(heavy & imported)
