@@ -46,6 +46,8 @@ def test_judgements_export_as_qrels_and_the_app_evaluates_them_as_the_cli_does(e
     at = ok(at.radio(key="ex_what").set_value("Judgements").run())
     at = ok(at.radio(key="ex_judgement_format").set_value("qrels TSV").run())
     assert at.get("download_button")[0].label == "Download qrels.tsv"
+    hint = " ".join(m.value for m in at.markdown)  # the CLI hint names this base and this trace file, no DIR
+    assert f"--kb {env['kb'].resolve()} --judgements {env['traces']}" in hint and "DIR" not in hint
     qrels = judgements.to_qrels_tsv(judgements.latest(TraceStore(env["traces"]))).splitlines()
     assert len(qrels) == 6  # header + 5 marks
     at = ok(at.switch_page("appui/pages/compare.py").run())

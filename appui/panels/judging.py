@@ -4,6 +4,7 @@ Export page's judgement downloads. Storage and formats live in eval.judgements."
 from __future__ import annotations
 
 import getpass
+import shlex
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -68,8 +69,9 @@ def export(ctx: state.AppContext) -> None:
     name, mime = EXPORTS[fmt]
     payload = judgements.to_queries_jsonl(frame) if fmt.startswith("queries") else judgements.to_qrels_tsv(frame)
     queries = frame["query"].nunique()
+    command = f"python -m eval run --kb {shlex.quote(ctx.kb_path)} --judgements {shlex.quote(ctx.traces_path)}"
     st.markdown(f"**{len(frame)} judgement(s)** on {queries} quer{'y' if queries == 1 else 'ies'} · evaluate them "
-                f"with `python -m eval run --kb DIR --judgements {ctx.traces_path}` or on the Compare page")
+                f"with `{command}` or on the Compare page")
     st.download_button(f"Download {name}", payload.encode(), file_name=name, mime=mime, key="ex_judgements_download",
                        type="primary", on_click="ignore")
     st.dataframe(frame, hide_index=True, key="ex_judgements_preview")
