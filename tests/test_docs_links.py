@@ -4,6 +4,8 @@ of it when the link names an anchor (GitHub's heading slugs)."""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -63,3 +65,15 @@ def test_slugs_follow_github():
         "how-l0s-hints-name-a-domain-and-when-the-filter-widens"
     assert _slug("`bench/run.py` at 100k chunks") == "benchrunpy-at-100k-chunks"
     assert _slug("L0 → L1") == "l0--l1"
+
+
+def test_the_mcp_python_client_snippet_runs_as_written():
+    """docs/mcp.md's Python client, run as written from the repository root against the sample base."""
+    pytest.importorskip("mcp", reason="the MCP snippet needs the mcp package ([mcp] or [dev] extra)")
+    text = (ROOT / "docs" / "mcp.md").read_text()
+    section = text[text.index("## A Python client"):text.index("## One complete exchange")]
+    snippet = re.search(r"```python\n(.*?)```", section, flags=re.S).group(1)
+    done = subprocess.run([sys.executable, "-c", snippet], capture_output=True, text=True, cwd=ROOT, timeout=180)
+    assert done.returncode == 0, done.stderr[-2000:]
+    first = done.stdout.splitlines()[0].split()
+    assert first[0].endswith(".md") and float(first[1]) > 0, done.stdout
