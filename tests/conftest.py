@@ -25,6 +25,7 @@ from tests.kb_fixture import write_kb  # noqa: E402
 pytest_plugins = [
     "tests.fixtures.app_fixtures",
     "tests.fixtures.browser_fixtures",
+    "tests.fixtures.eval_fixtures",
 ]
 
 SHARED_DATA = Path(os.environ.get("LOOKUP_KNOWLEDGE_SHARED_DATA",
