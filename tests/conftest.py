@@ -26,6 +26,7 @@ pytest_plugins = [
     "tests.fixtures.app_fixtures",
     "tests.fixtures.browser_fixtures",
     "tests.fixtures.eval_fixtures",
+    "tests.fixtures.hostile_fixtures",
 ]
 
 SHARED_DATA = Path(os.environ.get("LOOKUP_KNOWLEDGE_SHARED_DATA",
