@@ -27,6 +27,9 @@ pytest_plugins = [
     "tests.fixtures.browser_fixtures",
     "tests.fixtures.eval_fixtures",
     "tests.fixtures.hostile_fixtures",
+    "tests.fixtures.index_fixtures",
+    "tests.fixtures.mcp_fixtures",
+    "tests.fixtures.trace_fixtures",
 ]
 
 SHARED_DATA = Path(os.environ.get("LOOKUP_KNOWLEDGE_SHARED_DATA",
