@@ -1,4 +1,5 @@
-"""Shared fixtures: the tiny knowledge base, its index, and a trace store under tmp_path."""
+"""Shared fixtures: the tiny knowledge base, its index, and a trace store under tmp_path; the fixtures of each
+area of the suite come from the plugin modules in tests/fixtures/ (no test module defines a fixture)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,16 @@ os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [os.environ
 
 from retrieval import TraceStore, build_index, load_knowledge_base  # noqa: E402
 from tests.kb_fixture import write_kb  # noqa: E402
+
+pytest_plugins = [
+    "tests.fixtures.app_fixtures",
+    "tests.fixtures.browser_fixtures",
+    "tests.fixtures.eval_fixtures",
+    "tests.fixtures.hostile_fixtures",
+    "tests.fixtures.index_fixtures",
+    "tests.fixtures.mcp_fixtures",
+    "tests.fixtures.trace_fixtures",
+]
 
 SHARED_DATA = Path(os.environ.get("LOOKUP_KNOWLEDGE_SHARED_DATA",
                                   Path(__file__).resolve().parents[2] / "shared" / "data"))

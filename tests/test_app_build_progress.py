@@ -5,27 +5,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from streamlit.delta_generator import DeltaGenerator
 from streamlit.testing.v1 import AppTest
 
 from appui.widgets import build_bar as build_bar
 from retrieval.index import progress as bp
 from tests.app_helpers import APP, QUERIES, ok
 from tests.kb_fixture import write_kb
-
-
-@pytest.fixture
-def drawn(monkeypatch: pytest.MonkeyPatch) -> list[tuple[float, str]]:
-    """Every (value, text) the app's progress bars draw during a run (the bar is emptied when the build ends)."""
-    seen: list[tuple[float, str]] = []
-    original = DeltaGenerator.progress
-
-    def spy(self, value, text=None):
-        seen.append((float(value), str(text)))
-        return original(self, value, text=text)
-
-    monkeypatch.setattr(DeltaGenerator, "progress", spy)
-    return seen
 
 
 def test_index_build_bar_shows_each_stage_with_its_fraction_and_an_estimate(env, drawn):

@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from appui.panels import domain_view as domain_view
 from retrieval import TraceStore
-from tests.test_domains import WIDEN_KB
+from tests.index_helpers import WIDEN_KB
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 GOLDEN = Path(__file__).resolve().parent / "golden"

@@ -7,12 +7,7 @@ import pytest
 from tests.app_helpers import lookup, ok, page_text, run_app
 from tests.kb_fixture import write_kb
 
-
-@pytest.fixture(autouse=True)
-def env(tmp_path, monkeypatch):
-    """The tiny knowledge base and an empty trace file, as in test_app."""
-    monkeypatch.setenv("LOOKUP_KNOWLEDGE_KB", str(write_kb(tmp_path / "kb")))
-    monkeypatch.setenv("LOOKUP_KNOWLEDGE_TRACES", str(tmp_path / "traces.duckdb"))
+pytestmark = pytest.mark.usefixtures("env")  # the tiny knowledge base and an empty trace file (tests/conftest.py)
 
 
 def _has_result(at) -> bool:

@@ -2,33 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from appui.data import replay as replay
 from appui.widgets import state as state
 from eval import replays
-from retrieval import LookupConfig, TraceStore, lookup_knowledge
+from retrieval import LookupConfig, TraceStore
 from tests.app_helpers import APP, ok
-from tests.kb_fixture import write_kb
-
-QUERIES = ["rotate an API token", "download invoices", "agent offline firewall port", "silence an alert",
-           "escalation when nobody acknowledges"]
-
-
-@pytest.fixture
-def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, index) -> dict[str, Path]:
-    """The tiny base (the same files as the session index) and a trace file with 20 interactive lookups."""
-    monkeypatch.setenv("LOOKUP_KNOWLEDGE_KB", str(write_kb(tmp_path / "kb")))
-    traces = tmp_path / "traces.duckdb"
-    monkeypatch.setenv("LOOKUP_KNOWLEDGE_TRACES", str(traces))
-    calls = []
-    for i in range(20):
-        lookup_knowledge(QUERIES[i % len(QUERIES)], index=index, recorder=calls.append)
-    TraceStore(traces).record_many(calls)
-    return {"traces": traces}
 
 
 def _compare() -> AppTest:
@@ -36,7 +17,7 @@ def _compare() -> AppTest:
     return ok(at.switch_page("appui/pages/compare.py").run())
 
 
-def test_replay_20_interactive_lookups_under_b_shows_what_changed(env):
+def test_replay_20_interactive_lookups_under_b_shows_what_changed(env_with_lookups):
     at = _compare()
     at = ok(at.toggle(key="cmpb_l0_filter").set_value(False).run())
     at = ok(at.button(key="rp_start").click().run())
@@ -52,16 +33,17 @@ def test_replay_20_interactive_lookups_under_b_shows_what_changed(env):
     assert {"Recorded", "Replayed under B"} <= {s.value for s in at.subheader}
 
 
-def test_replay_is_saved_as_a_run(env):
+def test_replay_is_saved_as_a_run(env_with_lookups):
     at = ok(_compare().button(key="rp_start").click().run())
     run_id = at.session_state["rp_result"]["run_id"]
     assert run_id.startswith(replay.PREFIX)
-    rows = TraceStore(env["traces"]).query("SELECT query_id FROM tool_invocation WHERE run_id = ?", [run_id])
-    originals = TraceStore(env["traces"]).query("SELECT id FROM tool_invocation WHERE run_id IS NULL")
+    rows = TraceStore(env_with_lookups["traces"]).query("SELECT query_id FROM tool_invocation WHERE run_id = ?",
+                                                        [run_id])
+    originals = TraceStore(env_with_lookups["traces"]).query("SELECT id FROM tool_invocation WHERE run_id IS NULL")
     assert len(rows) == 20 and set(rows["query_id"]) == set(originals["id"])
 
 
-def test_saved_replay_is_an_eval_run_selected_in_the_run_pickers(env):
+def test_saved_replay_is_an_eval_run_selected_in_the_run_pickers(env_with_lookups):
     at = _compare()
     at = ok(at.toggle(key="cmpb_l0_filter").set_value(False).run())
     at = ok(at.button(key="rp_start").click().run())
@@ -73,11 +55,11 @@ def test_saved_replay_is_an_eval_run_selected_in_the_run_pickers(env):
     assert not deltas.empty and "ndcg@10" in set(deltas["metric"])
     assert any(f"compares it with `{recorded}`" in s.value for s in at.success)
     assert any(c.value.startswith("No query of this replay is labelled") for c in at.caption)
-    stored = TraceStore(env["traces"]).query("SELECT run_id, status FROM eval_run")
+    stored = TraceStore(env_with_lookups["traces"]).query("SELECT run_id, status FROM eval_run")
     assert set(stored["run_id"]) == {recorded, replayed} and set(stored["status"]) == {"complete"}
 
 
-def test_a_replay_runs_query_opens_the_recorded_call_beside_its_replay(env):
+def test_a_replay_runs_query_opens_the_recorded_call_beside_its_replay(env_with_lookups):
     at = ok(_compare().toggle(key="cmpb_l0_filter").set_value(False).run())
     at = ok(at.button(key="rp_start").click().run())
     recorded, replayed = at.session_state["rp_result"]["compare"]
@@ -87,7 +69,7 @@ def test_a_replay_runs_query_opens_the_recorded_call_beside_its_replay(env):
     assert not [w.value for w in at.warning if w.value.startswith("No stored lookup")]
 
 
-def test_replay_of_a_run_replays_that_runs_calls(env):
+def test_replay_of_a_run_replays_that_runs_calls(env_with_lookups):
     at = ok(_compare().button(key="rp_start").click().run())
     first = at.session_state["rp_result"]["run_id"]
     at = ok(at.radio(key="rp_source").set_value("A run's lookups").run())
@@ -110,7 +92,7 @@ def test_replay_diff_names_gained_and_lost_blocks():
         replay.recorded_calls(None, limit=0)  # type: ignore[arg-type]
 
 
-def test_configuration_is_grouped_and_b_differences_are_highlighted(env):
+def test_configuration_is_grouped_and_b_differences_are_highlighted(env_with_lookups):
     titles = [title for title, _ in state.grouped_fields()]
     assert titles[:3] == ["L0 and filter", "L1", "Evidence ordering"]
     grouped = {f.name for _, group in state.grouped_fields() for f in group}

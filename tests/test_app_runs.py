@@ -5,51 +5,14 @@ relevant documents marked side by side, and the sorted per-query delta chart."""
 from __future__ import annotations
 
 import json
-import shutil
-from pathlib import Path
 
 import pandas as pd
 import pytest
-from streamlit.testing.v1 import AppTest
 
 from appui.data import runs as runs_data
-from eval import datasets, runs
-from retrieval import LookupConfig, TraceStore
-from retrieval.traces.checkpoint import checkpoint
-from tests.app_helpers import APP, QUERIES, ok, select
-from tests.kb_fixture import write_kb
-
-
-@pytest.fixture(scope="module")
-def stored(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
-    """A trace file holding a two-run sweep on dataset `one` and a run on dataset `two` (another base)."""
-    root = tmp_path_factory.mktemp("runs")
-    paths = {}
-    for name in ("one", "two"):
-        folder = root / name
-        write_kb(folder / "kb")
-        if name == "two":
-            (folder / "kb" / "extra.md").write_text("---\ntitle: Extra\ncategory: Misc\n---\nOther words.\n")
-        (folder / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in QUERIES))
-        paths[name] = folder
-    store = TraceStore(root / "traces.duckdb")
-    sweep = runs.run_sweep(datasets.load_dataset(paths["one"]), {"l0_filter": ["true", "false"]}, store=store)
-    other = runs.run_evaluation(datasets.load_dataset(paths["two"]), LookupConfig(), store=store)
-    store.close()
-    assert checkpoint(root / "traces.duckdb")  # the rows leave DuckDB's log for the file the tests copy
-    return {"traces": root / "traces.duckdb", "sweep": [r.run_id for r in sweep], "other": other.run_id,
-            "one": paths["one"]}
-
-
-@pytest.fixture
-def app(stored, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AppTest:
-    traces = tmp_path / "traces.duckdb"
-    shutil.copy(stored["traces"], traces)
-    monkeypatch.setenv("LOOKUP_KNOWLEDGE_KB", str(write_kb(tmp_path / "kb")))
-    monkeypatch.setenv("LOOKUP_KNOWLEDGE_TRACES", str(traces))
-    at = AppTest.from_file(APP, default_timeout=60).run()
-    at = ok(at.switch_page("appui/pages/compare.py").run())
-    return at
+from eval import runs
+from retrieval import TraceStore
+from tests.app_helpers import ok, select
 
 
 def test_pickers_offer_only_runs_of_one_dataset_and_base(app, stored):

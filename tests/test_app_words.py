@@ -4,10 +4,8 @@ messages phrased for the page, chips that do not wrap."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from types import SimpleNamespace
 
-import pytest
 from streamlit.testing.v1 import AppTest
 
 from appui.panels import domain_view as domain_view
@@ -15,14 +13,6 @@ from appui.widgets import wording as wording
 from retrieval import LookupConfig, lookup_knowledge
 from retrieval.lookup.relevance import assess
 from tests.app_helpers import APP, ok
-from tests.kb_fixture import write_kb
-
-
-@pytest.fixture
-def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("LOOKUP_KNOWLEDGE_KB", str(write_kb(tmp_path / "kb")))
-    monkeypatch.setenv("LOOKUP_KNOWLEDGE_TRACES", str(tmp_path / "traces.duckdb"))
-    return tmp_path
 
 
 def test_l1_reasons_give_lexical_and_lsa_parts(index):
@@ -64,7 +54,7 @@ def test_caller_category_is_a_picker_of_the_bases_domains(env):
 def test_messages_are_phrased_for_the_page(env):
     at = AppTest.from_file(APP, default_timeout=60).run()
     at = at.radio(key="kb_source").set_value("Folder path").run()
-    at = at.text_input(key="kb_path").set_value(str(env / "nowhere")).run()
+    at = at.text_input(key="kb_path").set_value(str(env["root"] / "nowhere")).run()
     message = at.error[0].value
     assert "knowledge base not found" in message and "--" not in message and "Folder field" in message
     assert wording.for_page("pass --kb-root relative; or --known-item FIELD") == \

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from retrieval import LookupConfig, build_index, load_knowledge_base, lookup_knowledge
+from retrieval import LookupConfig, lookup_knowledge
 from retrieval.lookup.domains import Voter, vote_domains
 from retrieval.lookup.filters import FilterEffect, filter_effect, guard
 from retrieval.lookup.statuses import FilterStatus, check
@@ -82,26 +82,6 @@ def test_l0_match_coverage_is_the_share_of_query_idf_its_fields_hold(index):
     assert hints.matches[0].coverage == pytest.approx(1.0)
     partial = index.l0.match("silence for the night shift rota")
     assert 0 < partial.matches[0].coverage < 0.5
-
-
-WIDEN_KB = {
-    "guides/reset.md": "---\ntitle: Widget reset\n---\nReset the widget: hold the widget reset button, the widget "
-                       "reset light blinks, the widget reset completes. Widget reset done.\n",
-    "billing/reset.md": "---\ntitle: Widget reset\ncategory: Billing\n---\nCharges stay the same.\n",
-    "billing/plans.md": "---\ntitle: Plans\ncategory: Billing\n---\nPlans and prices.\n",
-    **{f"misc/page{i}.md": f"---\ntitle: Topic {word}\ncategory: Misc\n---\nAll about {word}.\n"
-       for i, word in enumerate(["dashboards", "tokens", "agents", "exports", "alerts"])},
-}
-
-
-@pytest.fixture
-def widen_index(tmp_path):
-    """An index of WIDEN_KB: "widget reset" matches billing's title whole, but a guide outside billing
-    answers it better."""
-    for source, text in WIDEN_KB.items():
-        (tmp_path / source).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / source).write_text(text, encoding="utf-8")
-    return build_index(load_knowledge_base(tmp_path), svd_dims=8)
 
 
 def test_weak_filtered_result_widens_and_says_so(widen_index):

@@ -2,30 +2,12 @@
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
-import pytest
 from rank_bm25 import BM25Okapi
 
 from eval.baseline import BM25Baseline
-from retrieval import load_knowledge_base
 from retrieval.text.analysis import tokenize
-
-DOCS = [
-    {"_id": "a", "title": "Vitamin D and bone density",
-     "text": "Vitamin D supplements increase bone density in adults."},
-    {"_id": "b", "title": "Statins", "text": "Statins lower cholesterol and reduce heart attacks."},
-    {"_id": "c", "title": "Sleep", "text": "Short sleep raises the risk of heart disease and obesity."},
-    {"_id": "d", "title": "Exercise", "text": "Exercise improves bone strength, sleep and heart health."},
-]
-
-
-@pytest.fixture
-def corpus(tmp_path):
-    path = tmp_path / "corpus.jsonl"
-    path.write_text("\n".join(json.dumps(d) for d in DOCS), encoding="utf-8")
-    return load_knowledge_base(path)
+from tests.eval_helpers import DOCS
 
 
 def test_baseline_scores_equal_rank_bm25(corpus):

@@ -4,55 +4,19 @@ filter precision and harm, the confusion table, and the eval_query migration. Ev
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from eval import cli, runs
 from eval.datasets import DatasetError, load_dataset, load_query_set
-from eval.diagnostics import query_diagnostics, summarize
+from eval.diagnostics import summarize
 from eval.reports import render
 from retrieval import LookupConfig, TraceStore
+from tests.headroom_helpers import PAGES, ROWS, write_kb, write_queries
 
 CONFIG = LookupConfig(svd_dims=8, l1_static_weight=0.0)  # the constructed ranking is lexical
 METRICS = ("mrr@10", "hit@1")
-# Two pages say the same thing in different categories; the billing page says it more often, so an
-# unfiltered lookup ranks it first, and only a filter on the true category (alerting) puts the answer first.
-PAGES = {
-    "billing/widget.md": ("Page one", "Billing", "Reset the widget. Reset the widget counter. Widget reset steps."),
-    "alerting/widget.md": ("Page two", "Alerting", "Reset the widget before the alert fires."),
-    "api/tokens.md": ("Tokens", "API", "Create and rotate API tokens with scopes."),
-    "security/sso.md": ("Single sign-on", "Security", "Connect SAML or OIDC for single sign-on."),
-    "news/release.md": ("Release notes", "News", "Version two resets the widget counter."),
-}
-ROWS = [
-    {"_id": "q1", "text": "reset the widget", "relevant": ["alerting/widget.md"], "category_of_first": "Alerting"},
-    {"_id": "q2", "text": "rotate api tokens", "relevant": ["api/tokens.md"], "category_of_first": ""},
-    {"_id": "q3", "text": "widget release notes", "relevant": ["news/release.md", "billing/widget.md"],
-     "categories": ["News", "Billing"]},
-    {"_id": "q4", "text": "SAML single sign-on", "relevant": ["security/sso.md"]},
-]
-
-
-def write_kb(root: Path, pages: dict = PAGES) -> Path:
-    for source, (title, category, body) in pages.items():
-        path = root / source
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(f"---\ntitle: {title}\ncategory: {category}\n---\n{body}\n", encoding="utf-8")
-    return root
-
-
-def write_queries(path: Path, rows: list[dict] = ROWS) -> Path:
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    return path
-
-
-@pytest.fixture
-def paths(tmp_path, monkeypatch):
-    monkeypatch.setenv("LOOKUP_KNOWLEDGE_CACHE", str(tmp_path / "index-cache"))
-    return {"kb": write_kb(tmp_path / "docs"), "queries": write_queries(tmp_path / "dev.jsonl"),
-            "traces": tmp_path / "traces.duckdb"}
 
 
 def _cli(args, capsys):
@@ -212,30 +176,6 @@ def test_cli_needs_exactly_one_of_dataset_and_kb(paths, capsys, command, extra, 
 
 
 # per-domain filter precision, harm and confusion ----------------------------------------------------
-
-DOMAINS = {"billing/invoices.md": ("billing",), "alerting/routing.md": ("alerting",), "misc/faq.md": ()}
-
-
-def _row(query_id, relevant, categories, decision="applied", category="billing", widened=None):
-    applied = {"category": category} if decision == "applied" else None
-    details = {"retrieval_layer": "L0+L1", "filter": {"decision": decision, "applied": applied},
-               "l1": {"status": "ok"}, "candidate_count": 2, "duplicates_merged": 0, "evidence_count": 2}
-    if widened is not None:
-        details["filter"]["widened"] = widened
-    row = query_diagnostics(details, {relevant: 1.0}, [], lambda s: DOMAINS.get(s, ()), 5.0)
-    return {"query_id": query_id, "categories": categories, **row}
-
-
-@pytest.fixture
-def frame():
-    return pd.DataFrame([
-        _row("q1", "billing/invoices.md", ["billing"]),                       # correct
-        _row("q2", "alerting/routing.md", ["alerting"], widened=True),        # wrong, harm, but widened
-        _row("q3", "misc/faq.md", []),                                         # wrong, harm
-        _row("q4", "alerting/routing.md", ["alerting"], category="Alerting"),  # correct
-        _row("q5", "alerting/routing.md", ["alerting"], decision="skipped_ambiguous"),
-    ])
-
 
 def test_widened_flag_is_read_from_the_filter_details_and_defaults_to_false(frame):
     assert frame["filter_widened"].tolist() == [False, True, False, False, False]

@@ -16,46 +16,12 @@ from eval.datasets import DatasetError, load_dataset
 from eval.reports import export, render
 from eval.storage import load_per_query
 from retrieval import LookupConfig, TraceStore
+from tests.eval_helpers import PAGES, QUERIES, write_dataset
 
-PAGES = {
-    "alerting/routing.md": ("Alert routing", "Alerting", "How alerts reach the right team.",
-                            "A route matches alerts by service label and sends them to a receiver. "
-                            "Escalation pages the next on-call engineer."),
-    "alerting/silences.md": ("Silencing alerts", "Alerting", "Mute notifications during planned work.",
-                             "Silence alerts during a maintenance window so nobody is woken up."),
-    "billing/invoices.md": ("Invoices and payment", "Billing", "Monthly invoices and card payments.",
-                            "Invoices are issued monthly. Pay by credit card through Stripe."),
-    "billing/plans.md": ("Plans and pricing", "Billing", "Free, team and enterprise plans compared.",
-                         "The enterprise plan adds single sign-on and a yearly invoice."),
-    "api/tokens.md": ("API tokens", "API", "Create, scope and rotate API tokens.",
-                      "Create a token with scopes. Rotate or revoke a token when it leaks."),
-    "api/rate-limits.md": ("Rate limits", "API", "Requests per minute and the 429 status.",
-                           "Too many requests return HTTP 429; retry after the Retry-After header."),
-    "security/sso.md": ("Single sign-on", "Security", "SAML and OIDC login.",
-                        "Connect an identity provider with SAML or OIDC for single sign-on login."),
-    "misc/faq.md": ("FAQ", "", "Questions <b>often</b> asked.", "Answers to common questions about the product."),
-}
-QUERIES = [
-    {"_id": "q1", "text": "how do I rotate an API token", "relevant": ["api/tokens.md"]},
-    {"_id": "q2", "text": "pay the invoice with a credit card", "relevant": ["billing/invoices.md"]},
-    {"_id": "q3", "text": "mute alerts <script>alert(1)</script> maintenance", "relevant": ["alerting/silences.md"]},
-    {"_id": "q4", "text": "too many requests 429", "relevant": ["api/rate-limits.md"]},
-    {"_id": "q5", "text": "SAML login identity provider", "relevant": ["security/sso.md"]},
-    {"_id": "q6", "text": "enterprise plan yearly invoice", "relevant": ["billing/plans.md", "billing/invoices.md"]},
-    {"_id": "q7", "text": "a question nobody labelled", "relevant": []},
-]
+pytestmark = pytest.mark.usefixtures("fresh_index_cache")  # every test builds its indexes anew
+
 CONFIG = LookupConfig(svd_dims=8)
 METRICS = ("ndcg@5", "recall@10", "mrr@5")
-
-
-def write_dataset(root: Path) -> Path:
-    for source, (title, category, description, body) in PAGES.items():
-        path = root / "kb" / source
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(f"---\ntitle: {title}\ncategory: {json.dumps(category)}\n"
-                        f"description: {json.dumps(description)}\n---\n{body}\n", encoding="utf-8")
-    (root / "queries.jsonl").write_text("\n".join(json.dumps(q) for q in QUERIES) + "\n", encoding="utf-8")
-    return root
 
 
 def write_beir(root: Path) -> Path:
@@ -71,29 +37,14 @@ def write_beir(root: Path) -> Path:
     return root
 
 
-@pytest.fixture(autouse=True)
-def _cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("LOOKUP_KNOWLEDGE_CACHE", str(tmp_path / "index-cache"))
-
-
-@pytest.fixture
-def dataset(tmp_path):
-    return load_dataset(write_dataset(tmp_path / "set"))
-
-
-@pytest.fixture
-def store(tmp_path):
-    return TraceStore(tmp_path / "traces.duckdb")
-
-
 # datasets -----------------------------------------------------------------------------------------
 
-def test_markdown_dataset_reads_labelled_queries_and_skips_unlabelled(dataset):
-    assert dataset.kind == "markdown" and dataset.split == "all"
-    assert [q.id for q in dataset.queries] == ["q1", "q2", "q3", "q4", "q5", "q6"]
-    assert dataset.queries[5].qrels == {"billing/plans.md": 1.0, "billing/invoices.md": 1.0}
-    assert Path(dataset.kb_path).name == "kb"
-    assert dataset.notes["unlabelled_skipped"] == 1
+def test_markdown_dataset_reads_labelled_queries_and_skips_unlabelled(eval_dataset):
+    assert eval_dataset.kind == "markdown" and eval_dataset.split == "all"
+    assert [q.id for q in eval_dataset.queries] == ["q1", "q2", "q3", "q4", "q5", "q6"]
+    assert eval_dataset.queries[5].qrels == {"billing/plans.md": 1.0, "billing/invoices.md": 1.0}
+    assert Path(eval_dataset.kb_path).name == "kb"
+    assert eval_dataset.notes["unlabelled_skipped"] == 1
 
 
 def test_beir_dataset_uses_the_only_split_or_the_named_one(tmp_path):
@@ -126,16 +77,16 @@ def test_missing_dataset_says_what_to_pass(tmp_path):
 
 # runs ---------------------------------------------------------------------------------------------
 
-def test_run_records_one_invocation_per_query_with_run_and_query_ids(dataset, store):
-    result = runs.run_evaluation(dataset, CONFIG, store=store, metrics=METRICS)
+def test_run_records_one_invocation_per_query_with_run_and_query_ids(eval_dataset, store):
+    result = runs.run_evaluation(eval_dataset, CONFIG, store=store, metrics=METRICS)
     rows = store.query("SELECT run_id, query_id, arguments FROM tool_invocation ORDER BY query_id")
     assert rows["run_id"].unique().tolist() == [result.run_id]
     assert rows["query_id"].tolist() == ["q1", "q2", "q3", "q4", "q5", "q6"]
     assert {json.loads(a)["top_k"] for a in rows["arguments"]} == {10}  # deepest cutoff: recall@10
 
 
-def test_run_stores_per_query_metrics_and_facts_in_duckdb(dataset, store):
-    result = runs.run_evaluation(dataset, CONFIG, store=store, metrics=METRICS)
+def test_run_stores_per_query_metrics_and_facts_in_duckdb(eval_dataset, store):
+    result = runs.run_evaluation(eval_dataset, CONFIG, store=store, metrics=METRICS)
     metric_rows = store.query("SELECT system, count(*) AS n FROM eval_query_metric WHERE run_id = ? "
                               "GROUP BY system ORDER BY system", [result.run_id])
     assert metric_rows.to_dict(orient="records") == [{"system": "bm25", "n": 18}, {"system": "lookup", "n": 18},
@@ -149,33 +100,33 @@ def test_run_stores_per_query_metrics_and_facts_in_duckdb(dataset, store):
     assert runs.list_runs(store)["run_id"].tolist() == [result.run_id]
 
 
-def test_explicit_top_k_limits_what_the_run_retrieves(dataset, store):
-    result = runs.run_evaluation(dataset, CONFIG, store=store, metrics=METRICS, top_k=1)
+def test_explicit_top_k_limits_what_the_run_retrieves(eval_dataset, store):
+    result = runs.run_evaluation(eval_dataset, CONFIG, store=store, metrics=METRICS, top_k=1)
     assert result.top_k == 1 and (result.per_query["evidence_count"] <= 1).all()
-    assert result.metrics["recall@10"] <= runs.run_evaluation(dataset, CONFIG, store=store,
-                                                               metrics=METRICS).metrics["recall@10"]
+    assert result.metrics["recall@10"] <= runs.run_evaluation(eval_dataset, CONFIG, store=store,
+                                                                    metrics=METRICS).metrics["recall@10"]
 
 
-def test_invocations_are_recorded_in_batches(dataset, store, monkeypatch):
+def test_invocations_are_recorded_in_batches(eval_dataset, store, monkeypatch):
     sizes = []
     original = store.record_many
     monkeypatch.setattr(store, "record_many", lambda batch: (sizes.append(len(batch)), original(batch)))
-    runs.run_evaluation(dataset, CONFIG, store=store, metrics=METRICS, batch_size=4)
+    runs.run_evaluation(eval_dataset, CONFIG, store=store, metrics=METRICS, batch_size=4)
     assert sizes == [4, 2]
 
 
-def test_progress_callback_sees_every_query(dataset, store):
+def test_progress_callback_sees_every_query(eval_dataset, store):
     seen = []
-    runs.run_evaluation(dataset, CONFIG, store=store, metrics=METRICS, progress=lambda d, t: seen.append((d, t)))
+    runs.run_evaluation(eval_dataset, CONFIG, store=store, metrics=METRICS, progress=lambda d, t: seen.append((d, t)))
     assert seen == [(i, 6) for i in range(1, 7)]
 
 
-def test_sweep_runs_the_grid_with_one_index_per_svd_dims(dataset, store, monkeypatch):
+def test_sweep_runs_the_grid_with_one_index_per_svd_dims(eval_dataset, store, monkeypatch):
     opened = []
     original = runs.open_dataset_index
     monkeypatch.setattr(runs, "open_dataset_index", lambda d, dims: (opened.append(dims), original(d, dims))[1])
     grid = {"svd_dims": [8, 4], "l0_filter": ["true", "false"], "l1_enabled": [True]}
-    results = runs.run_sweep(dataset, grid, store=store, metrics=METRICS)
+    results = runs.run_sweep(eval_dataset, grid, store=store, metrics=METRICS)
     assert sorted(opened) == [4, 8]
     assert [r.overrides for r in results] == [
         {"svd_dims": 8, "l0_filter": True, "l1_enabled": True}, {"svd_dims": 8, "l0_filter": False, "l1_enabled": True},
@@ -184,17 +135,17 @@ def test_sweep_runs_the_grid_with_one_index_per_svd_dims(dataset, store, monkeyp
     assert results[1].diagnostics["filter_decisions"] == {"disabled": 6}
 
 
-def test_sweep_rejects_an_unknown_setting_before_running(dataset, store):
+def test_sweep_rejects_an_unknown_setting_before_running(eval_dataset, store):
     with pytest.raises(ValueError, match="unknown setting"):
-        runs.run_sweep(dataset, {"l0_filtr": [True]}, store=store)
+        runs.run_sweep(eval_dataset, {"l0_filtr": [True]}, store=store)
     assert store.count() == 0
 
 
 # comparisons --------------------------------------------------------------------------------------
 
-def test_compare_gives_means_deltas_significance_and_losses_first(dataset, store):
-    a = runs.run_evaluation(dataset, CONFIG, store=store, metrics=METRICS)
-    b = runs.run_evaluation(dataset, CONFIG.with_overrides({"l1_enabled": False}), store=store, metrics=METRICS)
+def test_compare_gives_means_deltas_significance_and_losses_first(eval_dataset, store):
+    a = runs.run_evaluation(eval_dataset, CONFIG, store=store, metrics=METRICS)
+    b = runs.run_evaluation(eval_dataset, CONFIG.with_overrides({"l1_enabled": False}), store=store, metrics=METRICS)
     prefix = next(b.run_id[:n] for n in range(1, len(b.run_id)) if not a.run_id.startswith(b.run_id[:n]))
     assert prefix != b.run_id  # a true prefix, so the lookup by prefix is what is tested
     comparison = compare_runs(store, a.run_id, prefix)
@@ -211,9 +162,9 @@ def test_compare_gives_means_deltas_significance_and_losses_first(dataset, store
     assert json.loads(json.dumps(comparison.to_dict()))["primary_metric"] == "ndcg@5"
 
 
-def test_comparison_shows_per_side_whether_the_filter_changed_the_top_ten(dataset, store):
-    a = runs.run_evaluation(dataset, CONFIG, store=store, metrics=METRICS)
-    b = runs.run_evaluation(dataset, CONFIG.with_overrides({"l0_filter": False}), store=store, metrics=METRICS)
+def test_comparison_shows_per_side_whether_the_filter_changed_the_top_ten(eval_dataset, store):
+    a = runs.run_evaluation(eval_dataset, CONFIG, store=store, metrics=METRICS)
+    b = runs.run_evaluation(eval_dataset, CONFIG.with_overrides({"l0_filter": False}), store=store, metrics=METRICS)
     table = compare_runs(store, a.run_id, b.run_id).per_query.set_index("query_id")
     stored = load_per_query(store, a.run_id).set_index("query_id")["filter_changed"]
     applied = table["filter_decision_a"] == "applied"
@@ -241,8 +192,8 @@ def test_paired_t_test_is_scipys():
 
 # reports ------------------------------------------------------------------------------------------
 
-def test_reports_in_every_format(dataset, store, tmp_path):
-    run = runs.run_evaluation(dataset, CONFIG, store=store, metrics=METRICS)
+def test_reports_in_every_format(eval_dataset, store, tmp_path):
+    run = runs.run_evaluation(eval_dataset, CONFIG, store=store, metrics=METRICS)
     markdown = render(run, "markdown")
     assert markdown.startswith(f"# Evaluation run {run.run_id}") and "| ndcg@5 |" in markdown
     assert len(pd.read_csv(io.StringIO(render(run, "csv")))) == 6
@@ -254,17 +205,17 @@ def test_reports_in_every_format(dataset, store, tmp_path):
     assert export(run, "parquet", tmp_path / "out" / "run.parquet").stat().st_size > 0
 
 
-def test_html_report_is_self_contained_and_escaped(dataset, store):
-    run = runs.run_evaluation(dataset, CONFIG.with_overrides({"l1_enabled": False}), store=store, metrics=METRICS)
+def test_html_report_is_self_contained_and_escaped(eval_dataset, store):
+    run = runs.run_evaluation(eval_dataset, CONFIG.with_overrides({"l1_enabled": False}), store=store, metrics=METRICS)
     page = render(run, "html")
     assert page.startswith("<!DOCTYPE html>") and "<style>" in page
     assert "<script>" not in page and "src=" not in page
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page  # q3's text, in the lowest-scoring table
 
 
-def test_comparison_reports_and_unknown_format(dataset, store):
-    a = runs.run_evaluation(dataset, CONFIG, store=store, metrics=METRICS)
-    b = runs.run_evaluation(dataset, CONFIG.with_overrides({"l0_filter": False}), store=store, metrics=METRICS)
+def test_comparison_reports_and_unknown_format(eval_dataset, store):
+    a = runs.run_evaluation(eval_dataset, CONFIG, store=store, metrics=METRICS)
+    b = runs.run_evaluation(eval_dataset, CONFIG.with_overrides({"l0_filter": False}), store=store, metrics=METRICS)
     comparison = compare_runs(store, a.run_id, b.run_id)
     assert "p (randomisation)" in render(comparison, "markdown")
     assert "<script>" not in render(comparison, "html")

@@ -6,78 +6,33 @@ Skips with the reason when the shared folder is absent (a fresh clone); never co
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 
 from eval import cli
 from eval.compare import compare_runs
-from eval.datasets import load_dataset
-from eval.runs import run_evaluation
-from retrieval import LookupConfig, TraceStore
+from tests.conftest import shared_path
+from tests.eval_helpers import SHARED_SAMPLE
 
 pytestmark = pytest.mark.shared_data
-
-SHARED_DATA = Path(os.environ.get("LOOKUP_KNOWLEDGE_SHARED_DATA")
-                   or Path(__file__).resolve().parents[1].parent / "shared" / "data")
-SAMPLE = 60
-CONFIG = LookupConfig(svd_dims=64)  # a smaller LSA keeps the index builds of this module fast
-
-
-def _shared(*parts: str) -> Path:
-    path = SHARED_DATA.joinpath(*parts)
-    if not path.exists():
-        pytest.skip(f"shared data not found at {path} (set LOOKUP_KNOWLEDGE_SHARED_DATA to its folder)")
-    return path
-
-
-@pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory):
-    return tmp_path_factory.mktemp("eval-index-cache")
-
-
-@pytest.fixture(scope="module")
-def env(cache_dir, tmp_path_factory):
-    """The trace store of this module; indexes are cached in one folder for the whole module."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("LOOKUP_KNOWLEDGE_CACHE", str(cache_dir))
-        yield TraceStore(tmp_path_factory.mktemp("eval-shared") / "traces.duckdb")
-
-
-@pytest.fixture(scope="module")
-def scifact_runs(env):
-    dataset = load_dataset(_shared("scifact"), split="train").sample(SAMPLE)
-    default = run_evaluation(dataset, CONFIG, store=env)
-    no_l1 = run_evaluation(dataset, CONFIG.with_overrides({"l1_enabled": False}), store=env,
-                           overrides={"l1_enabled": False}, baseline=False)
-    return default, no_l1
-
-
-@pytest.fixture(scope="module")
-def hugo_runs(env):
-    dataset = load_dataset(_shared("hugo_docs"), known_item_field="description").sample(SAMPLE)
-    on = run_evaluation(dataset, CONFIG, store=env, metrics=("mrr@10", "hit@10"))
-    off = run_evaluation(dataset, CONFIG.with_overrides({"l0_filter": False}), store=env,
-                         metrics=("mrr@10", "hit@10"), baseline=False)
-    return dataset, on, off
 
 
 def test_scifact_run_reports_lookup_and_same_run_bm25_baseline(scifact_runs):
     default, _ = scifact_runs
-    assert default.dataset["queries"] == SAMPLE and default.top_k == 100
+    assert default.dataset["queries"] == SHARED_SAMPLE and default.top_k == 100
     assert set(default.baseline) == set(default.metrics)
     assert 0.3 < default.baseline["ndcg@10"] <= 1 and 0.2 < default.metrics["ndcg@10"] <= 1
     assert default.diagnostics["filter_applied_rate"] == 0.0  # SciFact has no per-document domain
     assert "no query has a category" in default.diagnostics["oracle"]["skipped"]  # so no oracle filter either
 
 
-def test_scifact_another_setting_gives_other_figures_and_a_comparison(scifact_runs, env):
+def test_scifact_another_setting_gives_other_figures_and_a_comparison(scifact_runs, shared_data_store):
     default, no_l1 = scifact_runs
     assert default.metrics != no_l1.metrics
-    assert no_l1.diagnostics["l1_status"] == {"disabled": SAMPLE}
-    comparison = compare_runs(env, default.run_id, no_l1.run_id, permutations=2000)
-    assert comparison.metrics["ndcg@10"]["n"] == SAMPLE
+    assert no_l1.diagnostics["l1_status"] == {"disabled": SHARED_SAMPLE}
+    comparison = compare_runs(shared_data_store, default.run_id, no_l1.run_id, permutations=2000)
+    assert comparison.metrics["ndcg@10"]["n"] == SHARED_SAMPLE
     assert comparison.metrics["ndcg@10"]["p_randomization"] <= 1
 
 
@@ -91,21 +46,22 @@ def test_hugo_known_item_measures_the_l0_filter_on_and_off(hugo_runs):
     assert 0.2 < on.metrics["mrr@10"] <= 1 and 0.2 < off.metrics["mrr@10"] <= 1
 
 
-def test_cli_run_on_scifact_prints_json_metrics(env, cache_dir, scifact_runs, capsys, monkeypatch):
+def test_cli_run_on_scifact_prints_json_metrics(shared_data_store, cache_dir, scifact_runs, capsys, monkeypatch):
     monkeypatch.setenv("LOOKUP_KNOWLEDGE_CACHE", str(cache_dir))  # the index the runs above built
-    root = _shared("scifact")
+    root = shared_path("scifact")
     code = cli.main(["run", "--dataset", str(root), "--split", "train", "--sample", "10", "--json",
-                     "--set", "svd_dims=64", "--no-progress", "--no-baseline", "--traces", str(env.path)])
+                     "--set", "svd_dims=64", "--no-progress", "--no-baseline", "--traces", str(shared_data_store.path)])
     assert code == 0 and '"ndcg@10"' in capsys.readouterr().out
 
 
-def test_cli_hugo_dev_set_reports_oracle_headroom_and_filter_by_domain(env, cache_dir, capsys, monkeypatch):
+def test_cli_hugo_dev_set_reports_oracle_headroom_and_filter_by_domain(shared_data_store, cache_dir, capsys,
+                                                                        monkeypatch):
     """The Hugo dev query file against content/en in place, with the non-documentation folders excluded."""
     monkeypatch.setenv("LOOKUP_KNOWLEDGE_CACHE", str(cache_dir))
-    kb, queries = _shared("hugo_docs", "content", "en"), _shared("hugo_docs", "dev_queries.jsonl")
+    kb, queries = shared_path("hugo_docs", "content", "en"), shared_path("hugo_docs", "dev_queries.jsonl")
     code = cli.main(["run", "--kb", str(kb), "--queries", str(queries), "--exclude",
                      "news,showcase,myshowcase,readfiles,maintenance", "--sample", "20", "--json",
-                     "--set", "svd_dims=64", "--no-progress", "--traces", str(env.path)])
+                     "--set", "svd_dims=64", "--no-progress", "--traces", str(shared_data_store.path)])
     result = json.loads(capsys.readouterr().out)
     assert code == 0 and result["dataset"]["queries"] == 20
     assert result["dataset"]["exclude_paths"] == ["maintenance", "myshowcase", "news", "readfiles", "showcase"]

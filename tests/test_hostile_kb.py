@@ -9,96 +9,13 @@ from __future__ import annotations
 import json
 import os
 import time
-from pathlib import Path
 
 import pytest
 
 from retrieval import KnowledgeBaseError, build_index, load_knowledge_base, lookup_knowledge
 from retrieval.kb.load import fingerprint, markdown_sources
 from retrieval.kb.markdown import FrontMatterError, split_front_matter
-
-SECRET = "OUTSIDE-SECRET-91c2"
-ALIAS_BOMB = ('a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n'
-              + "".join(f"{n}: &{n} [{','.join(['*' + p] * 9)}]\n" for p, n in zip("abcdefgh", "bcdefghi",
-                                                                                   strict=True)))
-VALID = {  # file -> its text: all of these are indexed
-    "valid.md": "---\ntitle: Valid page\ncategories: [ops]\n---\n# Valid\nRotate the keys monthly.\n",
-    "categories-list.md": "---\ntitle: Cat list\ncategories: [Billing, ' api ']\n---\nInvoices here.\n",
-    "categories-number.md": "---\ntitle: Cat number\ncategories: 42\n---\nNumbered category.\n",
-    "categories-null.md": "---\ntitle: Cat null\ncategories: null\n---\nNo category.\n",
-    "categories-mapping.md": "---\ntitle: Cat mapping\ncategories: {a: 1}\n---\nMapping category.\n",
-    "title-list.md": "---\ntitle: [Listed, title]\n---\nA title given as a list.\n",
-    "empty.md": "",
-    "only-front-matter.md": "---\ntitle: Only front matter\ndescription: Nothing below the fence.\n---\n",
-    "deep-headings.md": "# Top\n" + "".join(f"{'#' * (1 + n % 6)} H{n}\nText {n}.\n" for n in range(1, 600))
-                        + "####### seven hashes is text\n",
-    "with space.md": "# Spaced name\nA file name with spaces.\n",
-    "ünïcødé.md": "# Unicode name\nAccented file name.\n",
-    "-leading-dash.md": "# Dash\nA name starting with a dash.\n",
-    "hash#and?mark.md": "# Marks\nA name with # and ?.\n",
-    "new\nline.md": "# Newline\nA name with a newline.\n",
-    "dir.md/inside.md": "# Inside\nA file inside a folder named like Markdown.\n",
-}
-BYTES = {  # valid files whose bytes matter
-    "bom.md": "\ufeff---\ntitle: With BOM\n---\nByte order mark first.\n".encode(),
-    "crlf.md": b"---\r\ntitle: With CRLF\r\n---\r\n# Windows\r\nCarriage returns.\r\n",
-}
-BROKEN = {  # file -> a word its reason must hold
-    "invalid-yaml.md": ("---\ntitle: [unclosed\n---\nBody.\n", "invalid YAML"),
-    "unterminated.md": ("---\ntitle: Never closed\nBody.\n", "never closed"),
-    "front-matter-list.md": ("---\n- a\n- b\n---\nBody.\n", "mapping"),
-    "front-matter-scalar.md": ("---\njust a string\n---\nBody.\n", "mapping"),
-    "invalid-toml.md": ("+++\ntitle = \n+++\nBody.\n", "TOML"),
-    "alias-bomb.md": (f"---\n{ALIAS_BOMB}---\nBody.\n", "aliases"),
-    "huge-front-matter.md": ("---\n" + "k: v\n" * 20_000 + "---\nBody.\n", "limit"),
-}
-BROKEN_BYTES = {
-    "latin1.md": ("# Cafe\nline two\ncaf\xe9 au lait\n".encode("latin-1"), "not UTF-8"),
-    "binary.md": (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)), "binary"),
-}
-
-
-@pytest.fixture
-def hostile_kb(tmp_path: Path) -> Path:
-    root, outside = tmp_path / "kb", tmp_path / "outside"
-    outside.mkdir()
-    (outside / "secret.md").write_text(f"# Secret\n{SECRET}\n")
-    (outside / "folder").mkdir()
-    (outside / "folder" / "leak.md").write_text(f"# Leak\n{SECRET}\n")
-    for name, text in VALID.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(text, encoding="utf-8")
-    for name, raw in BYTES.items():
-        (root / name).write_bytes(raw)
-    for name, (text, _) in BROKEN.items():
-        (root / name).write_text(text, encoding="utf-8")
-    for name, (raw, _) in BROKEN_BYTES.items():
-        (root / name).write_bytes(raw)
-    with (root / "huge.md").open("wb") as handle:  # 30 MB of real text
-        handle.write(b"# Huge\n" + b"word " * (6 * 1024 * 1024))
-    os.mkfifo(root / "fifo.md")  # opening it for reading would block forever
-    os.symlink(outside / "secret.md", root / "passwd.md")
-    os.symlink(outside / "folder", root / "linked-folder")
-    os.symlink(root / "loop-a.md", root / "loop-b.md")
-    os.symlink(root / "loop-b.md", root / "loop-a.md")
-    os.symlink(root / "missing.md", root / "dangling.md")
-    os.symlink(root / "valid.md", root / "inside-link.md")  # stays inside the root: allowed
-    (root / os.fsdecode(b"bad-\xff-name.md")).write_text("# Bad name\nNot UTF-8.\n")
-    (root / "permission.md").write_text("# Permission\nNever readable.\n")
-    return root
-
-
-@pytest.fixture
-def denied(monkeypatch: pytest.MonkeyPatch):
-    """`os.open` raises PermissionError for permission.md (root reads any file whatever its mode)."""
-    real_open = os.open
-
-    def fake_open(path, flags, *args, **kwargs):
-        if str(path).endswith("permission.md"):
-            raise PermissionError(13, "Permission denied", str(path))
-        return real_open(path, flags, *args, **kwargs)
-
-    monkeypatch.setattr(os, "open", fake_open)
+from tests.hostile_helpers import ALIAS_BOMB, BROKEN, BROKEN_BYTES, BYTES, OUTSIDE_SECRET, VALID
 
 
 def _problems(kb) -> dict[str, str]:
@@ -127,7 +44,7 @@ def test_every_other_file_is_listed_with_its_reason(hostile_kb, denied):
 
 def test_nothing_from_outside_the_root_is_read(hostile_kb, denied):
     kb = load_knowledge_base(hostile_kb)
-    assert not any(SECRET in c.text for c in kb.chunks)
+    assert not any(OUTSIDE_SECRET in c.text for c in kb.chunks)
     assert "passwd.md" not in markdown_sources(hostile_kb)
 
 

@@ -13,9 +13,8 @@ import pytest
 from appui.data import sql_sandbox as sql_box
 from appui.data import traces as data
 from retrieval import TraceStore
-from retrieval.lookup.invocation import ToolInvocation
+from tests.hostile_helpers import HOST_SECRET
 
-SECRET = "HOST-SECRET-7f3a"
 FILE_READERS = ["read_text", "read_blob", "read_csv", "read_csv_auto", "read_json", "read_json_auto",
                 "read_json_objects", "read_json_objects_auto", "read_ndjson", "read_ndjson_auto",
                 "read_ndjson_objects", "read_parquet", "parquet_scan", "parquet_metadata", "parquet_schema",
@@ -99,20 +98,6 @@ HOSTILE = [
 ]
 
 
-@pytest.fixture(scope="module")
-def box(tmp_path_factory):
-    """A trace file with one row, a secret file beside it, and the trace file's checksum."""
-    folder = tmp_path_factory.mktemp("sqlbox")
-    secret = folder / "secret.csv"
-    secret.write_text(f"name,value\n{SECRET},1\n", encoding="utf-8")
-    trace = folder / "traces.duckdb"
-    store = TraceStore(trace)
-    store.record(ToolInvocation("lookup_knowledge", "rotate a token", {}, "ok", 1.0, {}, {"retrieval_layer": "L0"}))
-    tables = sql_box.snapshot(store.query)
-    return {"folder": folder, "secret": secret, "trace": trace, "tables": tables,
-            "checksum": hashlib.sha256(trace.read_bytes()).hexdigest(), "files": sorted(folder.rglob("*"))}
-
-
 def _fill(statement: str, box: dict) -> str:
     return statement.format(secret=box["secret"], dir=box["folder"], trace=box["trace"], home=Path.home())
 
@@ -131,7 +116,7 @@ def test_hostile_statement_returns_no_host_data_and_writes_nothing(box, statemen
         result = None
     if result is not None:  # a harmless statement (e.g. EXPLAIN of a refused read) may run, but shows nothing
         rendered = result.frame.to_csv()
-        assert SECRET not in rendered and "root:" not in rendered and "/root" not in rendered
+        assert HOST_SECRET not in rendered and "root:" not in rendered and "/root" not in rendered
     assert sorted(box["folder"].rglob("*")) == box["files"]
     assert hashlib.sha256(box["trace"].read_bytes()).hexdigest() == box["checksum"]
 
@@ -197,7 +182,7 @@ def test_time_limit_interrupts_a_runaway_query():
 
 
 def test_python_variables_are_not_visible_to_the_sandbox():
-    leaked = pd.DataFrame({"secret": [SECRET]})  # noqa: F841 - a replacement scan would find this frame
+    leaked = pd.DataFrame({"secret": [HOST_SECRET]})  # noqa: F841 - a replacement scan would find this frame
     with pytest.raises(duckdb.Error):
         sql_box.run({}, "SELECT * FROM leaked")
 

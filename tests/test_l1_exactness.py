@@ -5,31 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from retrieval.kb.model import Chunk
 from retrieval.l1 import search as l1_module
 from retrieval.l1.bounded import LsaHeads
 from retrieval.l1.search import L1Index
-
-CATEGORIES = ("ops", "billing", "security", "docs")
-
-
-@pytest.fixture(scope="module")
-def generated() -> tuple[L1Index, list[str]]:
-    """300 pages of 1-8 sections, words drawn from a Zipf-like vocabulary (shared words and rare ones)."""
-    rng = np.random.default_rng(5)
-    vocabulary = [f"w{i}" for i in range(1500)]
-    weights = 1.0 / np.arange(1, len(vocabulary) + 1) ** 0.9
-    weights /= weights.sum()
-    chunks = []
-    for page in range(300):
-        category = (CATEGORIES[page % len(CATEGORIES)],)
-        for position in range(int(rng.integers(1, 9))):
-            words = rng.choice(vocabulary, size=int(rng.integers(5, 40)), p=weights)
-            chunks.append(Chunk(f"p{page}.md", position, f"Page {page}", f"Page {page} > s{position}",
-                                " ".join(words), category))
-    queries = [" ".join(rng.choice(vocabulary[:400], size=int(rng.integers(1, 5)))) for _ in range(25)]
-    queries += ["w1499 w1498", "w3 w1200", "zzz unknown"]
-    return L1Index(chunks, svd_dims=48), queries
+from tests.index_helpers import CATEGORIES
 
 
 @pytest.mark.parametrize(("first_block", "least_pruned"), [(1, 50), (512, 1)])
@@ -134,15 +113,6 @@ def test_from_probe_answers_only_after_the_same_query_s_probe(generated):
                 full = index.search(query, filters={"category": category}, **kwargs)
                 assert quick.candidates == full.candidates and quick.rows_searched == full.rows_searched
     assert answered > 5
-
-
-@pytest.fixture(scope="module")
-def generated_static(generated) -> L1Index:
-    """The generated base with L1's static part (the packaged WordLlama model)."""
-    from retrieval.l1.embedder import WordLlamaEmbedder
-
-    index, _ = generated
-    return L1Index(index.chunks, svd_dims=48, embedder=WordLlamaEmbedder.load())
 
 
 def test_the_static_re_ranking_is_the_same_bounded_exact_and_read_off_the_probe(generated, generated_static):

@@ -1,6 +1,6 @@
 """The layout holds: retrieval's top level is its entry points, no module is over 300 lines, no import cycle
-(TYPE_CHECKING and function-level imports included), no underscore name imported from another module, and
-eval, appui, bench and the app use only the public API."""
+(TYPE_CHECKING and function-level imports included), no underscore name imported from another module,
+eval, appui, bench and the app use only the public API, and no test module defines a fixture."""
 
 from __future__ import annotations
 
@@ -59,6 +59,17 @@ def _edges() -> dict[str, set[str]]:
                 elif module in known:
                     targets.add(module)
     return graph
+
+
+def _fixtures(path: Path) -> list[str]:
+    """The functions of `path` decorated with pytest.fixture (bare, called, or imported as `fixture`)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            decorators = [d.func if isinstance(d, ast.Call) else d for d in node.decorator_list]
+            if any(ast.unparse(d) in ("pytest.fixture", "fixture") for d in decorators):
+                found.append(node.name)
+    return found
 
 
 def test_retrieval_top_level_holds_only_the_public_entry_points():
@@ -125,3 +136,9 @@ def test_every_subpackage_api_name_resolves():
         module = importlib.import_module(package)
         for name in getattr(module, "__all__", ()):
             assert getattr(module, name) is not None, f"{package}.{name}"
+
+
+def test_no_test_module_defines_a_fixture():
+    in_tests = {p.name: names for p in sorted((ROOT / "tests").glob("test_*.py")) if (names := _fixtures(p))}
+    assert not in_tests, f"move these fixtures to tests/conftest.py or a plugin in tests/fixtures/: {in_tests}"
+    assert any(_fixtures(p) for p in (ROOT / "tests" / "fixtures").glob("*.py"))  # the check does find fixtures

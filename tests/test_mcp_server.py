@@ -12,12 +12,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -25,61 +20,18 @@ pytest.importorskip("mcp")
 
 import jsonschema
 import mcp_types as types
-from anyio.from_thread import BlockingPortal, start_blocking_portal
 from mcp.client.session import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from retrieval import TraceStore
 from retrieval.agent.tool import tool_definition
 from retrieval.lookup.orchestrator import TOOL_NAME
+from tests.mcp_helpers import CLIENT_NAME, mcp_server
 
 ROOT = Path(__file__).resolve().parents[1]
-CLIENT_NAME = "pytest-mcp-client"
 SAMPLE_DOMAINS = ["alerting", "api", "billing", "dashboards", "getting started", "integrations", "security",
                   "troubleshooting"]
-
-
-@dataclass
-class Client:
-    """A synchronous handle on an MCP client session that runs in a blocking portal's event loop."""
-
-    portal: BlockingPortal
-    session: ClientSession
-    traces: Path
-
-    def run(self, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        return self.portal.call(partial(method, *args, **kwargs))
-
-    def lookup(self, **arguments: Any) -> types.CallToolResult:
-        return self.run(self.session.call_tool, TOOL_NAME, arguments)
-
-
-@contextmanager
-def mcp_server(folder: Path, *flags: str) -> Iterator[Client]:
-    """Start `python -m retrieval mcp` on the sample base over stdio; leaving closes stdin and it exits."""
-    traces = folder / "traces.duckdb"
-    params = StdioServerParameters(command=sys.executable, cwd=str(ROOT),
-                                   args=["-m", "retrieval", "mcp", "--traces", str(traces), *flags],
-                                   env={"LOOKUP_KNOWLEDGE_CACHE": str(folder.parent / "index-cache")})
-    info = types.Implementation(name=CLIENT_NAME, version="1.0")
-    with start_blocking_portal() as portal, portal.wrap_async_context_manager(stdio_client(params)) as streams, \
-            portal.wrap_async_context_manager(ClientSession(*streams, client_info=info)) as session:
-        portal.call(session.initialize)
-        yield Client(portal, session, traces)
-
-
-@pytest.fixture(scope="module")
-def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Client]:
-    with mcp_server(tmp_path_factory.mktemp("mcp")) as started:
-        yield started
-
-
-@pytest.fixture(scope="module")
-def tool(client: Client) -> types.Tool:
-    listed = client.run(client.session.list_tools).tools
-    return next(t for t in listed if t.name == TOOL_NAME)
 
 
 def test_1_lists_the_tool_with_its_input_and_output_schemas(tool):

@@ -3,29 +3,19 @@ calls stored as a run; scored against the run's labels or the trace file's judge
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
-from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from appui.data import replay as replay
 from appui.data import runs as runs_data
-from eval import compare, datasets, judgements, replays, runs, storage
+from eval import compare, judgements, replays, runs, storage
 from retrieval import LookupConfig, TraceStore, lookup_knowledge
-from tests.kb_fixture import write_kb
-from tests.test_app import QUERIES
+from tests.app_helpers import QUERIES
 
 CONFIG = LookupConfig(svd_dims=16)
 B = replace(CONFIG, l0_filter=False)
-
-
-@pytest.fixture
-def dataset(tmp_path: Path) -> datasets.Dataset:
-    write_kb(tmp_path / "data" / "kb")
-    (tmp_path / "data" / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in QUERIES))
-    return datasets.load_dataset(tmp_path / "data")
 
 
 def _replay(store: TraceStore, index, calls: pd.DataFrame, source_run: str | None) -> tuple[str, str]:
@@ -34,9 +24,9 @@ def _replay(store: TraceStore, index, calls: pd.DataFrame, source_run: str | Non
     return replays.save_replay_run(store, run_id, calls, index=index, config=B.to_dict(), source_run=source_run)
 
 
-def test_a_run_replay_is_a_run_of_the_same_dataset_paired_with_the_original(dataset, store):
-    original = runs.run_evaluation(dataset, CONFIG, store=store, baseline=False, oracle=False)
-    index = runs.open_dataset_index(dataset, CONFIG.svd_dims)
+def test_a_run_replay_is_a_run_of_the_same_dataset_paired_with_the_original(tiny_kb_dataset, store):
+    original = runs.run_evaluation(tiny_kb_dataset, CONFIG, store=store, baseline=False, oracle=False)
+    index = runs.open_dataset_index(tiny_kb_dataset, CONFIG.svd_dims)
     calls = replay.recorded_calls(store, run_id=original.run_id, limit=100)
     a, b = _replay(store, index, calls, original.run_id)
     assert a == original.run_id and b.startswith(replay.PREFIX)
@@ -50,9 +40,9 @@ def test_a_run_replay_is_a_run_of_the_same_dataset_paired_with_the_original(data
     assert table[a] == table[b]
 
 
-def test_a_run_replay_is_scored_against_the_runs_labels(dataset, store):
-    original = runs.run_evaluation(dataset, CONFIG, store=store, baseline=False, oracle=False)
-    index = runs.open_dataset_index(dataset, CONFIG.svd_dims)
+def test_a_run_replay_is_scored_against_the_runs_labels(tiny_kb_dataset, store):
+    original = runs.run_evaluation(tiny_kb_dataset, CONFIG, store=store, baseline=False, oracle=False)
+    index = runs.open_dataset_index(tiny_kb_dataset, CONFIG.svd_dims)
     calls = replay.recorded_calls(store, run_id=original.run_id, limit=100)
     run_id = replay.new_run_id()
     replay.replay(calls, index=index, config=CONFIG, store=store, run_id=run_id)  # same settings: same figures

@@ -7,55 +7,15 @@ measure the store, not Python's start-up.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import signal
 import statistics
 import time
 from pathlib import Path
 
-import pytest
-
-from appui.data import traces as data
-from retrieval import TraceStore, TraceStoreError, lookup_knowledge
+from retrieval import TraceStore, lookup_knowledge
 from retrieval.lookup.invocation import ToolInvocation
-
-FORK = multiprocessing.get_context("fork")
-WRITERS, LOOKUPS = 4, 500
-QUERIES = ("PagerDuty escalation", "silence alerts", "download invoices", "rotate an API token", "retention")
-READER_LOCK_TIMEOUT = 3.0  # as the app's Traces page (appui.widgets.state.LOCK_TIMEOUT)
-
-
-def _lookups(path: str, name: str, index, start: float) -> None:
-    """A writer process: LOOKUPS recorded lookups, then a clean close (flush)."""
-    while time.time() < start:
-        time.sleep(0.001)
-    with TraceStore(path, lock_timeout=60) as store:
-        for i in range(LOOKUPS):
-            lookup_knowledge(QUERIES[i % len(QUERIES)], index=index, recorder=store, query_id=f"{name}-{i}")
-
-
-@pytest.fixture(scope="module")
-def four_writers(tmp_path_factory, index):
-    """4 processes × 500 recorded lookups into one file while this process reads as the Traces page does."""
-    path = str(tmp_path_factory.mktemp("writers") / "shared.duckdb")
-    reader = TraceStore(path, lock_timeout=READER_LOCK_TIMEOUT)
-    start = time.time() + 0.5
-    procs = [FORK.Process(target=_lookups, args=(path, f"w{n}", index, start)) for n in range(WRITERS)]
-    for proc in procs:
-        proc.start()
-    outcomes, counts = [], []
-    while any(p.is_alive() for p in procs):
-        try:
-            counts.append(data.stamp(reader)[0])
-            data.filter_traces(reader, data.TraceFilters(text="silence"))
-            outcomes.append(True)
-        except TraceStoreError:
-            outcomes.append(False)
-        time.sleep(0.02)
-    for proc in procs:
-        proc.join(120)
-    return {"path": path, "exitcodes": [p.exitcode for p in procs], "outcomes": outcomes, "counts": counts}
+from tests.trace_helpers import FORK, LOOKUPS, WRITERS
 
 
 def test_four_processes_times_500_recorded_lookups_lose_nothing(four_writers):

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from eval import cli, runs
-from eval.datasets import load_dataset
 from eval.storage import IncompleteRunError
 from retrieval import LookupConfig, TraceStore
-from tests.test_eval_runs import METRICS, QUERIES, write_dataset
+from tests.eval_helpers import QUERIES, write_dataset
+from tests.test_eval_runs import METRICS
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = LookupConfig(svd_dims=8)
@@ -38,61 +38,51 @@ def _stopped_run(dataset, store, after: int) -> str:
     return run_id
 
 
-@pytest.fixture
-def dataset(tmp_path):
-    return load_dataset(write_dataset(tmp_path / "set"))
-
-
-@pytest.fixture
-def store(tmp_path):
-    return TraceStore(tmp_path / "traces.duckdb")
-
-
-def test_a_run_is_recorded_as_started_before_its_lookups(dataset, store):
+def test_a_run_is_recorded_as_started_before_its_lookups(eval_dataset, store):
     seen = []
 
     def progress(done: int, total: int) -> None:
         if done == 1:
             seen.append(runs.list_runs(store)[["run_id", "status"]].to_dict(orient="records"))
 
-    result = runs.run_evaluation(dataset, CONFIG, store=store, metrics=METRICS, progress=progress)
+    result = runs.run_evaluation(eval_dataset, CONFIG, store=store, metrics=METRICS, progress=progress)
     assert seen == [[{"run_id": result.run_id, "status": "running"}]]
     assert runs.list_runs(store)["status"].tolist() == ["complete"]
 
 
-def test_a_run_that_raises_is_marked_incomplete_and_keeps_its_spooled_lookups(dataset, store):
-    run_id = _stopped_run(dataset, store, after=3)
+def test_a_run_that_raises_is_marked_incomplete_and_keeps_its_spooled_lookups(eval_dataset, store):
+    run_id = _stopped_run(eval_dataset, store, after=3)
     listed = runs.list_runs(store)
     assert listed["status"].tolist() == ["incomplete"] and listed["lookups"].tolist() == [2]  # one batch of 2
     with pytest.raises(IncompleteRunError, match=f"run {run_id} is incomplete.*--resume {run_id}.*--delete"):
         runs.load_run(store, run_id)
 
 
-def test_an_incomplete_run_can_be_resumed_reusing_its_recorded_lookups(dataset, store):
-    run_id = _stopped_run(dataset, store, after=5)
+def test_an_incomplete_run_can_be_resumed_reusing_its_recorded_lookups(eval_dataset, store):
+    run_id = _stopped_run(eval_dataset, store, after=5)
     kept = set(store.query("SELECT id FROM tool_invocation WHERE run_id = ?", [run_id])["id"])
-    result = runs.run_evaluation(dataset, CONFIG, store=store, metrics=METRICS, resume=run_id[:12])
+    result = runs.run_evaluation(eval_dataset, CONFIG, store=store, metrics=METRICS, resume=run_id[:12])
     stored = store.query("SELECT id, query_id FROM tool_invocation WHERE run_id = ?", [run_id])
     assert result.run_id == run_id and runs.list_runs(store)["status"].tolist() == ["complete"]
     assert len(kept) == 4 and kept <= set(stored["id"])
     assert sorted(stored["query_id"]) == sorted(q["_id"] for q in QUERIES if q["relevant"])
     assert len(result.per_query) == len(stored) and set(result.per_query["invocation_id"]) == set(stored["id"])
-    fresh = runs.run_evaluation(dataset, CONFIG, store=store, metrics=METRICS)
+    fresh = runs.run_evaluation(eval_dataset, CONFIG, store=store, metrics=METRICS)
     assert result.metrics == fresh.metrics
 
 
-def test_resume_refuses_other_settings_and_complete_runs(dataset, store):
-    run_id = _stopped_run(dataset, store, after=3)
+def test_resume_refuses_other_settings_and_complete_runs(eval_dataset, store):
+    run_id = _stopped_run(eval_dataset, store, after=3)
     with pytest.raises(ValueError, match=f"run {run_id} was started .* other settings \\(l0_filter\\)"):
-        runs.run_evaluation(dataset, LookupConfig(svd_dims=8, l0_filter=False), store=store, metrics=METRICS,
-                            resume=run_id)
-    runs.run_evaluation(dataset, CONFIG, store=store, metrics=METRICS, resume=run_id)
+        runs.run_evaluation(eval_dataset, LookupConfig(svd_dims=8, l0_filter=False), store=store, metrics=METRICS,
+                                 resume=run_id)
+    runs.run_evaluation(eval_dataset, CONFIG, store=store, metrics=METRICS, resume=run_id)
     with pytest.raises(ValueError, match="is complete; only an incomplete run can be resumed"):
-        runs.run_evaluation(dataset, CONFIG, store=store, metrics=METRICS, resume=run_id)
+        runs.run_evaluation(eval_dataset, CONFIG, store=store, metrics=METRICS, resume=run_id)
 
 
-def test_an_incomplete_run_can_be_deleted_from_the_cli(dataset, store, capsys):
-    run_id = _stopped_run(dataset, store, after=3)
+def test_an_incomplete_run_can_be_deleted_from_the_cli(eval_dataset, store, capsys):
+    run_id = _stopped_run(eval_dataset, store, after=3)
     traces = str(store.path)
     assert cli.main(["runs", "--incomplete", "--traces", traces, "--json"]) == 0
     assert [r["run_id"] for r in json.loads(capsys.readouterr().out)] == [run_id]

@@ -128,7 +128,7 @@ def test_a_cli_lookup_on_a_broken_file_fails_in_one_line_and_keeps_its_row(tmp_p
 
 def test_an_mcp_call_reaches_the_table_within_two_seconds_while_the_server_runs(tmp_path):
     pytest.importorskip("mcp")
-    from tests.test_mcp_server import mcp_server
+    from tests.mcp_helpers import mcp_server
 
     with mcp_server(tmp_path) as server:
         watcher = Watcher(server.traces, "SELECT count(*) FROM tool_invocation")
