@@ -70,3 +70,15 @@ def headroom_table(metrics: Mapping[str, float], baseline: Mapping[str, float] |
              "oracle filter": (oracle.get("metrics") or {}).get(m), "headroom": (oracle.get("headroom") or {}).get(m)}
             for m, v in metrics.items()]
     return pd.DataFrame(rows, columns=["metric", "lookup", "bm25", "oracle filter", "headroom"])
+
+
+def negative_headroom_note(headroom: Mapping[str, float]) -> str | None:
+    """Why the oracle can score below the lookup, naming the metrics where it does (None when it does not): it
+    filters each question by its first relevant page's category, which hides relevant pages in the others."""
+    below = {metric: value for metric, value in headroom.items() if value < 0}
+    if not below:
+        return None
+    listed = ", ".join(f"{metric} {value:+.3f}" for metric, value in below.items())
+    return (f"Negative headroom ({listed}) is not a broken oracle: the oracle filters each question by the "
+            "category of its first relevant page, so relevant pages in other categories are hidden from it, "
+            "while the lookup, filtering less, still finds them.")

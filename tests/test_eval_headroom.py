@@ -254,3 +254,12 @@ def test_old_trace_file_gains_the_new_eval_query_column_and_keeps_its_runs(paths
     assert old["query"].tolist() == ["old query"] and pd.isna(old["filter_widened"][0])
     assert new.per_query["filter_widened"].tolist() == [False] * len(dataset.queries)
     assert TraceStore(paths["traces"]).query("DESCRIBE eval_query")["column_name"].tolist() == columns  # once
+
+
+def test_negative_headroom_is_explained_with_the_metrics_where_the_oracle_is_below():
+    from eval.oracle import negative_headroom_note
+
+    note = negative_headroom_note({"ndcg@10": 0.02, "recall@100": -0.05})
+    assert note is not None and "recall@100 -0.050" in note and "ndcg@10" not in note
+    assert "relevant pages in other categories" in note
+    assert negative_headroom_note({"ndcg@10": 0.02, "mrr@10": 0.0}) is None

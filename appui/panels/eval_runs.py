@@ -108,6 +108,9 @@ def _headroom(ctx: state.AppContext, runs: pd.DataFrame) -> None:
     elif oracle:
         st.caption(f"{oracle['queries_with_category']} queries filtered by the {oracle['category_rule']}, "
                    f"{oracle['queries_unfiltered']} unfiltered")
+        note = eval_oracle.negative_headroom_note(oracle.get("headroom") or {})
+        if note:
+            st.info(note)
     by_domain = run.diagnostics.get("filter_by_domain") or {}
     if by_domain:
         st.markdown("**L0 filter by applied category** (precision = correct / applied; harm = a relevant page "
