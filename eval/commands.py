@@ -16,7 +16,7 @@ from retrieval.config import parse_assignments
 from retrieval.paths import default_traces
 
 from .compare import compare_runs
-from .datasets import Dataset, load_dataset, load_query_set
+from .datasets import Dataset, load_dataset, load_query_set, skipped_note
 from .metrics import parse_metrics
 from .reports import export, render
 from .runs import RunResult, delete_run, list_runs, load_run, run_evaluation, run_sweep
@@ -149,6 +149,9 @@ def _summary(result: RunResult) -> str:
                  f"L0-only {diag.get('l0_only_fallback_rate')}; latency p50 {diag.get('latency_ms', {}).get('p50')} ms "
                  f"p95 {diag.get('latency_ms', {}).get('p95')} ms")
     lines.append(f"  oracle filter: {_headroom_note(result)}")
+    skipped = skipped_note(result.dataset)
+    if skipped:
+        lines.append(f"  {skipped}")
     missing = result.dataset.get("relevant_not_in_kb")
     if missing:
         lines.append(f"  {missing} relevant path(s) not in the knowledge base, e.g. "

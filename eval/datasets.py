@@ -188,7 +188,10 @@ def _load_markdown(root: Path, queries_path: Path, kb: Path, split: str | None,
         sources = markdown_sources(kb, exclude_paths=prefixes)
     except KnowledgeBaseError as exc:
         raise DatasetError(str(exc)) from None
+    kept = {q.id for q in queries}
+    skipped = [str(r.get("_id")) for r in rows if str(r.get("_id")) not in kept]
     notes = {"queries_file": str(queries_path), "unlabelled_skipped": len(rows) - len(queries),
+             "unlabelled_examples": skipped[:MISSING_EXAMPLES],
              **missing_relevant(queries, sources)}
     return Dataset(root.name, "markdown", str(root), str(kb), split or ALL, tuple(queries), notes=notes,
                    exclude_paths=prefixes)
@@ -261,3 +264,15 @@ def _read_jsonl(path: Path) -> list[dict[str, Any]]:
             except json.JSONDecodeError as exc:
                 raise DatasetError(f"{path}:{number}: bad JSON ({exc.msg})") from None
     return rows
+
+
+def skipped_note(info: Mapping[str, Any]) -> str | None:
+    """The questions a run does not score, in words (a question with no relevant page, or no text, has no
+    metric: an unanswerable question cannot be scored by rank), or None when every question counts."""
+    count = info.get("unlabelled_skipped") or info.get("unlabelled_or_missing_queries") or 0
+    if not count:
+        return None
+    examples = info.get("unlabelled_examples") or []
+    named = f" ({', '.join(examples)}{', …' if count > len(examples) else ''})" if examples else ""
+    return (f"{count} question(s) of the file are not scored{named}: they name no relevant page (unanswerable "
+            "questions), and a rank metric needs one")

@@ -4,6 +4,9 @@ filter precision and harm, the confusion table, and the eval_query migration. Ev
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -14,6 +17,8 @@ from eval.diagnostics import summarize
 from eval.reports import render
 from retrieval import LookupConfig, TraceStore
 from tests.headroom_helpers import PAGES, ROWS, write_kb, write_queries
+
+ROOT = Path(__file__).resolve().parents[1]
 
 CONFIG = LookupConfig(svd_dims=8, l1_static_weight=0.0)  # the constructed ranking is lexical
 METRICS = ("mrr@10", "hit@1")
@@ -263,3 +268,12 @@ def test_negative_headroom_is_explained_with_the_metrics_where_the_oracle_is_bel
     assert note is not None and "recall@100 -0.050" in note and "ndcg@10" not in note
     assert "relevant pages in other categories" in note
     assert negative_headroom_note({"ndcg@10": 0.02, "mrr@10": 0.0}) is None
+
+
+def test_unanswerable_questions_are_named_not_dropped_silently(tmp_path):
+    """data/queries.jsonl has 71 questions; 4 name no relevant page: the run says it scores 67 and why."""
+    traces = tmp_path / "t.duckdb"
+    out = subprocess.run([sys.executable, "-m", "eval", "run", "--dataset", str(ROOT / "data"), "--traces",
+                          str(traces), "--no-oracle", "--no-baseline", "--no-progress"], capture_output=True,
+                         text=True, cwd=ROOT, check=True).stdout
+    assert "67 queries" in out and "4 question(s) of the file are not scored (q068" in out and "unanswerable" in out

@@ -117,6 +117,9 @@ def _headroom(ctx: state.AppContext, runs: pd.DataFrame) -> None:
                     "outside it)")
         st.dataframe(pd.DataFrame([{"category": d, **v} for d, v in by_domain.items()]), hide_index=True,
                      key="eval_filter_domains")
+    skipped = eval_datasets.skipped_note(run.dataset)
+    if skipped:
+        st.caption(skipped[0].upper() + skipped[1:] + ".")
     missing = run.dataset.get("relevant_not_in_kb")
     if missing:
         st.warning(f"{missing} relevant path(s) are not in the knowledge base (e.g. "
