@@ -134,3 +134,18 @@ def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
 
 def _round(value: float) -> float:
     return round(float(value), 6)
+
+
+SIGNIFICANCE = 0.05  # p below this reads "significant"
+
+
+def significance_words(p: float | None, delta: float | None) -> str:
+    """The one significance figure of a comparison, in words, wherever it is shown (the app, reports):
+    the two-sided paired randomisation test's p, e.g. 'B better, significant (p = 0.003)', 'no difference'."""
+    if p is None or delta is None or pd.isna(p):
+        return "not measured"
+    if abs(delta) <= 1e-12:
+        return "no difference"
+    side = "B better" if delta > 0 else "B worse"
+    verdict = "significant" if p < SIGNIFICANCE else "not significant"
+    return f"{side}, {verdict} (p = {p:.3g})"

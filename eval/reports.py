@@ -17,7 +17,7 @@ from retrieval import TraceStore
 from retrieval import iter_trace_rows as iter_rows
 from retrieval.export import Section, csv_safe, html_document, json_lines, markdown_document
 
-from .compare import Comparison
+from .compare import Comparison, significance_words
 from .defaults import FORMATS
 from .oracle import headroom_table
 from .runs import RunResult
@@ -142,10 +142,10 @@ def _comparison_sections(comparison: Comparison) -> list[Section]:
     head = (f"A: {comparison.run_a} ({comparison.datasets[0]})", f"B: {comparison.run_b} ({comparison.datasets[1]})",
             f"paired queries: {len(comparison.per_query)}; unpaired: {json.dumps(comparison.unpaired)}",
             f"settings A -> B: {json.dumps(comparison.config_diff) if comparison.config_diff else 'identical'}",
-            "delta = B - A; p: two-sided paired randomisation test and paired t-test")
+            "delta = B - A; significance: the two-sided paired randomisation test, as on the app's Compare page")
     rows = [{"metric": m, "A": s["mean_a"], "B": s["mean_b"], "delta": s["delta"],
              "wins/ties/losses": f"{s['wins']}/{s['ties']}/{s['losses']}",
-             "p (randomisation)": s["p_randomization"], "p (t-test)": s["p_ttest"]}
+             "significance": significance_words(s["p_randomization"], s["delta"])}
             for m, s in comparison.metrics.items()]
     m = comparison.primary_metric
     keep = ["query_id", "query", f"{m}_a", f"{m}_b", f"{m}_delta", "first_relevant_rank_a", "first_relevant_rank_b",

@@ -11,6 +11,7 @@ import pytest
 
 from appui.data import runs as runs_data
 from eval import runs
+from eval.compare import significance_words
 from retrieval import TraceStore
 from tests.app_helpers import ok, select
 
@@ -55,9 +56,9 @@ def test_each_run_shows_a_metrics_card_with_the_oracle_headroom(app):
 def test_deltas_are_coloured_and_say_significance_in_words(app):
     deltas = next(d.value for d in app.dataframe if "significance" in d.value.columns)
     assert all(s.startswith(("B better", "B worse", "no difference")) for s in deltas["significance"])
-    assert runs_data.significance_words(0.003, 0.2) == "B better, significant (p = 0.003)"
-    assert runs_data.significance_words(0.4, -0.1) == "B worse, not significant (p = 0.4)"
-    assert runs_data.significance_words(1.0, 0.0) == "no difference"
+    assert significance_words(0.003, 0.2) == "B better, significant (p = 0.003)"
+    assert significance_words(0.4, -0.1) == "B worse, not significant (p = 0.4)"
+    assert significance_words(1.0, 0.0) == "no difference"
     assert "1a7f37" in runs_data.colour_delta(0.1) and "cf222e" in runs_data.colour_delta(-0.1)
     assert runs_data.colour_delta(0.0) == ""
 

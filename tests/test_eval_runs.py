@@ -11,7 +11,7 @@ import pytest
 from scipy import stats
 
 from eval import cli, runs
-from eval.compare import compare_runs, paired_statistics, paired_ttest, randomization_test
+from eval.compare import compare_runs, paired_statistics, paired_ttest, randomization_test, significance_words
 from eval.datasets import DatasetError, load_dataset
 from eval.reports import export, render
 from eval.storage import load_per_query
@@ -217,7 +217,9 @@ def test_comparison_reports_and_unknown_format(eval_dataset, store):
     a = runs.run_evaluation(eval_dataset, CONFIG, store=store, metrics=METRICS)
     b = runs.run_evaluation(eval_dataset, CONFIG.with_overrides({"l0_filter": False}), store=store, metrics=METRICS)
     comparison = compare_runs(store, a.run_id, b.run_id)
-    assert "p (randomisation)" in render(comparison, "markdown")
+    markdown = render(comparison, "markdown")  # one significance figure, in the app's words, no t-test
+    words = {significance_words(m["p_randomization"], m["delta"]) for m in comparison.metrics.values()}
+    assert "| significance |" in markdown and all(w in markdown for w in words) and "t-test" not in markdown
     assert "<script>" not in render(comparison, "html")
     assert len(render(comparison, "jsonl", store=store).splitlines()) == 12
     with pytest.raises(ValueError, match="known formats: markdown, html"):
@@ -245,7 +247,7 @@ def test_cli_run_prints_metrics_and_compare_prints_significance(tmp_path, capsys
     second = json.loads(out)
     assert code == 0 and second["overrides"] == {"l1_enabled": False}
     code, out, _ = _cli(["compare", first["run_id"], second["run_id"], "--traces", traces], capsys)
-    assert code == 0 and "p (t-test)" in out and "Largest per-query losses" in out
+    assert code == 0 and "randomisation test" in out and "t-test" not in out and "Largest per-query losses" in out
     code, out, _ = _cli(["report", second["run_id"], "--format", "html", "--output", tmp_path / "r.html",
                          "--traces", traces], capsys)
     assert code == 0 and (tmp_path / "r.html").read_text(encoding="utf-8").startswith("<!DOCTYPE html>")

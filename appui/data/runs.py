@@ -13,7 +13,6 @@ import pandas as pd
 
 from retrieval import TraceStore
 
-SIGNIFICANCE = 0.05
 LEAD = ["query", "rank A → B", "Δ", "filter A", "filter B", "true category"]
 UNKNOWN_BASE = "base not recorded"
 
@@ -69,19 +68,10 @@ def resolve_run(table: pd.DataFrame, text: str) -> str:
     raise IncomparableRunsError(f"no stored run has the id {text!r}; the stored runs are listed above")
 
 
-def significance_words(p: float | None, delta: float | None) -> str:
-    """'B better, significant (p = 0.003)', 'no difference', … for the deltas table."""
-    if p is None or delta is None or pd.isna(p):
-        return "not measured"
-    if abs(delta) <= 1e-12:
-        return "no difference"
-    side = "B better" if delta > 0 else "B worse"
-    verdict = "significant" if p < SIGNIFICANCE else "not significant"
-    return f"{side}, {verdict} (p = {p:.3g})"
-
-
 def deltas_table(metrics: dict[str, dict[str, Any]]) -> pd.DataFrame:
     """One row per metric: A, B, Δ, wins/ties/losses and significance in words."""
+    from eval.compare import significance_words  # the comparison's one significance figure, worded as in reports
+
     rows = [{"metric": name, "A": m["mean_a"], "B": m["mean_b"], "Δ (B − A)": m["delta"],
              "wins / ties / losses": f"{m['wins']} / {m['ties']} / {m['losses']}",
              "significance": significance_words(m.get("p_randomization"), m["delta"])}

@@ -111,6 +111,8 @@ def pickers(table: pd.DataFrame) -> tuple[str, str] | None:
 
 
 def render(ctx: state.AppContext, table: pd.DataFrame) -> None:
+    from eval.compare import SIGNIFICANCE
+
     picked = pickers(table)
     if picked is None:
         return
@@ -121,7 +123,7 @@ def render(ctx: state.AppContext, table: pd.DataFrame) -> None:
     if comparison is None:
         return
     st.markdown(f"**Metric deltas (B − A)** on {len(comparison.per_query)} paired queries; significance from a "
-                f"paired randomisation test at p < {runs_data.SIGNIFICANCE}")
+                f"paired randomisation test at p < {SIGNIFICANCE}")
     deltas = runs_data.deltas_table(comparison.metrics)
     st.dataframe(deltas.style.map(runs_data.colour_delta, subset=["Δ (B − A)"]).format(precision=4),
                  hide_index=True, key="eval_metrics")
