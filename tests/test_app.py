@@ -30,6 +30,9 @@ def test_lookup_shows_hints_filter_decision_counts_and_evidence(env):
     at = lookup(ok(run_app()), "download invoices")
     text = page_text(at)
     assert "Matched titles" in text and "Invoices and payment" in text  # L0 hints
+    # each domain list says where it comes from: L0's own matches, or the vote over the evidence
+    assert "Domains of L0's matches  \n`billing`" in text and "Domains the vote carried  \n`billing`" in text
+    assert "domains the vote carried `billing`" in text and "L0 domains" not in text
     assert "**Filter decision:** `applied`" in text and '{"category": "billing"}' in text  # exact L1 filter
     assert "L1 status:** :green-badge[ok]" in text
     counts = {m.label: int(m.value) for m in at.metric}

@@ -31,9 +31,11 @@ def chips(values: Sequence[Any]) -> str:
 def hints(details: Mapping[str, Any]) -> None:
     l0 = details.get("l0") or {}
     st.markdown(f"**L0 hints** · {l0.get('match_count', 0)} match(es)")
-    columns = st.columns(4)
+    columns = st.columns(5)  # each domain list labelled by where it comes from: L0's matches, or the vote
     for column, (label, name) in zip(columns, (("Matched titles", "matched_titles"),
-                                               ("Keywords", "matched_keywords"), ("Domains carried", "domains"),
+                                               ("Keywords", "matched_keywords"),
+                                               ("Domains of L0's matches", "match_domains"),
+                                               ("Domains the vote carried", "domains"),
                                                ("Entities", "entities")), strict=True):
         column.markdown(f"{label}  \n{chips(l0.get(name) or [])}")
 
@@ -43,7 +45,7 @@ def filter_and_l1(details: Mapping[str, Any], *, key: str = "lookup") -> None:
     decision, l1 = details.get("filter") or {}, details.get("l1") or {}
     left, right = st.columns(2)
     with left:
-        st.markdown(f"**Filter decision:** `{decision.get('decision')}` · L0 domains "
+        st.markdown(f"**Filter decision:** `{decision.get('decision')}` · domains the vote carried "
                     f"{chips(decision.get('l0_domains') or [])}")
         st.markdown(domain_view.filter_sent(decision, l1))
         domain_view.why_domain(details, key=f"{key}_domain_evidence")
@@ -147,7 +149,8 @@ def compact_details(details: Mapping[str, Any], *, title: str, relevant: Collect
                 f"{badge(str(l1.get('status')), L1_COLOURS)} · filter `{decision.get('decision')}` "
                 f"→ `{json.dumps(decision.get('applied'))}`")
     domain_view.why_domain_compact(details)
-    st.caption(f"L0 domains {chips(l0.get('domains') or [])} · titles {chips(l0.get('matched_titles') or [])}")
+    st.caption(f"domains of L0's matches {chips(l0.get('match_domains') or [])} · domains the vote carried "
+               f"{chips(l0.get('domains') or [])} · titles {chips(l0.get('matched_titles') or [])}")
     st.caption(f"L0 {l0.get('match_count', 0)} · L1 {l1.get('candidate_count', 0)} · candidates "
                f"{details.get('candidate_count', 0)} · blocks {details.get('evidence_count', 0)} · merged "
                f"{details.get('duplicates_merged', 0)}")
