@@ -113,3 +113,19 @@ def test_a_run_query_links_to_its_trace_and_back(env):
     assert at.selectbox(key="eval_run_view").value == run_id
     assert run_id in (at.selectbox(key="eval_run_a").value, at.selectbox(key="eval_run_b").value)
     assert any(f"“{query}”" in m.value and m.value.startswith("#### Query") for m in at.markdown)
+
+
+def test_the_traces_page_opens_on_interactive_calls_not_a_sweeps_rows(env):
+    """A sweep records a lookup per question and setting; the analyst's own call stays on the first screen."""
+    dataset = env["root"] / "dataset"
+    write_kb(dataset / "kb")
+    (dataset / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in QUERIES))
+    store = TraceStore(env["traces"])
+    runs.run_sweep(datasets.load_dataset(dataset), {"l0_filter": ["true", "false"]}, store=store,
+                   base_config=LookupConfig(), baseline=False, oracle=False)
+    at = lookup(run_app(), "agent offline firewall port")
+    at = ok(at.switch_page("appui/pages/traces.py").run())
+    assert at.selectbox(key="tr_run").value == "(interactive lookups)"
+    assert at.dataframe(key="tr_table").value["query"].tolist() == ["agent offline firewall port"]
+    at = ok(at.selectbox(key="tr_run").set_value("(all)").run())
+    assert len(at.dataframe(key="tr_table").value) == 1 + 2 * len(QUERIES)

@@ -24,7 +24,9 @@ def _filters(store: TraceStore) -> data.TraceFilters:
     options = data.distinct_values(store)
     c1, c2, c3 = st.columns(3)
     time_range = c1.selectbox("Time range", list(data.TIME_RANGES), key="tr_time", persist_state="session")
-    run = c2.selectbox("Run", [data.ANY, data.NO_RUN, *options["run_id"]], key="tr_run", persist_state="session")
+    # interactive calls first: a sweep's hundreds of rows would otherwise bury the analyst's own lookups
+    run = c2.selectbox("Run", [data.NO_RUN, data.ANY, *options["run_id"]], key="tr_run", persist_state="session",
+                       help="Evaluation runs record every lookup; pick (all) or a run to see them")
     text = c3.text_input("Query contains", key="tr_search", persist_state="session")
     c4, c5, c6 = st.columns(3)
     layers = c4.multiselect("Layer", options["retrieval_layer"], key="tr_layer", persist_state="session")
