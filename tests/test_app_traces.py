@@ -93,12 +93,7 @@ def test_sql_box_has_its_own_tab(env):
 
 
 def test_a_run_query_links_to_its_trace_and_back(env):
-    dataset = env["root"] / "dataset"
-    write_kb(dataset / "kb")
-    (dataset / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in QUERIES))
-    store = TraceStore(env["traces"])
-    runs.run_sweep(datasets.load_dataset(dataset), {"l0_filter": ["true", "false"]}, store=store,
-                   base_config=LookupConfig(), baseline=False, oracle=False)
+    store = _swept(env)
     at = ok(run_app().switch_page("appui/pages/compare.py").run())
     at = ok(select(at, "eval_pairs", 0))
     query = at.dataframe(key="eval_pairs").value["query"].iloc[0]
@@ -117,15 +112,21 @@ def test_a_run_query_links_to_its_trace_and_back(env):
 
 def test_the_traces_page_opens_on_interactive_calls_not_a_sweeps_rows(env):
     """A sweep records a lookup per question and setting; the analyst's own call stays on the first screen."""
-    dataset = env["root"] / "dataset"
-    write_kb(dataset / "kb")
-    (dataset / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in QUERIES))
-    store = TraceStore(env["traces"])
-    runs.run_sweep(datasets.load_dataset(dataset), {"l0_filter": ["true", "false"]}, store=store,
-                   base_config=LookupConfig(), baseline=False, oracle=False)
+    _swept(env)
     at = lookup(run_app(), "agent offline firewall port")
     at = ok(at.switch_page("appui/pages/traces.py").run())
     assert at.selectbox(key="tr_run").value == "(interactive lookups)"
     assert at.dataframe(key="tr_table").value["query"].tolist() == ["agent offline firewall port"]
     at = ok(at.selectbox(key="tr_run").set_value("(all)").run())
     assert len(at.dataframe(key="tr_table").value) == 1 + 2 * len(QUERIES)
+
+
+def _swept(env) -> TraceStore:
+    """The trace store after a two-setting sweep over QUERIES on the tiny base (a lookup per question and setting)."""
+    dataset = env["root"] / "dataset"
+    write_kb(dataset / "kb")
+    (dataset / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in QUERIES))
+    store = TraceStore(env["traces"])
+    runs.run_sweep(datasets.load_dataset(dataset), {"l0_filter": ["true", "false"]}, store=store,
+                   base_config=LookupConfig(), baseline=False, oracle=False)
+    return store
