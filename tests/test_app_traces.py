@@ -130,3 +130,11 @@ def _swept(env) -> TraceStore:
     runs.run_sweep(datasets.load_dataset(dataset), {"l0_filter": ["true", "false"]}, store=store,
                    base_config=LookupConfig(), baseline=False, oracle=False)
     return store
+
+
+def test_no_fallbacks_is_said_in_words_not_a_blank_chart(env):
+    at = lookup(run_app(), "download invoices")  # answered by L1: no fallback
+    at = ok(at.switch_page("appui/pages/traces.py").run())
+    assert any(i.value.startswith("No fallbacks") for i in at.info)
+    specs = [json.dumps(json.loads(c.proto.spec)) for c in at.get("vega_lite_chart")]
+    assert not any("fallback rate" in s for s in specs)

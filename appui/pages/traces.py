@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import altair as alt
 import duckdb
 import pandas as pd
@@ -48,13 +50,26 @@ def _charts(store: TraceStore, filters: data.TraceFilters) -> None:
         st.markdown("**Fallback rate over time**")
         st.caption("share of calls answered from L0 evidence only (L1 empty, failed, disabled or unavailable)")
         rate, unit = traces_data.fallback_rate(store, filters)
-        chart = alt.Chart(rate).mark_bar().encode(
-            alt.X("created_at:T", title=f"time (UTC, 24-hour, per {unit})", scale=alt.Scale(type="utc"),
-                  axis=alt.Axis(format="%d %b %H:%M", formatType="utc")),
-            alt.Y("rate:Q", title="fallback rate", axis=alt.Axis(format="%"), scale=alt.Scale(domain=[0, 1])),
-            tooltip=[alt.Tooltip("utcyearmonthdatehoursminutes(created_at):T", title="UTC", format="%Y-%m-%d %H:%M"),
-                     alt.Tooltip("rate:Q", format=".0%"), "calls:Q"])
-        st.altair_chart(chart, height=220)
+        if rate.empty or not (rate["rate"] > 0).any():  # a blank 0% chart reads as a broken one
+            st.info("No fallbacks: every call here was answered with L1's evidence." if not rate.empty
+                    else "No calls match the filters.")
+        else:
+            st.altair_chart(_fallback_chart(rate, unit), height=220)
+    _latency(store, filters, right)
+
+
+def _fallback_chart(rate: Any, unit: str) -> alt.Chart:
+    """Bars of the fallback rate per `unit`, on a UTC time axis with 24-hour labels."""
+    return alt.Chart(rate).mark_bar().encode(
+        alt.X("created_at:T", title=f"time (UTC, 24-hour, per {unit})", scale=alt.Scale(type="utc"),
+              axis=alt.Axis(format="%d %b %H:%M", formatType="utc")),
+        alt.Y("rate:Q", title="fallback rate", axis=alt.Axis(format="%"), scale=alt.Scale(domain=[0, 1])),
+        tooltip=[alt.Tooltip("utcyearmonthdatehoursminutes(created_at):T", title="UTC", format="%Y-%m-%d %H:%M"),
+                 alt.Tooltip("rate:Q", format=".0%"), "calls:Q"])
+
+
+def _latency(store: TraceStore, filters: data.TraceFilters, right: Any) -> None:
+    """The latency histogram over every matching row, in the right-hand column."""
     with right:
         st.markdown("**Latency distribution (ms)**")
         chart = alt.Chart(traces_data.latency_histogram(store, filters)).mark_bar().encode(
