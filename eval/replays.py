@@ -14,6 +14,8 @@ A run's query rows point at their lookups through `eval_query.invocation_id`; th
 
 from __future__ import annotations
 
+import json
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -21,7 +23,7 @@ from typing import Any
 
 import pandas as pd
 
-from retrieval import KnowledgeIndex, TraceStore
+from retrieval import KnowledgeIndex, LookupConfig, TraceStore
 from retrieval.export import json_object
 
 from . import judgements
@@ -72,7 +74,7 @@ def save_replay_run(store: TraceStore, run_id: str, calls: pd.DataFrame, *, inde
         # a run's calls are replayed at their recorded depth (the run's top_k), not B's
         config = {**config, "top_k": (source["config"] or {}).get("top_k", config.get("top_k"))}
         _save(store, run_id, replayed, lambda lk: labels.get(lk.query_id), index, config, created,
-              {**_dataset_of(source), "replay_of": source["run_id"]}, source["metric_names"], source["config"])
+              {**_dataset_of(source), "replay_of": source["run_id"]}, source["metric_names"])
         return source["run_id"], run_id
     judged = _judged(store)
     originals = [Lookup(paired_query_id(r.id, r.query_id), r.query, r.id, float(r.latency_ms or 0.0),
@@ -80,19 +82,17 @@ def save_replay_run(store: TraceStore, run_id: str, calls: pd.DataFrame, *, inde
     recorded_id = RECORDED_PREFIX + run_id.split("-", 1)[-1]
     dataset = {"name": INTERACTIVE, "kind": "replay", "path": run_id, "split": "all",
                "replay_of": source_run or INTERACTIVE}
-    recorded_config = json_object(calls["config"].iloc[0]) if "config" in calls and len(calls) else {}
-    # the LookupConfig fields only (a trace's config also records the index settings it was answered with)
-    original_config = {k: recorded_config.get(k, v) for k, v in config.items()}
+    original_config = recorded_config(calls, config)
     label = lambda lk: _judged_query(lk, judged)  # noqa: E731
     _save(store, recorded_id, originals, label, index, original_config, created - timedelta(microseconds=1),
-          dataset, list(DEFAULT_METRICS), original_config)
-    _save(store, run_id, replayed, label, index, config, created, dataset, list(DEFAULT_METRICS), original_config)
+          dataset, list(DEFAULT_METRICS))
+    _save(store, run_id, replayed, label, index, config, created, dataset, list(DEFAULT_METRICS))
     return recorded_id, run_id
 
 
 def _save(store: TraceStore, run_id: str, lookups: list[Lookup], label: Callable[[Lookup], Query | None],
           index: KnowledgeIndex, config: Mapping[str, Any], created: datetime, dataset: dict[str, Any],
-          metric_names: list[str], compared_config: Mapping[str, Any]) -> None:
+          metric_names: list[str]) -> None:
     parsed = metric_lib.parse_metrics(metric_names)
     rows, metric_rows = [], []
     for position, lookup in enumerate(lookups):
@@ -110,10 +110,31 @@ def _save(store: TraceStore, run_id: str, lookups: list[Lookup], label: Callable
         "run_id": run_id, "created_at": created, "sweep_id": None, "dataset": dataset["name"],
         "dataset_kind": dataset["kind"], "dataset_path": dataset["path"], "split": dataset["split"],
         "n_queries": len(lookups), "top_k": int(config.get("top_k") or 0), "config": dict(config),
-        "overrides": {k: v for k, v in config.items() if compared_config.get(k) != v}, "seconds": 0.0,
+        "overrides": _overrides(config), "seconds": 0.0,
         "dataset_info": {**dataset, "queries": len(lookups), "labelled_queries": labelled},
         "metric_names": [m.name for m in parsed], "metrics": metric_means(metric_frame, LOOKUP, parsed),
         "baseline": None, "diagnostics": diagnostics}, per_query, metric_frame)
+
+
+def recorded_config(calls: pd.DataFrame, fields: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings the recorded `calls` ran with, field by field over `fields` (the LookupConfig fields; a
+    trace's config also records index settings): a value every call shares, else "mixed: …" with each value's
+    count, so a comparison with mixed calls shows that setting as different."""
+    configs = [json_object(c) for c in calls["config"]] if "config" in calls else []
+    settings: dict[str, Any] = {}
+    for name, default in fields.items():
+        values = Counter(json.dumps(c.get(name, default), sort_keys=True) for c in configs)
+        if len(values) > 1:
+            settings[name] = "mixed: " + ", ".join(f"{value} ×{count}" for value, count in values.most_common())
+        else:
+            settings[name] = json.loads(next(iter(values))) if values else default
+    return settings
+
+
+def _overrides(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings that differ from the real defaults (what a run's label names), not from the compared run."""
+    defaults = LookupConfig().to_dict()
+    return {k: v for k, v in config.items() if k in defaults and defaults[k] != v}
 
 
 def _recorded(store: TraceStore, run_id: str) -> list[Lookup]:

@@ -32,7 +32,8 @@ def test_a_run_replay_is_a_run_of_the_same_dataset_paired_with_the_original(tiny
     assert a == original.run_id and b.startswith(replay.PREFIX)
     stored = runs.load_run(store, b)
     assert stored.dataset["name"] == original.dataset["name"] and stored.dataset["replay_of"] == a
-    assert stored.overrides == {"l0_filter": False} and stored.top_k == original.top_k
+    # named against the real defaults (svd_dims 256, l0_filter on, top_k 5), not against the compared run
+    assert stored.overrides == {"svd_dims": 16, "l0_filter": False, "top_k": 100} and stored.top_k == original.top_k
     comparison = compare.compare_runs(store, a, b)
     assert len(comparison.per_query) == len(QUERIES) and comparison.unpaired == {"only_in_a": 0, "only_in_b": 0}
     assert (comparison.per_query["filter_decision_b"] == "disabled").all()
@@ -80,3 +81,16 @@ def test_replayed_calls_are_paired_on_the_original_query_id():
     assert replays.paired_query_id("call-1", "q7") == "q7"
     assert replays.paired_query_id("call-1", None) == "call-1"
     assert replays.paired_query_id("call-1", float("nan")) == "call-1"
+
+
+def test_a_replay_of_calls_with_mixed_settings_says_so_and_shows_the_difference(store, index):
+    """Recorded calls that ran with different settings are not summed up by the first one's config."""
+    lookup_knowledge("rotate an API token", index=index, config=CONFIG, recorder=store)
+    lookup_knowledge("download invoices", index=index, config=B, recorder=store)
+    lookup_knowledge("silence an alert", index=index, config=B, recorder=store)
+    calls = replay.recorded_calls(store, limit=20)
+    a, b = _replay(store, index, calls, None)
+    recorded, replayed = runs.load_run(store, a), runs.load_run(store, b)
+    assert recorded.config["l0_filter"] == "mixed: false ×2, true ×1"
+    assert recorded.overrides["l0_filter"] == "mixed: false ×2, true ×1" and replayed.overrides["l0_filter"] is False
+    assert compare.compare_runs(store, a, b).config_diff["l0_filter"] == ["mixed: false ×2, true ×1", False]
