@@ -171,10 +171,14 @@ def load_per_query(store: TraceStore, run_id: str) -> pd.DataFrame:
 
 def list_runs(store: TraceStore, *, incomplete_only: bool = False) -> pd.DataFrame:
     """Every stored run, newest first, with its status, its recorded lookups and its mean metrics as columns."""
-    frame = store.query("SELECT r.run_id, r.status, r.pid, r.host, coalesce(t.lookups, 0) AS lookups, r.created_at, "
-                        "r.sweep_id, r.dataset, r.split, r.n_queries, r.top_k, r.seconds, r.overrides, r.metrics "
-                        "FROM eval_run r LEFT JOIN (SELECT run_id, count(*) AS lookups FROM tool_invocation "
-                        "WHERE run_id IS NOT NULL GROUP BY run_id) t USING (run_id) ORDER BY r.created_at DESC")
+    # a run's lookups are the calls it recorded; a replay's recorded side made none, and counts the recorded
+    # calls its questions point to
+    frame = store.query("SELECT r.run_id, r.status, r.pid, r.host, coalesce(t.lookups, q.lookups, 0) AS lookups, "
+                        "r.created_at, r.sweep_id, r.dataset, r.split, r.n_queries, r.top_k, r.seconds, r.overrides, "
+                        "r.metrics FROM eval_run r LEFT JOIN (SELECT run_id, count(*) AS lookups FROM tool_invocation "
+                        "WHERE run_id IS NOT NULL GROUP BY run_id) t USING (run_id) LEFT JOIN (SELECT e.run_id, "
+                        "count(*) AS lookups FROM eval_query e JOIN tool_invocation i ON i.id = e.invocation_id "
+                        "WHERE i.run_id IS NULL GROUP BY e.run_id) q USING (run_id) ORDER BY r.created_at DESC")
     frame["status"] = [run_status(*v) for v in zip(frame["status"], frame["pid"], frame["host"], strict=True)]
     frame = frame.drop(columns=["pid", "host"])
     if incomplete_only:

@@ -61,6 +61,7 @@ def test_an_interactive_replay_is_paired_with_its_recorded_calls_as_a_run(store,
     recorded = storage.load_per_query(store, a)
     assert set(recorded["invocation_id"]) == set(calls["id"])  # the recorded rows themselves, no new lookups
     assert store.query("SELECT count(*) AS n FROM tool_invocation WHERE run_id = ?", [a])["n"][0] == 0
+    assert runs.list_runs(store).set_index("run_id").loc[a, "lookups"] == 3  # the recorded calls, not 0
     assert store.query("SELECT count(*) AS n FROM tool_invocation WHERE run_id = ?", [b])["n"][0] == 3
     scored = runs.load_run(store, b)
     assert scored.dataset["labelled_queries"] == 1 and scored.dataset["name"] == replays.INTERACTIVE
