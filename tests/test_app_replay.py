@@ -24,9 +24,12 @@ def test_replay_20_interactive_lookups_under_b_shows_what_changed(env_with_looku
     frame = at.dataframe(key="rp_table").value
     assert len(frame) == 20
     assert frame["filter"].str.contains("applied → disabled").any()  # L0's filter is off under B
-    assert {"query", "changed", "filter", "layer", "primary", "gained", "lost"} <= set(frame.columns)
+    assert {"query", "changed", "labels only", "filter", "layer", "primary", "gained", "lost"} <= set(frame.columns)
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["calls"] == "20" and int(metrics["filter changed"]) >= 1
+    assert int(metrics["results changed"]) == int(frame["changed"].sum())
+    assert int(metrics["labels only changed"]) == int((~frame["changed"] & frame["filter"].str.contains("→")
+                                                       | ~frame["changed"] & frame["layer"].str.contains("→")).sum())
     row = frame.index[frame["filter"].str.contains("→")][0]
     at.session_state["rp_table"] = {"selection": {"rows": [int(row)], "columns": [], "cells": []}}
     at = ok(at.run())
@@ -88,6 +91,15 @@ def test_replay_diff_names_gained_and_lost_blocks():
     row = replay.diff("id", "q", a, b, None).to_row()
     assert row["filter"] == "applied → disabled" and row["layer"] == "L0+L1 → L1"
     assert row["primary"] == "x.md → z.md" and row["gained"] == "z.md" and row["lost"] == "y.md" and row["changed"]
+    assert not row["labels only"]
+
+
+def test_a_label_only_change_is_not_counted_as_a_result_change():
+    """`skipped_ambiguous → disabled` with the same blocks changed a label, not the results."""
+    a = {"filter": {"decision": "skipped_ambiguous"}, "retrieval_layer": "L0+L1", "evidence_sources": ["x.md"]}
+    b = {"filter": {"decision": "disabled"}, "retrieval_layer": "L0+L1", "evidence_sources": ["x.md"]}
+    row = replay.diff("id", "q", a, b, None).to_row()
+    assert row["filter"] == "skipped_ambiguous → disabled" and not row["changed"] and row["labels only"]
     with pytest.raises(ValueError, match="at least one call"):
         replay.recorded_calls(None, limit=0)  # type: ignore[arg-type]
 

@@ -38,14 +38,21 @@ class ReplayDiff:
 
     @property
     def changed(self) -> bool:
-        return (self.decision[0] != self.decision[1] or self.layer[0] != self.layer[1]
-                or self.primary[0] != self.primary[1] or bool(self.gained) or bool(self.lost))
+        """Whether the results changed: another primary block, or blocks gained or lost."""
+        return self.primary[0] != self.primary[1] or bool(self.gained) or bool(self.lost)
+
+    @property
+    def labels_only(self) -> bool:
+        """Whether only labels changed (the filter decision or the layer) while the results stayed the same,
+        e.g. `skipped_ambiguous → disabled` with the same blocks."""
+        return not self.changed and (self.decision[0] != self.decision[1] or self.layer[0] != self.layer[1])
 
     def to_row(self) -> dict[str, Any]:
         def arrow(pair: tuple[Any, Any]) -> str:
             return f"{pair[0]} → {pair[1]}" if pair[0] != pair[1] else str(pair[0])
 
-        return {"query": self.query, "changed": self.changed, "filter": arrow(self.decision),
+        return {"query": self.query, "changed": self.changed, "labels only": self.labels_only,
+                "filter": arrow(self.decision),
                 "layer": arrow(self.layer), "primary": arrow(self.primary), "gained": ", ".join(self.gained),
                 "lost": ", ".join(self.lost), "original_id": self.original_id, "replay_id": self.replay_id}
 

@@ -77,7 +77,8 @@ def render(ctx: state.AppContext, config_b: LookupConfig | None) -> None:
         return
     frame = shown["frame"]
     changed = frame[frame["changed"]]
-    counts = {"calls": len(frame), "changed": len(changed),
+    counts = {"calls": len(frame), "results changed": len(changed),
+              "labels only changed": int(frame["labels only"].sum()),
               "filter changed": int(frame["filter"].str.contains("→").sum()),
               "layer changed": int(frame["layer"].str.contains("→").sum()),
               "primary changed": int(frame["primary"].str.contains("→").sum())}
@@ -87,7 +88,7 @@ def render(ctx: state.AppContext, config_b: LookupConfig | None) -> None:
         pair = shown.get("compare")
         versus = f"; the Labelled set tab compares it with `{pair[0]}`" if pair else ""
         st.success(f"Saved as run `{shown['run_id']}`{versus} (its lookups: Traces page → Run filter)")
-    only = st.toggle("Only calls that changed", value=False, key="rp_only_changed")
+    only = st.toggle("Only calls whose results changed", value=False, key="rp_only_changed")
     table = (changed if only else frame).reset_index(drop=True)
     selection = st.dataframe(table, hide_index=True, key="rp_table", on_select="rerun", selection_mode="single-row")
     rows = selection.selection.rows if selection else []
