@@ -138,3 +138,9 @@ def test_no_fallbacks_is_said_in_words_not_a_blank_chart(env):
     assert any(i.value.startswith("No fallbacks") for i in at.info)
     specs = [json.dumps(json.loads(c.proto.spec)) for c in at.get("vega_lite_chart")]
     assert not any("fallback rate" in s for s in specs)
+
+
+def test_status_latency_and_id_lead_the_traces_table(env):
+    at = lookup(run_app(), "download invoices")
+    at = ok(at.switch_page("appui/pages/traces.py").run())
+    assert list(at.dataframe(key="tr_table").value.columns[:4]) == ["created_at", "status", "latency_ms", "id"]

@@ -26,8 +26,9 @@ NO_RUN, ANY = "(interactive lookups)", "(all)"
 FORMATS = {"CSV": ("csv", "text/csv"), "Parquet": ("parquet", "application/vnd.apache.parquet"),
            "JSONL": ("jsonl", "application/x-ndjson"), "Markdown": ("md", "text/markdown"),
            "HTML": ("html", "text/html")}
-SUMMARY_COLUMNS = ["created_at", "query", "retrieval_layer", "filter_decision", "l1_status", "l0_match_count",
-                   "l1_candidate_count", "evidence_count", "latency_ms", "status", "run_id", "id"]
+# status, latency and id first: at the end of the row, a narrow window scrolled them out of sight
+SUMMARY_COLUMNS = ["created_at", "status", "latency_ms", "id", "query", "retrieval_layer", "filter_decision",
+                   "l1_status", "l0_match_count", "l1_candidate_count", "evidence_count", "run_id"]
 
 
 ReadOnlyError = sql_box.SqlRefused  # the SQL box's refusal, under the name the pages and tests use
