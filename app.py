@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from appui.widgets import state as state
+from appui.widgets import state
 
 PAGES = [
     st.Page("appui/pages/lookup.py", title="Lookup", icon=":material/search:", url_path="lookup", default=True),

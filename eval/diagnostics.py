@@ -4,10 +4,10 @@ Per query: the filter decision and applied category, whether that category is a 
 category (filter precision), whether a relevant document lies outside it (filter harm: L1 never saw
 it), whether a guard widened the search again (`retrieval_details["filter"]["widened"]`: L1 re-ran
 without the filter, so it did see every row), whether the filter changed the returned sources at all
-(`filter_effect.first_changed_rank` ≤ 10: a filter that agrees with the ranking's best pages cannot move the
-metrics), the layer and L1 status, candidate and block counts, and
-latency. Per run: their rates and counts, precision and harm per applied category, and the confusion
-of the applied category against the query's true (first) category.
+(`filter_effect.first_changed_rank` ≤ 10: a filter that agrees with the ranking's best pages cannot
+move the metrics), the layer and L1 status, candidate and block counts, and latency. Per run: their
+rates and counts, precision and harm per applied category, and the confusion of the applied category
+against the query's true (first) category.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Relevance judgements analysts make in the app, kept in the trace file, and the labelled set they form.
 
-Table `judgement` (made by the trace file's migrations, retrieval/traces/schema.py): one row per mark (query, source,
-grade, who, when, the lookup it was made on); the
-latest mark of a (query, source) pair is the one that counts. Exported as `queries.jsonl` rows with
+Table `judgement` (made by the trace file's migrations, retrieval/traces/schema.py): one row per mark
+(query, source, grade, who, when, the lookup it was made on); the latest mark of a (query, source) pair is
+the one that counts. Exported as `queries.jsonl` rows with
 `relevant` (the docs-folder query-file format) or as qrels TSV (BEIR's `query-id corpus-id score`), and
 evaluated with `python -m eval run --kb DIR --judgements TRACES_FILE`.
 """

@@ -1,5 +1,4 @@
-"""Scoring one run's lookups: a stored row per question, metric means, the BM25 baseline's rows and the oracle's
-diagnostics."""
+"""Scoring one run's lookups: a row per question, metric means, the BM25 baseline's rows, the oracle's diagnostics."""
 
 from __future__ import annotations
 

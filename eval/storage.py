@@ -30,8 +30,7 @@ LOOKUP = "lookup"
 QUERY_COLUMNS = ("run_id", "query_id", "position", "query", "n_relevant", "relevant", "categories",
                  "invocation_id", "first_relevant_rank", "top_sources", "filter_decision", "filter_category",
                  "filter_correct", "filter_harm", "filter_harm_missed", "filter_widened", "retrieval_layer",
-                 "l1_status",
-                 "candidate_count", "duplicates_merged", "evidence_count", "latency_ms", "filter_changed")
+                 "l1_status", "candidate_count", "duplicates_merged", "evidence_count", "latency_ms", "filter_changed")
 RUN_JSON = ("config", "overrides", "metrics", "baseline", "diagnostics", "dataset_info", "metric_names")
 STARTED, COMPLETE, INCOMPLETE, RUNNING = "started", "complete", "incomplete", "running"
 BOOLEAN_COLUMNS = ("filter_correct", "filter_harm", "filter_harm_missed", "filter_widened", "filter_changed")

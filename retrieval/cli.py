@@ -19,7 +19,7 @@ from retrieval.config import LookupConfig
 from retrieval.index.build import open_index
 from retrieval.lookup.orchestrator import lookup_knowledge
 from retrieval.paths import default_kb, default_traces
-from retrieval.traces import exit_drain as exit_drain
+from retrieval.traces import exit_drain
 from retrieval.traces.db import TraceStoreError
 from retrieval.traces.exit_drain import ExitDrain
 from retrieval.traces.file import TraceSpoolRejectedWarning

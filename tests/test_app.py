@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from appui.data import traces as data
-from appui.widgets import state as state
+from appui.widgets import state
 from retrieval import TraceStore
 from tests.app_helpers import PAGES, QUERIES, json_value, lookup, ok, page_text, run_app, select
 from tests.kb_fixture import write_kb

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from appui.panels import domain_view as domain_view
+from appui.panels import domain_view
 from retrieval import TraceStore
 from tests.index_helpers import WIDEN_KB
 
@@ -119,7 +119,7 @@ def _render(details: dict, mode: str) -> None:
     """AppTest script: one view of `details` (imports inside, as AppTest runs the function's source)."""
     import json
 
-    from appui.widgets import views as views
+    from appui.widgets import views
 
     if mode == "full":
         views.lookup_result({"query": "q", "relevance": {"level": "low"}, "retrieval_details": details,

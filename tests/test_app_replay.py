@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from appui.data import replay as replay
-from appui.widgets import state as state
+from appui.data import replay
+from appui.widgets import state
 from eval import replays
 from retrieval import LookupConfig, TraceStore
 from tests.app_helpers import APP, ok

@@ -8,8 +8,8 @@ from types import SimpleNamespace
 
 from streamlit.testing.v1 import AppTest
 
-from appui.panels import domain_view as domain_view
-from appui.widgets import wording as wording
+from appui.panels import domain_view
+from appui.widgets import wording
 from retrieval import LookupConfig, lookup_knowledge
 from retrieval.lookup.relevance import assess
 from tests.app_helpers import APP, ok

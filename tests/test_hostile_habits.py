@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import tomllib
 
-from appui.widgets import state as state
+from appui.widgets import state
 
 ROOT = Path(__file__).resolve().parents[1]
 BROAD = {"Exception", "BaseException"}

@@ -8,7 +8,7 @@ from dataclasses import replace
 import pandas as pd
 import pytest
 
-from appui.data import replay as replay
+from appui.data import replay
 from appui.data import runs as runs_data
 from eval import compare, judgements, replays, runs, storage
 from retrieval import LookupConfig, TraceStore, lookup_knowledge

@@ -7,7 +7,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from retrieval.l1 import terms as terms
+from retrieval.l1 import terms
 from retrieval.text.analysis import analyze, tokenize
 
 TEXTS = ["The quick brown fox jumps over the lazy dog", "quick quick fox", "", "dog lazy dog lazy",

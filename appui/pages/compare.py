@@ -10,9 +10,7 @@ import streamlit as st
 from appui.data import traces as data
 from appui.panels import eval_runs as eval_panel
 from appui.panels import replay as replay_panel
-from appui.widgets import origin as origin
-from appui.widgets import state as state
-from appui.widgets import views as views
+from appui.widgets import origin, state, views
 
 
 def _copy_a_to_b() -> None:

@@ -7,8 +7,8 @@ from dataclasses import fields, replace
 import streamlit as st
 
 from appui.data import traces as data
-from appui.panels import judging as judging
-from appui.widgets import state as state
+from appui.panels import judging
+from appui.widgets import state
 
 TRACES, RUN, COMPARISON, JUDGEMENTS = "Filtered traces", "Run report", "Comparison report", "Judgements"
 

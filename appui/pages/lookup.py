@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from appui.panels import judging as judging
-from appui.widgets import origin as origin
-from appui.widgets import state as state
-from appui.widgets import views as views
+from appui.panels import judging
+from appui.widgets import origin, state, views
 from retrieval import KnowledgeIndex
 
 ANY = "(any: L0 decides)"

@@ -12,9 +12,8 @@ import streamlit as st
 from appui.data import sql_sandbox as sql_box
 from appui.data import trace_table as traces_data
 from appui.data import traces as data
-from appui.panels import judging as judging
-from appui.widgets import state as state
-from appui.widgets import views as views
+from appui.panels import judging
+from appui.widgets import state, views
 from retrieval import TraceStore, TraceStoreError
 
 DEFAULT_SQL = ("SELECT retrieval_layer, l1_status, count(*) AS calls, round(avg(latency_ms), 1) AS avg_ms\n"

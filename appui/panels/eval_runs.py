@@ -14,10 +14,8 @@ import pandas as pd
 import streamlit as st
 
 from appui.data import runs as runs_data
-from appui.panels import run_compare as run_compare
-from appui.widgets import build_bar as build_bar
-from appui.widgets import eval_inputs as eval_inputs
-from appui.widgets import state as state
+from appui.panels import run_compare
+from appui.widgets import build_bar, eval_inputs, state
 from retrieval import LookupConfig
 
 try:

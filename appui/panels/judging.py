@@ -10,7 +10,7 @@ from typing import Any
 
 import streamlit as st
 
-from appui.widgets import state as state
+from appui.widgets import state
 
 try:
     from eval import judgements

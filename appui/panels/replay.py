@@ -7,12 +7,10 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from appui.data import replay as replay
+from appui.data import replay
 from appui.data import trace_table as traces_data
 from appui.data import traces as data
-from appui.widgets import origin as origin
-from appui.widgets import state as state
-from appui.widgets import views as views
+from appui.widgets import origin, state, views
 from retrieval import LookupConfig
 
 INTERACTIVE, RUN = "Interactive lookups", "A run's lookups"

@@ -15,8 +15,7 @@ import pandas as pd
 import streamlit as st
 
 from appui.data import runs as runs_data
-from appui.widgets import state as state
-from appui.widgets import views as views
+from appui.widgets import state, views
 
 TOP_DEFAULT = 5
 

@@ -16,8 +16,7 @@ from typing import Any, TypeVar
 import duckdb
 import streamlit as st
 
-from appui.widgets import build_bar as build_bar
-from appui.widgets import wording as wording
+from appui.widgets import build_bar, wording
 from retrieval import (
     KnowledgeBaseError,
     KnowledgeIndex,

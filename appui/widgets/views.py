@@ -12,7 +12,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from appui.panels import domain_view as domain_view
+from appui.panels import domain_view
 
 LAYER_COLOURS = {"L0": "orange", "L1": "blue", "L0+L1": "green", "none": "gray"}
 L1_COLOURS = {"ok": "green", "empty": "orange", "failed": "red", "timeout": "red", "unavailable": "red",

@@ -8,11 +8,11 @@ embedder embeds every chunk's text and the query as they are.
 
 Query: the lexical, LSA and page parts choose L1's pool of pages, exactly as without the static part;
 then each pool page's static score (the mean of its whole text's and its best pooled section's cosines
-with the query; the page vectors are made at build) is standardised over the pool and added to its sections' scores,
-scaled by the spread of the
-pool's fused scores: `score += weight * spread * z`. Measured on the Hugo dev questions and SciFact train
-(docs/quality.md), this beats adding the raw cosine to every chunk's score: cosines of a bag of token
-vectors are high and alike across a corpus, so only their order among plausible pages carries signal.
+with the query; the page vectors are made at build) is standardised over the pool and added to its
+sections' scores, scaled by the spread of the pool's fused scores: `score += weight * spread * z`.
+Measured on the Hugo dev questions and SciFact train (docs/quality.md), this beats adding the raw cosine
+to every chunk's score: cosines of a bag of token vectors are high and alike across a corpus, so only
+their order among plausible pages carries signal.
 """
 
 from __future__ import annotations

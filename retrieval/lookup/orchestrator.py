@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from retrieval.config import LookupConfig
-from retrieval.index import provenance as provenance
+from retrieval.index import provenance
 from retrieval.index.build import KnowledgeIndex
 from retrieval.l0.index import L0Hints
 from retrieval.l1.results import L1Candidate
