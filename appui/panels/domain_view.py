@@ -126,9 +126,21 @@ def effect_note(details: Mapping[str, Any]) -> str | None:
         return None
     if not effect.get("changed"):
         return "The filter changed nothing returned: the unfiltered ranking's top results were already in it."
+    left, came = effect.get("removed_sources"), effect.get("added_sources")
+    if isinstance(left, list) and isinstance(came, list):  # traces before the names were recorded have counts only
+        return (f"The filter changed the results from rank {effect.get('first_changed_rank')}: "
+                f"{_named(left, 'left them (other categories)')}; {_named(came, 'came in')}.")
     return (f"The filter changed the results from rank {effect.get('first_changed_rank')}: "
             f"{effect.get('removed', 0)} source(s) from other categories left them and {effect.get('added', 0)} "
             f"came in.")
+
+
+def _named(sources: list[Any], verb: str) -> str:
+    """'2 sources left them: `a`, `b`' (or 'none left them')."""
+    if not sources:
+        return f"none {verb}"
+    listed = ", ".join(f"`{s}`" for s in sources)
+    return f"{len(sources)} source{'s' if len(sources) != 1 else ''} {verb}: {listed}"
 
 
 def _score(value: Any) -> str:

@@ -13,6 +13,7 @@ import pandas as pd
 import streamlit as st
 
 from appui.panels import domain_view
+from appui.widgets.score_parts import compare_two_blocks, parts_line
 
 LAYER_COLOURS = {"L0": "orange", "L1": "blue", "L0+L1": "green", "none": "gray"}
 L1_COLOURS = {"ok": "green", "empty": "orange", "failed": "red", "timeout": "red", "unavailable": "red",
@@ -63,6 +64,9 @@ def counts(details: Mapping[str, Any]) -> None:
               ("Duplicates merged", details.get("duplicates_merged", 0)))
     for column, (label, value) in zip(st.columns(len(values)), values, strict=True):
         column.metric(label, value)
+    shortfall = details.get("shortfall")
+    if isinstance(shortfall, Mapping) and shortfall.get("reason"):
+        st.info(f"Fewer blocks than asked for: {shortfall['reason']}.")
 
 
 def relevance(result: Mapping[str, Any]) -> None:
@@ -78,7 +82,8 @@ def evidence_cards(blocks: Sequence[Mapping[str, Any]], *, full: bool = True,
                    relevant: Collection[str] = (), limit: int | None = None,
                    judge: Callable[[Mapping[str, Any], int], None] | None = None,
                    marks: Mapping[str, int] | None = None, key: str = "cards") -> None:
-    """One bordered card per block: title, source, breadcrumb, layer badge, score, hit reasons, content.
+    """One bordered card per block: title, source, breadcrumb, layer badge, score and its parts, hit reasons,
+    content.
 
     Sources in `relevant` (a labelled set's relevant documents) get a green "relevant" badge; `limit` shows
     only the first blocks and says how many are left out. With `judge`, each card has Relevant / Not
@@ -98,6 +103,7 @@ def evidence_cards(blocks: Sequence[Mapping[str, Any]], *, full: bool = True,
                         f"`{block.get('score', 0):.3f}`{mark}")
             crumb = block.get("breadcrumb")
             st.caption(f"`{block['source']}`" + (f" › {crumb}" if crumb else ""))
+            st.caption(parts_line(block))
             if judge is not None:
                 yes, no, _ = st.columns([1, 1, 4])
                 yes.button("Relevant", key=f"{key}_judge_{rank}_1", on_click=judge, args=(block, 1),
@@ -135,6 +141,7 @@ def lookup_result(result: Mapping[str, Any], *, key: str = "lookup",
     counts(details)
     st.markdown(f"**Evidence** ({len(result.get('evidence_blocks') or [])} blocks)")
     evidence_cards(result.get("evidence_blocks") or [], judge=judge, marks=marks, key=key)
+    compare_two_blocks(result.get("evidence_blocks") or [], key=key)
     timings(details)
     with st.expander("Raw retrieval_details JSON"):
         st.json(details, expanded=True)

@@ -45,8 +45,9 @@ def tool_definition(domains: list[str] | None = None) -> dict[str, Any]:
 def agent_payload(result: LookupResult) -> dict[str, Any]:
     """What the agent reads: each evidence block once, `primary` and `supplement` as references to them
     (position, source, title), relevance, and a compact trace reference. The full `retrieval_details` stay
-    in the trace (`tool_invocation`, by `invocation_id`): an agent's context is worth more than a copy."""
-    blocks = [b.to_dict() for b in result.evidence_blocks]
+    in the trace (`tool_invocation`, by `invocation_id`): an agent's context is worth more than a copy.
+    So are the blocks' `score_parts`, an analyst's question: they stay in the trace and the full form."""
+    blocks = [{k: v for k, v in b.to_dict().items() if k != "score_parts"} for b in result.evidence_blocks]
     references = [{"block": i, "source": b["source"], "title": b["title"]} for i, b in enumerate(blocks)]
     details = result.retrieval_details
     filter_decision = details.get("filter", {})

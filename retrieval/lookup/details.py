@@ -16,6 +16,7 @@ from retrieval.l1.results import L1Result
 from retrieval.lookup.evidence import EvidenceBlock
 from retrieval.lookup.filters import FilterDecision
 from retrieval.lookup.relevance import Relevance
+from retrieval.lookup.shortfall import Shortfall
 from retrieval.lookup.statuses import L1Status, Layer, check
 
 MAX_SUMMARIES = 20  # deeper blocks (evaluation asks for 100) are listed by source only: traces stay compact
@@ -54,7 +55,7 @@ class Counts:
 @dataclass(frozen=True)
 class RetrievalDetails:
     """The compact record of one lookup: layer, L0 hints, filter decision, L1 outcome, counts, evidence
-    summaries, relevance and timings."""
+    summaries, relevance, timings and any shortfall of blocks."""
 
     retrieval_layer: Layer
     l0: L0Hints
@@ -64,6 +65,7 @@ class RetrievalDetails:
     blocks: tuple[EvidenceBlock, ...]
     relevance: Relevance
     timings_ms: Mapping[str, float] = field(default_factory=dict)
+    shortfall: Shortfall | None = None  # why fewer blocks than top_k came back (None: all came back)
 
     def __post_init__(self) -> None:
         check(self.retrieval_layer, Layer, "retrieval layer")
@@ -76,7 +78,8 @@ class RetrievalDetails:
                 "evidence_sources": [b.source for b in self.blocks],
                 "timings_ms": {k: round(v, 3) for k, v in self.timings_ms.items()},
                 "relevance": self.relevance.to_dict(),
-                "filter_effect": self.filter.effect.to_dict() if self.filter.effect is not None else None}
+                "filter_effect": self.filter.effect.to_dict() if self.filter.effect is not None else None,
+                "shortfall": self.shortfall.to_dict() if self.shortfall is not None else None}
 
 
 def overall_layer(hints: L0Hints, outcome: L1Outcome) -> Layer:

@@ -28,6 +28,24 @@ class HitReason:
 
 
 @dataclass(frozen=True)
+class ScorePart:
+    """One term of a block's fused score: `value` (the part's own score) × `weight` = `contribution`; a
+    block's contributions add up to its score, which is how an analyst sees why it ranks where it does."""
+
+    part: str
+    value: float
+    weight: float
+
+    @property
+    def contribution(self) -> float:
+        return self.value * self.weight
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"part": self.part, "value": round(self.value, 6), "weight": round(self.weight, 6),
+                "contribution": round(self.contribution, 6)}
+
+
+@dataclass(frozen=True)
 class EvidenceBlock:
     """One source's evidence: its best section's content and breadcrumb, and every path that found it."""
 
@@ -43,6 +61,8 @@ class EvidenceBlock:
     page_score: float | None = None
     other_sections: tuple[str, ...] = ()
     domains: tuple[str, ...] = ()
+    l1_detail: tuple[float, float | None, float | None] | None = None  # best section's lexical, LSA, static
+    score_parts: tuple[ScorePart, ...] = ()  # set by `rank`: the terms `score` is the sum of
 
     @property
     def layers(self) -> frozenset[str]:
@@ -54,13 +74,14 @@ class EvidenceBlock:
                 "hit_reasons": [r.to_dict() for r in self.hit_reasons], "score": round(self.score, 6),
                 "l0_score": _round(self.l0_score), "l1_score": _round(self.l1_score),
                 "page_score": _round(self.page_score), "other_sections": list(self.other_sections),
-                "domains": list(self.domains)}
+                "domains": list(self.domains), "score_parts": [p.to_dict() for p in self.score_parts]}
 
     def summary(self) -> dict[str, Any]:
         """The compact form kept in `retrieval_details`: no full content."""
         preview = self.content[:PREVIEW_CHARS]
         return {"source": self.source, "title": self.title or None, "retrieval_layer": self.retrieval_layer,
                 "score": round(self.score, 6), "hit_reasons": [r.to_dict() for r in self.hit_reasons],
+                "score_parts": [p.to_dict() for p in self.score_parts],
                 "content_preview": preview, "content_chars": len(self.content)}
 
 
@@ -83,7 +104,12 @@ def l1_block(candidate: L1Candidate) -> EvidenceBlock:
     """L1 evidence: the matched chunk, with its cosine scores in the hit reason."""
     chunk = candidate.chunk
     return EvidenceBlock(chunk.source, chunk.title, chunk.breadcrumb, "L1", chunk.text, (_l1_reason(candidate),),
-                         l1_score=candidate.score, page_score=candidate.page_score, domains=chunk.domains)
+                         l1_score=candidate.score, page_score=candidate.page_score, domains=chunk.domains,
+                         l1_detail=_l1_detail(candidate))
+
+
+def _l1_detail(candidate: L1Candidate) -> tuple[float, float | None, float | None]:
+    return candidate.lexical_score, candidate.lsa_score, candidate.static_score
 
 
 def _l1_reason(candidate: L1Candidate) -> HitReason:
@@ -105,7 +131,7 @@ def l1_page_block(candidates: Sequence[L1Candidate]) -> EvidenceBlock:
     return EvidenceBlock(chunk.source, chunk.title, chunk.breadcrumb, "L1", chunk.text,
                          tuple(dict.fromkeys(_l1_reason(c) for c in candidates)), l1_score=best.score,
                          page_score=max(c.page_score for c in candidates), other_sections=sections,
-                         domains=chunk.domains)
+                         domains=chunk.domains, l1_detail=_l1_detail(best))
 
 
 def merge(first: EvidenceBlock, second: EvidenceBlock) -> EvidenceBlock:
@@ -132,23 +158,54 @@ def dedupe(blocks: Iterable[EvidenceBlock]) -> list[EvidenceBlock]:
 
 
 def rank(blocks: Sequence[EvidenceBlock], *, l0_weight: float, l1_weight: float,
-         l0_bound: float, page_weight: float = 0.0) -> list[EvidenceBlock]:
+         l0_bound: float, page_weight: float = 0.0, tfidf_weight: float | None = None) -> list[EvidenceBlock]:
     """Order by l1_weight * L1 score + page_weight * page score + l0_weight * (L0 score / the query's
-    L0 bound); ties by source.
+    L0 bound); ties by source. Each block carries its `score_parts` (L1 split into its lexical, LSA and
+    static terms when `tfidf_weight`, L1's lexical weight, is given).
 
     The L1 and L0 parts are in [0, 1] on absolute scales, so a title that covers the whole query counts
     fully and one that shares a single common word barely moves the order; the page score is relative
     to the query's best page.
     """
     weights = dict(l0_bound=l0_bound, l0_weight=l0_weight, l1_weight=l1_weight, page_weight=page_weight)
-    scored = [_with_score(b, fused_score(b.l1_score or 0.0, b.page_score or 0.0, b.l0_score or 0.0, **weights))
-              for b in blocks]
+    scored = [_with_score(b, fused_score(b.l1_score or 0.0, b.page_score or 0.0, b.l0_score or 0.0, **weights),
+                          score_parts(b, tfidf_weight=tfidf_weight, **weights)) for b in blocks]
     return sorted(scored, key=lambda b: (-b.score, b.source))
 
 
-def _with_score(block: EvidenceBlock, score: float) -> EvidenceBlock:
-    """`replace(block, score=score)` without `replace`'s field introspection (a lookup ranks ~20 blocks)."""
-    return EvidenceBlock(**{**block.__dict__, "score": score})
+def score_parts(block: EvidenceBlock, *, l0_bound: float, l0_weight: float, l1_weight: float,
+                page_weight: float, tfidf_weight: float | None = None) -> tuple[ScorePart, ...]:
+    """The terms of `fused_score` for one block, each with its weight; L1's term split into its lexical,
+    LSA and static terms when its lexical weight is known and they add up to its score."""
+    parts: list[ScorePart] = []
+    if block.l1_score is not None:
+        parts.extend(_l1_parts(block.l1_score, block.l1_detail, l1_weight, tfidf_weight))
+        parts.append(ScorePart("page", block.page_score or 0.0, page_weight))
+    if block.l0_score is not None:
+        parts.append(ScorePart("L0", min(block.l0_score / l0_bound, 1.0) if l0_bound > 0 else 0.0, l0_weight))
+    return tuple(parts)
+
+
+def _l1_parts(l1_score: float, detail: tuple[float, float | None, float | None] | None, l1_weight: float,
+              tfidf_weight: float | None) -> list[ScorePart]:
+    if detail is None or tfidf_weight is None:
+        return [ScorePart("L1", l1_score, l1_weight)]
+    lexical, lsa, static = detail
+    parts = [ScorePart("L1 lexical", lexical, l1_weight * tfidf_weight)]
+    if lsa is not None:
+        parts.append(ScorePart("L1 LSA", max(lsa, 0.0), l1_weight * (1 - tfidf_weight)))
+    rest = l1_score - sum(p.value * p.weight for p in parts) / l1_weight if l1_weight else 0.0
+    if static is not None:  # what the static re-ranking added (negative below the pool's mean)
+        parts.append(ScorePart("L1 static", rest, l1_weight))
+    elif abs(rest) > 1e-4:  # the blend is not what these weights make: show L1 whole rather than wrong parts
+        return [ScorePart("L1", l1_score, l1_weight)]
+    return parts
+
+
+def _with_score(block: EvidenceBlock, score: float, parts: tuple[ScorePart, ...]) -> EvidenceBlock:
+    """The block with its score and the parts that sum to it, without `replace`'s field introspection (a
+    lookup ranks ~20 blocks)."""
+    return EvidenceBlock(**{**block.__dict__, "score": score, "score_parts": parts})
 
 
 def fused_score(l1_score: float, page_score: float, l0_score: float, *, l0_bound: float, l0_weight: float,

@@ -38,10 +38,13 @@ class FilterEffect:
     first_changed_rank: int | None
     removed: int
     added: int
+    removed_sources: tuple[str, ...] = ()  # the sources that left the top-k, in their unfiltered order
+    added_sources: tuple[str, ...] = ()  # the sources that came in, in their filtered order
 
     def to_dict(self) -> dict[str, Any]:
         return {"changed": self.changed, "first_changed_rank": self.first_changed_rank, "removed": self.removed,
-                "added": self.added}
+                "added": self.added, "removed_sources": list(self.removed_sources),
+                "added_sources": list(self.added_sources)}
 
 
 def filter_effect(unfiltered: list[str], filtered: list[str]) -> FilterEffect:
@@ -50,9 +53,10 @@ def filter_effect(unfiltered: list[str], filtered: list[str]) -> FilterEffect:
     first = next((i + 1 for i, (a, b) in enumerate(zip(unfiltered, filtered, strict=False)) if a != b), None)
     if first is None and len(unfiltered) != len(filtered):
         first = min(len(unfiltered), len(filtered)) + 1
-    kept = set(filtered)
-    return FilterEffect(first is not None, first, sum(1 for s in unfiltered if s not in kept),
-                        len(kept - set(unfiltered)))
+    kept, before = set(filtered), set(unfiltered)
+    removed = tuple(s for s in unfiltered if s not in kept)
+    added = tuple(dict.fromkeys(s for s in filtered if s not in before))
+    return FilterEffect(first is not None, first, len(removed), len(added), removed, added)
 
 
 @dataclass(frozen=True)

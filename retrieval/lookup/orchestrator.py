@@ -35,6 +35,7 @@ from retrieval.lookup.filters import FilterDecision, decide_filter, filter_effec
 from retrieval.lookup.guard import guarded_search
 from retrieval.lookup.invocation import Recorder, ToolInvocation
 from retrieval.lookup.relevance import Relevance, assess
+from retrieval.lookup.shortfall import explain_shortfall
 from retrieval.text.analysis import normalize_label
 from retrieval.text.surrogates import replace_surrogates
 
@@ -121,8 +122,9 @@ def lookup_knowledge(query: str, *, index: KnowledgeIndex, config: LookupConfig 
     layer = overall_layer(hints, final.outcome)
     relevance = assess(blocks, hints, final.outcome.status)
     timings["total"] = _ms(started)
-    details = RetrievalDetails(layer, hints, decision, final.outcome,
-                               Counts(final.candidate_count, len(blocks), final.merged), blocks, relevance, timings)
+    shortfall = explain_shortfall(top_k, blocks, decision, final.outcome.status, final.outcome.result, index.l1)
+    details = RetrievalDetails(layer, hints, decision, final.outcome, Counts(final.candidate_count, len(blocks),
+                               final.merged), blocks, relevance, timings, shortfall)
     payload = details.to_dict()
     payload["input"] = {"surrogates_replaced": replaced}  # lone surrogates in query/category, made U+FFFD
     payload["kb"] = {"skipped_count": len(index.kb.problems)}  # the list: index.kb.summary()["skipped"]
@@ -216,7 +218,7 @@ def _ranked(hints: L0Hints, l0_blocks: list[EvidenceBlock], outcome: L1Outcome, 
     chosen = set(order[:keep]) | set(l0_by_source)
     merged = dedupe([l1_page_block(by_page[s]) for s in by_page if s in chosen] + l0_blocks)
     ranked = rank(merged, l0_weight=config.l0_weight, l1_weight=config.l1_weight, l0_bound=hints.score_bound,
-                  page_weight=config.page_weight)
+                  page_weight=config.page_weight, tfidf_weight=config.l1_tfidf_weight)
     return _Ranked(outcome, tuple(ranked), count, count - len(sources))
 
 
