@@ -49,7 +49,10 @@ def comparison_table(first: Mapping[str, Any], second: Mapping[str, Any]) -> pd.
     rows.append({"part": "score", "A contribution": round(score_a, 3), "B contribution": round(score_b, 3),
                  "A − B": round(score_a - score_b, 3)})
     columns = ["part", "A value", "A weight", "A contribution", "B value", "B weight", "B contribution", "A − B"]
-    return pd.DataFrame(rows).reindex(columns=columns)
+    table = pd.DataFrame(rows).reindex(columns=columns)
+    for column in columns[1:-1]:  # a part one block lacks reads "—", not None
+        table[column] = [f"{v:g}" if isinstance(v, int | float) and v == v else "—" for v in table[column]]
+    return table
 
 
 def gap_sentence(first: Mapping[str, Any], second: Mapping[str, Any], labels: tuple[str, str]) -> str:
