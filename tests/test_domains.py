@@ -100,7 +100,7 @@ def test_weak_filtered_result_widens_and_says_so(widen_index):
 
 def test_filter_effect_names_the_first_changed_rank_and_the_sources_that_moved():
     effect = filter_effect(["a", "x", "b", "c"], ["a", "b", "c", "d"])
-    assert effect == FilterEffect(True, 2, 1, 1)
+    assert effect == FilterEffect(True, 2, 1, 1, ("x",), ("d",))
     assert filter_effect(["a", "b"], ["a", "b"]) == FilterEffect(False, None, 0, 0)
     assert filter_effect(["a", "b"], ["a"]).first_changed_rank == 2  # the filter left fewer results
 
@@ -110,7 +110,8 @@ def test_applied_filter_records_its_effect_beside_the_decision(widen_index):
     details = kept.retrieval_details
     assert "effect" not in details["filter"]  # the spec's filter keys stay as they are
     # guides/reset.md, outside billing, falls from first to L0-only evidence: same sources, new order
-    assert details["filter_effect"] == {"changed": True, "first_changed_rank": 1, "removed": 0, "added": 0}
+    assert details["filter_effect"] == {"changed": True, "first_changed_rank": 1, "removed": 0, "added": 0,
+                                        "removed_sources": [], "added_sources": []}
     unfiltered = lookup_knowledge("widget reset", index=widen_index, config=LookupConfig(l0_filter=False))
     assert unfiltered.retrieval_details["filter_effect"] is None  # no L0 filter ran
 
