@@ -6,7 +6,8 @@
 - A replay of interactive lookups (or of a run with no `eval_run` row) has no run to pair with, so the
   recorded calls are stored as a run too (`recorded-…`; its lookups are the recorded rows themselves,
   nothing is looked up again), both scored against the trace file's judgements; a query nobody judged
-  scores 0 on both sides.
+  scores 0 on both sides. Those judgements change after the save, so such runs (dataset kind `replay`) are
+  scored again against them whenever they are read (eval.judged), with the scoring the save used.
 
 A run's query rows point at their lookups through `eval_query.invocation_id`; the replayed lookups stay
 `tool_invocation` rows under the replay's run id.
@@ -17,7 +18,6 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -26,33 +26,17 @@ import pandas as pd
 from retrieval import KnowledgeIndex, LookupConfig, TraceStore
 from retrieval.export import json_object
 
-from . import judgements
-from . import metrics as metric_lib
+from . import judged
 from . import oracle as oracle_lib
 from .datasets import Query
-from .diagnostics import summarize
+from .judged import Lookup
 from .runs import DEFAULT_METRICS
-from .scoring import metric_means, query_row
-from .storage import LOOKUP, UnknownRunError, load_per_query, load_run_row, save_run
+from .scoring import index_domains
+from .storage import UnknownRunError, load_per_query, load_run_row, save_run
 
 RECORDED_PREFIX = "recorded-"
 INTERACTIVE = "interactive lookups"
 NO_ORACLE = "a replay looks recorded calls up again; the oracle filter is not run"
-
-
-@dataclass(frozen=True)
-class Lookup:
-    """One lookup of a replay or of the calls it replayed: the query id it is paired on, and what it returned."""
-
-    query_id: str
-    query: str
-    invocation_id: str
-    latency_ms: float
-    details: Mapping[str, Any]
-
-    @property
-    def ranked(self) -> list[str]:
-        return list(self.details.get("evidence_sources") or [e["source"] for e in self.details.get("evidence") or []])
 
 
 def paired_query_id(original_id: str, original_query_id: Any) -> str:
@@ -73,17 +57,22 @@ def save_replay_run(store: TraceStore, run_id: str, calls: pd.DataFrame, *, inde
         labels = _run_labels(store, source["run_id"])
         # a run's calls are replayed at their recorded depth (the run's top_k), not B's
         config = {**config, "top_k": (source["config"] or {}).get("top_k", config.get("top_k"))}
-        _save(store, run_id, replayed, lambda lk: labels.get(lk.query_id), index, config, created,
-              {**_dataset_of(source), "replay_of": source["run_id"]}, source["metric_names"])
+        dataset = {**_dataset_of(source), "replay_of": source["run_id"]}
+        if judged.is_judged(dataset["kind"]):  # a replay of a judged run is judged too: keep its pages' categories
+            known = (source["dataset_info"] or {}).get("source_domains") or {}
+            dataset["source_domains"] = {**known, **_domains(store, replayed, index)}
+        _save(store, run_id, replayed, lambda lk: labels.get(lk.query_id), index, config, created, dataset,
+              source["metric_names"])
         return source["run_id"], run_id
-    judged = _judged(store)
+    qrels = judged.judged_qrels(store)
     originals = [Lookup(paired_query_id(r.id, r.query_id), r.query, r.id, float(r.latency_ms or 0.0),
                         json_object(r.retrieval_details)) for r in calls.itertuples(index=False)]
     recorded_id = RECORDED_PREFIX + run_id.split("-", 1)[-1]
-    dataset = {"name": INTERACTIVE, "kind": "replay", "path": run_id, "split": "all",
-               "replay_of": source_run or INTERACTIVE}
+    dataset = {"name": INTERACTIVE, "kind": judged.KIND, "path": run_id, "split": "all",
+               "replay_of": source_run or INTERACTIVE,
+               "source_domains": _domains(store, [*originals, *replayed], index)}
     original_config = recorded_config(calls, config)
-    label = lambda lk: _judged_query(lk, judged)  # noqa: E731
+    label = lambda lk: judged.judged_query(lk, qrels)  # noqa: E731
     _save(store, recorded_id, originals, label, index, original_config, created - timedelta(microseconds=1),
           dataset, list(DEFAULT_METRICS))
     _save(store, run_id, replayed, label, index, config, created, dataset, list(DEFAULT_METRICS))
@@ -93,27 +82,16 @@ def save_replay_run(store: TraceStore, run_id: str, calls: pd.DataFrame, *, inde
 def _save(store: TraceStore, run_id: str, lookups: list[Lookup], label: Callable[[Lookup], Query | None],
           index: KnowledgeIndex, config: Mapping[str, Any], created: datetime, dataset: dict[str, Any],
           metric_names: list[str]) -> None:
-    parsed = metric_lib.parse_metrics(metric_names)
-    rows, metric_rows = [], []
-    for position, lookup in enumerate(lookups):
-        query = label(lookup) or Query(lookup.query_id, lookup.query, {})
-        query = Query(lookup.query_id, lookup.query, query.qrels, query.categories, query.categories_labelled)
-        row = query_row(query, position, lookup.invocation_id, lookup.ranked, lookup.details, lookup.latency_ms, index)
-        rows.append({**row, "run_id": run_id})
-        metric_rows.extend((run_id, lookup.query_id, LOOKUP, name, value)
-                           for name, value in metric_lib.score(lookup.ranked, query.qrels, parsed).items())
-    per_query = pd.DataFrame(rows)
-    metric_frame = pd.DataFrame(metric_rows, columns=["run_id", "query_id", "system", "metric", "value"])
-    diagnostics = {**summarize(per_query), "oracle": oracle_lib.skipped(NO_ORACLE)}
-    labelled = sum(1 for lookup in lookups if (label(lookup) or Query("", "", {})).qrels)
+    """Score `lookups` (eval.judged.score, which also re-scores a judged run when it is read) and store them."""
+    scored = judged.score(run_id, lookups, label, index_domains(index), metric_names, oracle_lib.skipped(NO_ORACLE))
     save_run(store, {
         "run_id": run_id, "created_at": created, "sweep_id": None, "dataset": dataset["name"],
         "dataset_kind": dataset["kind"], "dataset_path": dataset["path"], "split": dataset["split"],
         "n_queries": len(lookups), "top_k": int(config.get("top_k") or 0), "config": dict(config),
         "overrides": _overrides(config), "seconds": 0.0,
-        "dataset_info": {**dataset, "queries": len(lookups), "labelled_queries": labelled},
-        "metric_names": [m.name for m in parsed], "metrics": metric_means(metric_frame, LOOKUP, parsed),
-        "baseline": None, "diagnostics": diagnostics}, per_query, metric_frame)
+        "dataset_info": {**dataset, "queries": len(lookups), "labelled_queries": scored.labelled},
+        "metric_names": list(scored.metrics), "metrics": scored.metrics, "baseline": None,
+        "diagnostics": scored.diagnostics}, scored.per_query, scored.metric_frame)
 
 
 def recorded_config(calls: pd.DataFrame, fields: Mapping[str, Any]) -> dict[str, Any]:
@@ -166,14 +144,8 @@ def _run_labels(store: TraceStore, run_id: str) -> dict[str, Query]:
             for r in frame.itertuples(index=False)}
 
 
-def _judged(store: TraceStore) -> dict[str, dict[str, float]]:
-    """The trace file's judgements as qrels by query text (the latest mark of each query and source)."""
-    qrels: dict[str, dict[str, float]] = {}
-    for row in judgements.latest(store).itertuples(index=False):
-        qrels.setdefault(str(row.query).strip(), {})[str(row.source)] = float(row.grade)
-    return qrels
-
-
-def _judged_query(lookup: Lookup, judged: Mapping[str, Mapping[str, float]]) -> Query | None:
-    qrels = judged.get(lookup.query.strip())
-    return Query(lookup.query_id, lookup.query, dict(qrels)) if qrels else None
+def _domains(store: TraceStore, lookups: list[Lookup], index: KnowledgeIndex) -> dict[str, list[str]]:
+    """The categories of every page the lookups returned or analysts judged: what re-scoring a judged run
+    against later judgements needs of the knowledge base (eval.judged)."""
+    judged_pages = [source for marks in judged.judged_qrels(store).values() for source in marks]
+    return judged.source_domains([*(s for lookup in lookups for s in lookup.ranked), *judged_pages], index)

@@ -16,7 +16,7 @@ from . import oracle as oracle_lib
 from .baseline import NAME as BASELINE
 from .baseline import BM25Baseline
 from .datasets import Query
-from .diagnostics import query_diagnostics
+from .diagnostics import DomainsOf, query_diagnostics
 
 
 def oracle_diagnostics(enabled: bool, metric_frame: pd.DataFrame, means: dict[str, float],
@@ -30,10 +30,23 @@ def oracle_diagnostics(enabled: bool, metric_frame: pd.DataFrame, means: dict[st
 
 def query_row(query: Query, position: int, invocation_id: str, ranked: list[str], details: Mapping[str, Any],
                latency_ms: float, index: KnowledgeIndex) -> dict[str, Any]:
+    """One query's eval_query row, its pages' categories read from `index`."""
+    return query_facts(query, position, invocation_id, ranked, details, latency_ms, index_domains(index))
+
+
+def index_domains(index: KnowledgeIndex) -> DomainsOf:
+    """A page's normalised categories as `index` holds them (none for a page it does not hold)."""
     def domains_of(source: str) -> tuple[str, ...]:
         entry = index.kb.entry(source)
         return entry.domains if entry is not None else ()
 
+    return domains_of
+
+
+def query_facts(query: Query, position: int, invocation_id: str, ranked: list[str], details: Mapping[str, Any],
+                latency_ms: float, domains_of: DomainsOf) -> dict[str, Any]:
+    """One query's eval_query row, its pages' categories given by `domains_of` (so a stored run can be scored
+    again without its index)."""
     relevant = sorted(s for s, g in query.qrels.items() if g > 0)
     first = next((rank for rank, s in enumerate(ranked, start=1) if s in query.qrels and query.qrels[s] > 0), None)
     by_grade = sorted((s for s, g in query.qrels.items() if g > 0), key=lambda s: -query.qrels[s])  # stable

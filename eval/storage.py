@@ -13,6 +13,9 @@ A run's `eval_run` row is written with `status = 'started'` (and the process's `
 its first lookup, and replaced by the finished row (`complete`) at the end; a run that stops with an
 exception is marked `incomplete`. A `started` row whose process is gone (killed) reads as `incomplete`
 too, and a null status (runs stored before this column) as `complete`.
+
+A run scored against the trace file's judgements (a saved replay of interactive lookups) is read with its
+figures scored again against the judgements as they are now (eval.judged), by every reader here.
 """
 
 from __future__ import annotations
@@ -26,7 +29,9 @@ import pandas as pd
 
 from retrieval import TraceStore
 
-LOOKUP = "lookup"
+from . import judged
+from .defaults import LOOKUP
+
 QUERY_COLUMNS = ("run_id", "query_id", "position", "query", "n_relevant", "relevant", "categories",
                  "invocation_id", "first_relevant_rank", "top_sources", "filter_decision", "filter_category",
                  "filter_correct", "filter_harm", "filter_harm_missed", "filter_widened", "retrieval_layer",
@@ -101,15 +106,26 @@ def resolve_run_id(store: TraceStore, text: str) -> str:
 
 
 def load_run_row(store: TraceStore, run_id: str, *, allow_incomplete: bool = False) -> dict[str, Any]:
-    """The `eval_run` row (JSON decoded, `status` derived); IncompleteRunError for a run without results."""
+    """The `eval_run` row (JSON decoded, `status` derived; a judged run's metrics, diagnostics and labelled
+    queries as the judgements score it now); IncompleteRunError for a run without results."""
     run_id = resolve_run_id(store, run_id)
+    row = _stored_row(store, run_id)
+    if row["status"] != COMPLETE and not allow_incomplete:
+        raise IncompleteRunError(f"run {run_id} is {row['status']}: it has no results yet; "
+                                 + _next_step(run_id, row["status"]))
+    if row["status"] == COMPLETE and judged.is_judged(row.get("dataset_kind")):
+        scored = judged.rescore(store, row, _stored_queries(store, run_id))
+        row["metrics"], row["diagnostics"] = scored.metrics, scored.diagnostics
+        row["dataset_info"] = {**(row["dataset_info"] or {}), "labelled_queries": scored.labelled}
+    return row
+
+
+def _stored_row(store: TraceStore, run_id: str) -> dict[str, Any]:
+    """The `eval_run` row as stored (JSON decoded, `status` derived)."""
     row = store.query("SELECT * FROM eval_run WHERE run_id = ?", [run_id]).iloc[0].to_dict()
     for name in RUN_JSON:
         row[name] = json.loads(row[name]) if isinstance(row.get(name), str) else row.get(name)
     row["status"] = run_status(row.get("status"), row.get("pid"), row.get("host"))
-    if row["status"] != COMPLETE and not allow_incomplete:
-        raise IncompleteRunError(f"run {run_id} is {row['status']}: it has no results yet; "
-                                 + _next_step(run_id, row["status"]))
     return row
 
 
@@ -154,11 +170,17 @@ def delete_run(store: TraceStore, run_id: str) -> dict[str, int]:
 
 
 def load_per_query(store: TraceStore, run_id: str) -> pd.DataFrame:
-    """The wide per-query frame of a run: facts, lookup metrics by name, baseline metrics as `<system>:<name>`."""
-    queries = store.query("SELECT * FROM eval_query WHERE run_id = ? ORDER BY position", [run_id])
-    for name in ("relevant", "categories", "top_sources"):
-        queries[name] = queries[name].map(lambda v: json.loads(v) if isinstance(v, str) else v)
-    metrics = store.query("SELECT query_id, system, metric, value FROM eval_query_metric WHERE run_id = ?", [run_id])
+    """The wide per-query frame of a run: facts, lookup metrics by name, baseline metrics as `<system>:<name>`
+    (a judged run's labels, facts and metrics as the judgements score it now)."""
+    queries = _stored_queries(store, run_id)
+    kind = store.query("SELECT dataset_kind FROM eval_run WHERE run_id = ?", [run_id])["dataset_kind"]
+    if not kind.empty and judged.is_judged(kind.iloc[0]) and not queries.empty:
+        scored = judged.rescore(store, _stored_row(store, run_id), queries)
+        queries = scored.per_query.reindex(columns=list(queries.columns))
+        metrics = scored.metric_frame.drop(columns=["run_id"])
+    else:
+        metrics = store.query("SELECT query_id, system, metric, value FROM eval_query_metric WHERE run_id = ?",
+                              [run_id])
     if metrics.empty:
         return queries
     metrics["column"] = [m if s == LOOKUP else f"{s}:{m}" for s, m in zip(metrics["system"], metrics["metric"],
@@ -168,22 +190,36 @@ def load_per_query(store: TraceStore, run_id: str) -> pd.DataFrame:
     return queries.merge(wide, on="query_id", how="left")
 
 
+def _stored_queries(store: TraceStore, run_id: str) -> pd.DataFrame:
+    """A run's `eval_query` rows as stored, in order, JSON columns decoded."""
+    queries = store.query("SELECT * FROM eval_query WHERE run_id = ? ORDER BY position", [run_id])
+    for name in ("relevant", "categories", "top_sources"):
+        queries[name] = queries[name].map(lambda v: json.loads(v) if isinstance(v, str) else v)
+    return queries
+
+
 def list_runs(store: TraceStore, *, incomplete_only: bool = False) -> pd.DataFrame:
     """Every stored run, newest first, with its status, its recorded lookups and its mean metrics as columns."""
     # a run's lookups are the calls it recorded; a replay's recorded side made none, and counts the recorded
     # calls its questions point to
     frame = store.query("SELECT r.run_id, r.status, r.pid, r.host, coalesce(t.lookups, q.lookups, 0) AS lookups, "
                         "r.created_at, r.sweep_id, r.dataset, r.split, r.n_queries, r.top_k, r.seconds, r.overrides, "
-                        "r.metrics FROM eval_run r LEFT JOIN (SELECT run_id, count(*) AS lookups FROM tool_invocation "
-                        "WHERE run_id IS NOT NULL GROUP BY run_id) t USING (run_id) LEFT JOIN (SELECT e.run_id, "
-                        "count(*) AS lookups FROM eval_query e JOIN tool_invocation i ON i.id = e.invocation_id "
+                        "r.metrics, r.dataset_kind FROM eval_run r LEFT JOIN (SELECT run_id, count(*) AS lookups "
+                        "FROM tool_invocation WHERE run_id IS NOT NULL GROUP BY run_id) t USING (run_id) "
+                        "LEFT JOIN (SELECT e.run_id, count(*) AS lookups FROM eval_query e "
+                        "JOIN tool_invocation i ON i.id = e.invocation_id "
                         "WHERE i.run_id IS NULL GROUP BY e.run_id) q USING (run_id) ORDER BY r.created_at DESC")
     frame["status"] = [run_status(*v) for v in zip(frame["status"], frame["pid"], frame["host"], strict=True)]
     frame = frame.drop(columns=["pid", "host"])
     if incomplete_only:
         frame = frame[frame["status"] != COMPLETE].reset_index(drop=True)
     if frame.empty:
-        return frame.drop(columns=["metrics"])
-    metrics = pd.DataFrame([json.loads(m) if isinstance(m, str) else {} for m in frame["metrics"]], index=frame.index)
+        return frame.drop(columns=["metrics", "dataset_kind"])
+    means = [json.loads(m) if isinstance(m, str) else {} for m in frame["metrics"]]
+    for i, (run_id, kind, status) in enumerate(zip(frame["run_id"], frame["dataset_kind"], frame["status"],
+                                                   strict=True)):
+        if status == COMPLETE and judged.is_judged(kind):  # the judgements as they are now
+            means[i] = load_run_row(store, run_id)["metrics"]
+    metrics = pd.DataFrame(means, index=frame.index)
     frame["overrides"] = frame["overrides"].map(lambda v: json.loads(v) if isinstance(v, str) else {})
-    return pd.concat([frame.drop(columns=["metrics"]), metrics], axis=1)
+    return pd.concat([frame.drop(columns=["metrics", "dataset_kind"]), metrics], axis=1)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
@@ -13,7 +14,8 @@ QUERIES = [{"_id": "q1", "text": "rotate an API token", "relevant": ["security/t
            {"_id": "q2", "text": "download invoices", "relevant": ["billing/invoices.md"]},
            {"_id": "q3", "text": "agent offline firewall port", "relevant": ["troubleshooting/agent-offline.md"]},
            {"_id": "q4", "text": "escalation when nobody acknowledges", "relevant": ["alerting/routing.md"]}]
-
+# interactive lookups recorded under mixed settings: (query, l0_filter)
+MIXED_LOOKUPS = (("rotate an API token", True), ("download invoices", False), ("silence an alert", False))
 
 
 def run_app() -> AppTest:
@@ -43,3 +45,12 @@ def lookup(at: AppTest, query: str) -> AppTest:
 def select(at: AppTest, key: str, row: int) -> AppTest:
     at.session_state[key] = {"selection": {"rows": [row], "columns": [], "cells": []}}
     return at.run()
+
+
+def judge_card(at: AppTest, source: str, grade: int, key: str = "lookup") -> AppTest:
+    """Click Relevant (grade 1) or Not relevant (0) on the shown result's card of `source`, found by the source
+    line under its title."""
+    cards = [c.value.split("`")[1] for c in at.caption if re.fullmatch(r"`[^`]+`( › .*)?", c.value, re.DOTALL)]
+    if source not in cards:
+        raise AssertionError(f"no card of {source} among {cards}")
+    return ok(at.button(key=f"{key}_judge_{cards.index(source) + 1}_{grade}").click().run())

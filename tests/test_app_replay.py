@@ -9,7 +9,8 @@ from appui.data import replay
 from appui.widgets import state
 from eval import replays
 from retrieval import LookupConfig, TraceStore
-from tests.app_helpers import APP, ok
+from tests.app_helpers import APP, judge_card, lookup, ok, page_text
+from tests.replay_helpers import by_hand, recorded_rankings, shown
 
 
 def _compare() -> AppTest:
@@ -114,3 +115,55 @@ def test_configuration_is_grouped_and_b_differences_are_highlighted(env_with_loo
     at = ok(at.number_input(key="cmpb_top_k").set_value(3).run())
     assert any("B differs from A" in w.value and "`top_k` 5 → **3**" in w.value for w in at.warning)
     assert at.number_input(key="cmpb_top_k").label.startswith(":orange[**top k**]")
+
+
+def test_a_replay_of_mixed_recorded_settings_saved_then_judged_shows_its_settings_and_current_metrics(
+        env_with_mixed_lookups):
+    """Recorded calls with L0's filter on once and off twice, replayed with it off and saved: both runs name
+    their settings truthfully, and judging blocks on the Lookup page afterwards scores them."""
+    mixed = '{"l0_filter": "mixed: false ×2, true ×1"}'
+    at = ok(_compare().toggle(key="cmpb_l0_filter").set_value(False).run())
+    at = ok(at.button(key="rp_start").click().run())
+    recorded, replayed = at.selectbox(key="eval_run_a").value, at.selectbox(key="eval_run_b").value
+    assert f"{recorded} · {mixed}" in at.selectbox(key="eval_run_a").options
+    assert f'{replayed} · {{"l0_filter": false}}' in at.selectbox(key="eval_run_b").options
+    assert "Settings: `l0_filter` mixed: false ×2, true ×1 → False" in [c.value for c in at.caption]
+    assert _card(at, replayed) == dict.fromkeys(CARD_METRICS, "0.000")
+    assert any(c.value.startswith("No query of this replay is labelled") for c in at.caption)
+
+    relevant = {"download invoices": "billing/invoices.md", "rotate an API token": "security/tokens.md"}
+    at = ok(at.switch_page("appui/pages/lookup.py").run())
+    for query, page in relevant.items():
+        at = judge_card(lookup(at, query), page, 1)
+    store = TraceStore(env_with_mixed_lookups["traces"])
+    rankings = {recorded: recorded_rankings(store, ids=env_with_mixed_lookups["ids"]),
+                replayed: recorded_rankings(store, run_id=replayed)}
+    at = ok(at.switch_page("appui/pages/compare.py").run())
+    for run_id in (replayed, recorded):
+        expected = by_hand(rankings[run_id], relevant)
+        assert expected["mrr@10"] > 0
+        assert _card(at, run_id) == {m: shown(expected[m]) for m in CARD_METRICS}
+    assert mixed in page_text(at)  # the recorded run's card names its mixed settings
+    assert not any(c.value.startswith("No query of this replay is labelled") for c in at.caption)
+    listed = next(d.value for d in at.dataframe if "lookups" in d.value.columns).set_index("run_id")
+    deltas = next(d.value for d in at.dataframe if "significance" in d.value.columns).set_index("metric")
+    for run_id, side in ((recorded, "A"), (replayed, "B")):
+        expected = by_hand(rankings[run_id], relevant)
+        assert listed.loc[run_id, "mrr@10"] == pytest.approx(expected["mrr@10"], abs=1e-4)
+        assert deltas.loc["mrr@10", side] == pytest.approx(expected["mrr@10"], abs=1e-4)
+
+    at = ok(at.switch_page("appui/pages/lookup.py").run())  # one mark changed: that query no longer counts
+    at = judge_card(lookup(at, "download invoices"), "billing/invoices.md", 0)
+    del relevant["download invoices"]
+    at = ok(at.switch_page("appui/pages/compare.py").run())
+    assert _card(at, replayed) == {m: shown(by_hand(rankings[replayed], relevant)[m]) for m in CARD_METRICS}
+
+
+CARD_METRICS = ("mrr@10", "hit@10", "recall@10", "ndcg@10")
+
+
+def _card(at: AppTest, run_id: str) -> dict[str, str]:
+    """The metrics card of `run_id` as shown (picked in the Run box above it): value per metric."""
+    at = ok(at.selectbox(key="eval_run_view").set_value(run_id).run())
+    shown_values = {m.label: m.value for m in at.metric}
+    return {m: shown_values[m] for m in CARD_METRICS}

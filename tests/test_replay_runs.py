@@ -3,6 +3,7 @@ calls stored as a run; scored against the run's labels or the trace file's judge
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
 import pandas as pd
@@ -11,8 +12,10 @@ import pytest
 from appui.data import replay
 from appui.data import runs as runs_data
 from eval import compare, judgements, replays, runs, storage
+from eval.cli import main
 from retrieval import LookupConfig, TraceStore, lookup_knowledge
 from tests.app_helpers import QUERIES
+from tests.replay_helpers import by_hand, recorded_rankings
 
 CONFIG = LookupConfig(svd_dims=16)
 B = replace(CONFIG, l0_filter=False)
@@ -95,3 +98,61 @@ def test_a_replay_of_calls_with_mixed_settings_says_so_and_shows_the_difference(
     assert recorded.config["l0_filter"] == "mixed: false ×2, true ×1"
     assert recorded.overrides["l0_filter"] == "mixed: false ×2, true ×1" and replayed.overrides["l0_filter"] is False
     assert compare.compare_runs(store, a, b).config_diff["l0_filter"] == ["mixed: false ×2, true ×1", False]
+
+
+def test_a_saved_replay_judged_later_is_scored_against_the_judgements_as_they_are_now(store, index, capsys):
+    """Judgements made after the save score both runs wherever they are read; changed or cleared marks drop
+    out again."""
+    for query in ("rotate an API token", "download invoices", "silence an alert"):
+        lookup_knowledge(query, index=index, config=CONFIG, recorder=store)
+    calls = replay.recorded_calls(store, limit=20)
+    a, b = _replay(store, index, calls, None)
+    assert runs.load_run(store, b).metrics["mrr@10"] == 0 and runs.load_run(store, b).dataset["labelled_queries"] == 0
+    rankings = {a: recorded_rankings(store, ids=list(calls["id"])), b: recorded_rankings(store, run_id=b)}
+    relevant = {"download invoices": "billing/invoices.md", "rotate an API token": "security/tokens.md"}
+    for query, page in relevant.items():
+        judgements.record(store, query, page, 1)
+    listed = runs.list_runs(store).set_index("run_id")
+    for run_id in (a, b):
+        expected = by_hand(rankings[run_id], relevant)
+        assert expected["mrr@10"] > 0
+        run = runs.load_run(store, run_id)
+        assert {m: run.metrics[m] for m in expected} == expected
+        assert {m: listed.loc[run_id, m] for m in expected} == expected  # `python -m eval runs` and the app's list
+        assert run.dataset["labelled_queries"] == 2
+        per_query = run.per_query.set_index("query")
+        assert per_query.loc["download invoices", "relevant"] == ["billing/invoices.md"]
+        assert per_query.loc["download invoices", "categories"] == ["billing"]  # the judged page's category
+        assert per_query.loc["silence an alert", "n_relevant"] == 0
+    assert main(["runs", "--json", "--traces", str(store.path)]) == 0  # `python -m eval runs` prints the same
+    printed = {r["run_id"]: r for r in json.loads(capsys.readouterr().out)}
+    assert printed[b]["mrr@10"] == by_hand(rankings[b], relevant)["mrr@10"]
+    comparison = compare.compare_runs(store, a, b)
+    assert comparison.metrics["mrr@10"]["mean_a"] == pytest.approx(by_hand(rankings[a], relevant)["mrr@10"], abs=1e-4)
+    assert comparison.metrics["mrr@10"]["mean_b"] == pytest.approx(by_hand(rankings[b], relevant)["mrr@10"], abs=1e-4)
+
+    judgements.record(store, "download invoices", "billing/invoices.md", 0)  # changed: not relevant after all
+    del relevant["download invoices"]
+    assert {m: runs.load_run(store, b).metrics[m] for m in ("mrr@10", "hit@10")} == {
+        m: by_hand(rankings[b], relevant)[m] for m in ("mrr@10", "hit@10")}
+    with store.connect() as con:  # cleared: the marks of a query are gone, however they were removed
+        con.execute("DELETE FROM judgement WHERE query = 'rotate an API token'")
+    cleared = runs.load_run(store, b)
+    assert cleared.metrics["mrr@10"] == 0 and cleared.dataset["labelled_queries"] == 1  # the grade-0 mark is left
+    assert runs.list_runs(store).set_index("run_id").loc[a, "mrr@10"] == 0
+
+
+def test_a_replay_of_a_judged_replay_is_judged_too(store, index):
+    """Replaying a saved replay's lookups (a run's lookups) pairs with it, scored against the same judgements."""
+    for query in ("rotate an API token", "download invoices"):
+        lookup_knowledge(query, index=index, config=CONFIG, recorder=store)
+    _, first = _replay(store, index, replay.recorded_calls(store, limit=20), None)
+    again, second = _replay(store, index, replay.recorded_calls(store, run_id=first, limit=20), first)
+    assert again == first and runs.load_run(store, second).metrics["mrr@10"] == 0
+    judgements.record(store, "download invoices", "billing/invoices.md", 1)
+    relevant = {"download invoices": "billing/invoices.md"}
+    for run_id in (first, second):
+        assert runs.load_run(store, run_id).metrics["mrr@10"] == by_hand(recorded_rankings(store, run_id=run_id),
+                                                                          relevant)["mrr@10"] > 0
+    assert runs.load_run(store, second).per_query.set_index("query").loc["download invoices", "categories"] == [
+        "billing"]

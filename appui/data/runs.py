@@ -7,6 +7,7 @@ fingerprint recorded on their lookups); the run pickers only offer runs of one s
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pandas as pd
@@ -36,6 +37,12 @@ def run_table(store: TraceStore, runs: pd.DataFrame) -> pd.DataFrame:
     table["group"] = [_group(d, p, f) for d, p, f in zip(table["dataset"], table["dataset_path"],
                                                          table["kb_fingerprint"], strict=True)]
     return table
+
+
+def settings_label(overrides: Any, none: str) -> str:
+    """A run's settings as its label reads them: the overrides as JSON, with text as written (a recorded run's
+    `mixed: false ×2, true ×1`, not `\\u00d72`), or `none` when it ran with the defaults."""
+    return json.dumps(overrides, ensure_ascii=False) if overrides else none
 
 
 def _group(dataset: Any, path: Any, fingerprint: Any) -> str:

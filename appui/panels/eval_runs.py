@@ -7,7 +7,6 @@ runs.run_sweep, compare.compare_runs, oracle.headroom_table); this module only l
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pandas as pd
@@ -20,10 +19,11 @@ from retrieval import LookupConfig
 
 try:
     from eval import datasets as eval_datasets
+    from eval import judged as eval_judged
     from eval import oracle as eval_oracle
     from eval import runs as eval_runs
 except ImportError as exc:  # eval/ is optional for the Lookup and Traces pages
-    eval_datasets = eval_oracle = eval_runs = None
+    eval_datasets = eval_judged = eval_oracle = eval_runs = None
     EVAL_MISSING = f"{exc}"
 else:
     EVAL_MISSING = ""
@@ -76,7 +76,9 @@ def _select_new(ctx: state.AppContext, new: list[str]) -> None:
 
 
 @st.cache_data(show_spinner="Loading the run…", max_entries=16)
-def _run(traces_path: str, run_id: str):
+def _run(traces_path: str, run_id: str, labels: str):
+    """A stored run; `labels` (the judgements' version) keys the cache, since a replay of interactive lookups
+    is scored against the judgements as they are now (eval.judged)."""
     return eval_runs.load_run(state.open_store(traces_path), run_id)
 
 
@@ -92,7 +94,7 @@ def _headroom(ctx: state.AppContext, runs: pd.DataFrame) -> None:
     if st.session_state.get("eval_run_view") not in ids:
         st.session_state["eval_run_view"] = ids[0]
     run_id = st.selectbox("Run", ids, key="eval_run_view")
-    run = state.guarded(lambda: _run(ctx.traces_path, run_id))
+    run = state.guarded(lambda: _run(ctx.traces_path, run_id, eval_judged.version(ctx.store)))
     if run is None:
         return
     summary_card(run)
@@ -129,7 +131,7 @@ def summary_card(run: Any) -> None:
     oracle = (run.diagnostics.get("oracle") or {}).get("headroom") or {}
     with st.container(border=True, key="eval_card"):
         st.markdown(f"**Run `{run.run_id}`** · {run.dataset.get('name')} · {run.dataset.get('queries')} queries · "
-                    f"{json.dumps(run.overrides) if run.overrides else 'default settings'}")
+                    f"{runs_data.settings_label(run.overrides, 'default settings')}")
         if run.dataset.get("labelled_queries") == 0:  # a replay of interactive lookups nobody judged
             st.caption("No query of this replay is labelled, so every metric is 0: judge blocks on the Lookup or "
                        "Traces page to score it. The Replay tab shows what changed without labels.")
@@ -163,7 +165,8 @@ def render(ctx: state.AppContext, config: LookupConfig | None) -> None:
         st.info("No runs stored yet: start one above.")
         return
     with st.expander(f"{len(runs)} stored run(s)"):
-        st.dataframe(runs, hide_index=True, key="eval_runs")
+        settings = runs["overrides"].map(lambda o: runs_data.settings_label(o, "defaults"))  # one text column
+        st.dataframe(runs.assign(overrides=settings), hide_index=True, key="eval_runs")
     _headroom(ctx, runs)
     st.divider()
     st.subheader("Compare two runs")

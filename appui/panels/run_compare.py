@@ -21,15 +21,22 @@ TOP_DEFAULT = 5
 
 
 @st.cache_data(show_spinner="Comparing runs…", max_entries=16)
-def _comparison(traces_path: str, run_a: str, run_b: str) -> Any:
+def _comparison(traces_path: str, run_a: str, run_b: str, labels: str) -> Any:
+    """The comparison; `labels` (the judgements' version) keys the cache: judged runs follow the judgements."""
     from eval import compare as eval_compare
     return eval_compare.compare_runs(state.open_store(traces_path), run_a, run_b)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def _truth(traces_path: str, run_id: str) -> pd.DataFrame:
+def _truth(traces_path: str, run_id: str, labels: str) -> pd.DataFrame:
     from eval import storage
     return storage.load_per_query(state.open_store(traces_path), run_id)
+
+
+def _labels(ctx: state.AppContext) -> str:
+    """The judgements' version: a saved replay of interactive lookups is scored against them as they are now."""
+    from eval import judged
+    return judged.version(ctx.store)
 
 
 def _select(table: pd.DataFrame) -> None:
@@ -84,7 +91,7 @@ def pickers(table: pd.DataFrame) -> tuple[str, str] | None:
                          help="Runs are compared only within one dataset and one knowledge base")
     members = table[table["group"] == group]
     ids = members["run_id"].tolist()
-    labels = {r.run_id: f"{r.run_id} · {json.dumps(r.overrides) if r.overrides else 'defaults'}"
+    labels = {r.run_id: f"{r.run_id} · {runs_data.settings_label(r.overrides, 'defaults')}"
               for r in members.itertuples()}
     for key, fallback in (("eval_run_a", min(1, len(ids) - 1)), ("eval_run_b", 0)):
         if st.session_state.get(key) not in ids:
@@ -118,7 +125,7 @@ def render(ctx: state.AppContext, table: pd.DataFrame) -> None:
     run_a, run_b = picked
     if state.guarded(lambda: runs_data.check_comparable(table, run_a, run_b) or True) is None:
         return
-    comparison = state.guarded(lambda: _comparison(ctx.traces_path, run_a, run_b))
+    comparison = state.guarded(lambda: _comparison(ctx.traces_path, run_a, run_b, _labels(ctx)))
     if comparison is None:
         return
     st.markdown(f"**Metric deltas (B − A)** on {len(comparison.per_query)} paired queries; significance from a "
@@ -144,7 +151,7 @@ def _delta_chart(comparison: Any) -> None:
 
 
 def _pairs(ctx: state.AppContext, comparison: Any) -> None:
-    truth = _truth(ctx.traces_path, comparison.run_a)
+    truth = _truth(ctx.traces_path, comparison.run_a, _labels(ctx))
     table = runs_data.pair_table(comparison.per_query, comparison.primary_metric, truth)
     rest = [c for c in table.columns if c not in runs_data.LEAD and c not in ("relevant", "categories")]
     extra = st.multiselect("More columns", rest, key="eval_pairs_columns",
@@ -186,7 +193,7 @@ def _pair_lookups(ctx: state.AppContext, comparison: Any, row: pd.Series) -> Non
 def _stored_lookup(ctx: state.AppContext, run_id: str, query_id: str) -> pd.DataFrame:
     """The lookup a run's query row points at (`eval_query.invocation_id`: a replay's `recorded-…` run points at
     the recorded calls), else the run's latest lookup of that query."""
-    truth = _truth(ctx.traces_path, run_id)
+    truth = _truth(ctx.traces_path, run_id, _labels(ctx))
     ids = truth.loc[truth["query_id"].astype(str) == query_id, "invocation_id"].dropna().tolist() \
         if "invocation_id" in truth else []
     if ids:
