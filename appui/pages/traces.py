@@ -88,7 +88,7 @@ def _table(store: TraceStore, filters: data.TraceFilters, total: int) -> None:
     first = (int(number) - 1) * size + 1
     info_col.markdown(f"**{total} trace(s)** match · rows {first}–{first + len(frame) - 1} on this page — click "
                       "a row to open it")
-    shown = frame.reindex(columns=data.SUMMARY_COLUMNS)
+    shown = traces_data.table_view(frame)
     selection = st.dataframe(shown, hide_index=True, key="tr_table", on_select="rerun", selection_mode="single-row")
     rows = selection.selection.rows if selection else []
     if rows and rows[0] < len(frame):
@@ -101,6 +101,8 @@ def _trace(row: dict, *, key: str = "tr_row") -> None:
     created = pd.Timestamp(row["created_at"]).strftime("%Y-%m-%d %H:%M:%S")
     where = f" · knowledge base `{row['kb_path']}`" if isinstance(row.get("kb_path"), str) else ""
     st.caption(f"id `{row['id']}` · {created} UTC · status {row['status']}{where}")
+    settings, side = traces_data.settings_label(row.get("config")), traces_data.comparison_label(row.get("tags"))
+    st.caption(("Compare page: side " + side + " · " if side else "") + f"settings: {settings or 'not recorded'}")
     if isinstance(row.get("run_id"), str):
         st.caption(f"From run `{row['run_id']}`, query `{row.get('query_id')}`")
         if st.button("Open this run's query on the Compare page", key=f"{key}_open_run"):
