@@ -74,16 +74,6 @@ def test_charts_aggregate_over_every_matching_row(env):
     assert traces_data.latency_histogram(store, narrowed)["calls"].sum() == 341
 
 
-def test_time_axis_is_24_hour_utc(env):
-    _many(env["traces"], 30)
-    at = ok(run_app().switch_page("appui/pages/traces.py").run())
-    specs = [json.dumps(json.loads(c.proto.spec)) for c in at.get("vega_lite_chart")]
-    fallback = next(s for s in specs if "fallback rate" in s)
-    assert '"formatType": "utc"' in fallback and "%H:%M" in fallback and "24-hour" in fallback
-    assert "15:00" in json.dumps(traces_data.fallback_rate(TraceStore(env["traces"]), data.TraceFilters())[0]
-                                 ["created_at"].dt.strftime("%H:%M").tolist())
-
-
 def test_sql_box_has_its_own_tab(env):
     at = ok(run_app().switch_page("appui/pages/traces.py").run())
     assert [t.label for t in at.tabs] == ["Traces", "SQL"]

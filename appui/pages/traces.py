@@ -57,14 +57,24 @@ def _charts(store: TraceStore, filters: data.TraceFilters) -> None:
     _latency(store, filters, right)
 
 
+# per bucket unit: the UTC time unit the bars sit on and the axis labels' format (24-hour). A `format` with
+# formatType "utc" is ignored by the Vega-Lite Streamlit draws with (it fell back to 12-hour "05:22" for 17:22);
+# a utc timeUnit makes Vega-Lite format the labels in UTC itself
+TIME_AXIS = {"minute": ("utcyearmonthdatehoursminutes", "%H:%M", "%Y-%m-%d %H:%M"),
+             "hour": ("utcyearmonthdatehours", "%d %b %H:%M", "%Y-%m-%d %H:%M"),
+             "day": ("utcyearmonthdate", "%d %b", "%Y-%m-%d")}
+
+
 def _fallback_chart(rate: Any, unit: str) -> alt.Chart:
-    """Bars of the fallback rate per `unit`, on a UTC time axis with 24-hour labels."""
+    """Bars of the fallback rate per `unit`, on a UTC time axis with 24-hour labels, drawn as SVG (text in the page)."""
+    time_unit, label, when = TIME_AXIS[unit]
+    title = f"time (UTC, 24-hour, per {unit})" if unit != "day" else "day (UTC)"
     return alt.Chart(rate).mark_bar().encode(
-        alt.X("created_at:T", title=f"time (UTC, 24-hour, per {unit})", scale=alt.Scale(type="utc"),
-              axis=alt.Axis(format="%d %b %H:%M", formatType="utc")),
+        alt.X("created_at:T", timeUnit=time_unit, title=title, axis=alt.Axis(format=label, labelOverlap=True)),
         alt.Y("rate:Q", title="fallback rate", axis=alt.Axis(format="%"), scale=alt.Scale(domain=[0, 1])),
-        tooltip=[alt.Tooltip("utcyearmonthdatehoursminutes(created_at):T", title="UTC", format="%Y-%m-%d %H:%M"),
-                 alt.Tooltip("rate:Q", format=".0%"), "calls:Q"])
+        tooltip=[alt.Tooltip("created_at:T", timeUnit=time_unit, title="UTC", format=when),
+                 alt.Tooltip("rate:Q", format=".0%"), "calls:Q"],
+    ).properties(usermeta={"embedOptions": {"renderer": "svg"}})
 
 
 def _latency(store: TraceStore, filters: data.TraceFilters, right: Any) -> None:
