@@ -77,11 +77,12 @@ def app_env(root: Path) -> dict[str, str]:
 
 
 @contextmanager
-def browser_tab(viewport: dict[str, int]) -> Iterator:
-    """One Chromium tab of `viewport` size that accepts downloads, closed with its browser afterwards."""
+def browser_tab(viewport: dict[str, int], timezone_id: str | None = None) -> Iterator:
+    """One Chromium tab of `viewport` size that accepts downloads (its clock in `timezone_id`, else the
+    machine's), closed with its browser afterwards."""
     with sync_api.sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        context = browser.new_context(viewport=viewport, accept_downloads=True)
+        context = browser.new_context(viewport=viewport, accept_downloads=True, timezone_id=timezone_id)
         tab = context.new_page()
         tab.set_default_timeout(TIMEOUT_MS)
         try:

@@ -74,16 +74,6 @@ def test_charts_aggregate_over_every_matching_row(env):
     assert traces_data.latency_histogram(store, narrowed)["calls"].sum() == 341
 
 
-def test_time_axis_is_24_hour_utc(env):
-    _many(env["traces"], 30)
-    at = ok(run_app().switch_page("appui/pages/traces.py").run())
-    specs = [json.dumps(json.loads(c.proto.spec)) for c in at.get("vega_lite_chart")]
-    fallback = next(s for s in specs if "fallback rate" in s)
-    assert '"formatType": "utc"' in fallback and "%H:%M" in fallback and "24-hour" in fallback
-    assert "15:00" in json.dumps(traces_data.fallback_rate(TraceStore(env["traces"]), data.TraceFilters())[0]
-                                 ["created_at"].dt.strftime("%H:%M").tolist())
-
-
 def test_sql_box_has_its_own_tab(env):
     at = ok(run_app().switch_page("appui/pages/traces.py").run())
     assert [t.label for t in at.tabs] == ["Traces", "SQL"]
@@ -144,3 +134,32 @@ def test_status_latency_and_id_lead_the_traces_table(env):
     at = lookup(run_app(), "download invoices")
     at = ok(at.switch_page("appui/pages/traces.py").run())
     assert list(at.dataframe(key="tr_table").value.columns[:4]) == ["created_at", "status", "latency_ms", "id"]
+
+
+def test_the_a_and_b_calls_of_a_comparison_read_apart_in_the_traces_table(env):
+    """Two comparisons on the Compare page (B equal to A, then B without the L0 filter): each row names its side,
+    its comparison and its settings against the real defaults, so no two of the four rows read alike."""
+    at = ok(run_app().switch_page("appui/pages/compare.py").run())
+    at.text_input(key="cmp_query").set_value("download invoices")
+    at = ok(at.button(key="cmp_run").click().run())
+    first = next(c.value for c in at.caption if c.value.startswith("Recorded as comparison")).split("`")[1]
+    at = ok(at.toggle(key="cmpb_l0_filter").set_value(False).run())
+    at = ok(at.button(key="cmp_run").click().run())
+    second = next(c.value for c in at.caption if c.value.startswith("Recorded as comparison")).split("`")[1]
+    assert first != second
+    at = ok(at.switch_page("appui/pages/traces.py").run())
+    table = at.dataframe(key="tr_table").value
+    assert list(table.columns[4:7]) == ["query", "config", "comparison"]
+    assert table[["config", "comparison"]].values.tolist() == [
+        ["l0_filter=false", f"B of {second}"], ["defaults", f"A of {second}"],
+        ["defaults", f"B of {first}"], ["defaults", f"A of {first}"]]
+    at = ok(select(at, "tr_table", 0))
+    assert f"Compare page: side B of {second} · settings: l0_filter=false" in [c.value for c in at.caption]
+
+
+def test_settings_read_as_their_difference_from_the_real_defaults():
+    assert traces_data.settings_label(json.dumps({**LookupConfig().to_dict(), "index": {"svd_dims": 64}})) == "defaults"
+    changed = {**LookupConfig().to_dict(), "l1_pool": 40, "l0_filter": False}
+    assert traces_data.settings_label(changed) == "l0_filter=false, l1_pool=40"
+    assert traces_data.settings_label(None) == "" and traces_data.comparison_label(None) == ""
+    assert traces_data.comparison_label('{"side": "A", "comparison_id": "cmp-1"}') == "A of cmp-1"

@@ -53,6 +53,29 @@ def test_typed_columns_mirror_retrieval_details(store):
     assert (row.run_id, row.query_id) == ("r1", "q7")
 
 
+def test_a_calls_tags_are_stored_as_json_and_untagged_calls_read_null(store):
+    store.record_many([_invocation("tagged", tags={"page": "compare", "comparison_id": "cmp-1", "side": "B"}),
+                       _invocation("plain")])
+    rows = store.query("SELECT query, tags IS NULL AS untagged, tags->>'side' AS side, tags->>'comparison_id' AS cmp "
+                       "FROM tool_invocation ORDER BY query")
+    assert rows.fillna("-").values.tolist() == [["plain", True, "-", "-"], ["tagged", False, "B", "cmp-1"]]
+
+
+def test_a_v5_file_gains_the_tags_column_on_open_and_keeps_its_rows(tmp_path):
+    """Files made before the tags column (schema v5) upgrade in place: the column is added, old rows read null."""
+    path = tmp_path / "t.duckdb"
+    TraceStore(path).record_many([_invocation("old")])
+    con = duckdb.connect(str(path))
+    con.execute("ALTER TABLE tool_invocation DROP COLUMN tags")
+    con.execute("DELETE FROM schema_version WHERE version = 6")
+    con.close()
+    store = TraceStore(path)
+    store.record_many([_invocation("new", tags={"side": "A"})])
+    rows = store.query("SELECT query, coalesce(tags->>'side', '-') AS side FROM tool_invocation ORDER BY query")
+    assert rows.values.tolist() == [["new", "A"], ["old", "-"]]
+    assert store.query("SELECT max(version) AS v FROM schema_version")["v"][0] == SCHEMA_VERSION == 6
+
+
 def test_batched_insert_keeps_every_row(store):
     store.record_many([_invocation(f"q{i}", run_id="batch") for i in range(500)])
     assert len(store.invocations(run_id="batch")) == 500

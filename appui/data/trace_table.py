@@ -1,5 +1,6 @@
 """The Traces page's reads, all in DuckDB over every matching row: the count, one page of rows, the layer
-mix, the fallback rate over time, the latency histogram, and one trace as a lookup result.
+mix, the fallback rate over time, the latency histogram, and one trace as a lookup result; and each row's
+settings and comparison side as short text for the table.
 
 Nothing is capped silently: the table pages through the count; the charts aggregate in SQL instead of
 over the rows a page happens to hold.
@@ -13,9 +14,9 @@ from typing import Any
 
 import pandas as pd
 
-from appui.data.traces import TraceFilters
+from appui.data.traces import SUMMARY_COLUMNS, TraceFilters
 from retrieval import TRACE_TABLE as TABLE
-from retrieval import TraceStore
+from retrieval import LookupConfig, TraceStore
 
 PAGE_SIZES = (100, 250, 1000)
 LATENCY_BINS = 30
@@ -81,3 +82,49 @@ def as_result(row: Mapping[str, Any]) -> dict[str, Any]:
             "retrieval_layer": details.get("retrieval_layer"), "retrieval_details": details,
             "invocation_id": row.get("id"),
             "kb_fingerprint": row.get("kb_fingerprint") if isinstance(row.get("kb_fingerprint"), str) else None}
+
+
+def table_view(frame: pd.DataFrame) -> pd.DataFrame:
+    """The rows as the table shows them: the summary columns, with `config` (its difference from the defaults)
+    and `comparison` (the Compare page's side and comparison id) after the query, so A and B calls differ."""
+    shown = frame.reindex(columns=SUMMARY_COLUMNS)
+    at = shown.columns.get_loc("query") + 1
+    empty = [None] * len(frame)
+    shown.insert(at, "comparison", [comparison_label(t) for t in frame.get("tags", empty)])
+    shown.insert(at, "config", [settings_label(c) for c in frame.get("config", empty)])
+    return shown
+
+
+def settings_label(config: Any) -> str:
+    """A recorded `config` as its difference from the real defaults ("defaults", "l0_filter=false, l1_pool=40");
+    "" when the row recorded none. Index settings recorded beside the fields are left out."""
+    recorded = _object(config)
+    if not recorded:
+        return ""
+    defaults = LookupConfig().to_dict()
+    changed = [f"{name}={_text(recorded[name])}" for name in defaults
+               if name in recorded and recorded[name] != defaults[name]]
+    return ", ".join(changed) or "defaults"
+
+
+def comparison_label(tags: Any) -> str:
+    """The Compare page's side and comparison id of a call ("A of cmp-1a2b3c4d"); "" for any other call."""
+    recorded = _object(tags)
+    side, comparison = recorded.get("side"), recorded.get("comparison_id")
+    if not side:
+        return ""
+    return f"{side} of {comparison}" if comparison else str(side)
+
+
+def _object(value: Any) -> dict[str, Any]:
+    """A JSON column's value as a dict (DuckDB hands JSON back as text); {} for null or a non-object."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import uuid
 
 import pandas as pd
 import streamlit as st
@@ -54,12 +55,14 @@ def _single_query(ctx: state.AppContext, config_a, config_b) -> None:
     st.caption("A is the sidebar configuration; B is set above. Both lookups are recorded as traces.")
     query = st.text_input("Query", key="cmp_query", placeholder="e.g. my phone did not ring when the server went down")
     if st.button("Compare", key="cmp_run", type="primary") and config_a and config_b:
-        a = state.run_lookup(ctx, query, config_a)
-        b = state.run_lookup(ctx, query, config_b) if a is not None else None
+        # both rows carry the side and one comparison id, so the Traces page tells A from B
+        comparison = f"cmp-{uuid.uuid4().hex[:8]}"
+        a = state.run_lookup(ctx, query, config_a, tags=_tags(comparison, "A"))
+        b = state.run_lookup(ctx, query, config_b, tags=_tags(comparison, "B")) if a is not None else None
         index = ctx.index(config_a.svd_dims)
         if a is not None and b is not None and index is not None:
             origin.store("cmp_result", {"a": a.to_dict(), "b": b.to_dict(), "config_a": config_a.to_dict(),
-                                        "config_b": config_b.to_dict()}, index,
+                                        "config_b": config_b.to_dict(), "comparison_id": comparison}, index,
                          {"A": config_a.to_dict(), "B": config_b.to_dict()})
     if "cmp_result" not in st.session_state:
         return
@@ -70,6 +73,9 @@ def _single_query(ctx: state.AppContext, config_a, config_b) -> None:
     if not result:
         return
     st.markdown(f"### “{result['a']['query']}”")
+    if result.get("comparison_id"):
+        st.caption(f"Recorded as comparison `{result['comparison_id']}`: the Traces page shows its two calls as "
+                   "A and B, each with its settings.")
     _changes(result)
     left, right = st.columns(2)
     for column, side in ((left, "a"), (right, "b")):
@@ -78,6 +84,11 @@ def _single_query(ctx: state.AppContext, config_a, config_b) -> None:
             views.compact_details(res["retrieval_details"], title=f"Configuration {side.upper()}")
             rel = res["relevance"]
             st.caption(f"Relevance {rel['level']} · semantic support {rel['semantic_support']}")
+
+
+def _tags(comparison: str, side: str) -> dict[str, str]:
+    """The `tags` of one side's recorded call: this page, the comparison id both sides share, and the side."""
+    return {"page": "compare", "comparison_id": comparison, "side": side}
 
 
 def render() -> None:

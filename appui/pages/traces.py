@@ -57,14 +57,24 @@ def _charts(store: TraceStore, filters: data.TraceFilters) -> None:
     _latency(store, filters, right)
 
 
+# per bucket unit: the UTC time unit the bars sit on and the axis labels' format (24-hour). A `format` with
+# formatType "utc" is ignored by the Vega-Lite Streamlit draws with (it fell back to 12-hour "05:22" for 17:22);
+# a utc timeUnit makes Vega-Lite format the labels in UTC itself
+TIME_AXIS = {"minute": ("utcyearmonthdatehoursminutes", "%H:%M", "%Y-%m-%d %H:%M"),
+             "hour": ("utcyearmonthdatehours", "%d %b %H:%M", "%Y-%m-%d %H:%M"),
+             "day": ("utcyearmonthdate", "%d %b", "%Y-%m-%d")}
+
+
 def _fallback_chart(rate: Any, unit: str) -> alt.Chart:
-    """Bars of the fallback rate per `unit`, on a UTC time axis with 24-hour labels."""
+    """Bars of the fallback rate per `unit`, on a UTC time axis with 24-hour labels, drawn as SVG (text in the page)."""
+    time_unit, label, when = TIME_AXIS[unit]
+    title = f"time (UTC, 24-hour, per {unit})" if unit != "day" else "day (UTC)"
     return alt.Chart(rate).mark_bar().encode(
-        alt.X("created_at:T", title=f"time (UTC, 24-hour, per {unit})", scale=alt.Scale(type="utc"),
-              axis=alt.Axis(format="%d %b %H:%M", formatType="utc")),
+        alt.X("created_at:T", timeUnit=time_unit, title=title, axis=alt.Axis(format=label, labelOverlap=True)),
         alt.Y("rate:Q", title="fallback rate", axis=alt.Axis(format="%"), scale=alt.Scale(domain=[0, 1])),
-        tooltip=[alt.Tooltip("utcyearmonthdatehoursminutes(created_at):T", title="UTC", format="%Y-%m-%d %H:%M"),
-                 alt.Tooltip("rate:Q", format=".0%"), "calls:Q"])
+        tooltip=[alt.Tooltip("created_at:T", timeUnit=time_unit, title="UTC", format=when),
+                 alt.Tooltip("rate:Q", format=".0%"), "calls:Q"],
+    ).properties(usermeta={"embedOptions": {"renderer": "svg"}})
 
 
 def _latency(store: TraceStore, filters: data.TraceFilters, right: Any) -> None:
@@ -88,7 +98,7 @@ def _table(store: TraceStore, filters: data.TraceFilters, total: int) -> None:
     first = (int(number) - 1) * size + 1
     info_col.markdown(f"**{total} trace(s)** match · rows {first}–{first + len(frame) - 1} on this page — click "
                       "a row to open it")
-    shown = frame.reindex(columns=data.SUMMARY_COLUMNS)
+    shown = traces_data.table_view(frame)
     selection = st.dataframe(shown, hide_index=True, key="tr_table", on_select="rerun", selection_mode="single-row")
     rows = selection.selection.rows if selection else []
     if rows and rows[0] < len(frame):
@@ -101,6 +111,8 @@ def _trace(row: dict, *, key: str = "tr_row") -> None:
     created = pd.Timestamp(row["created_at"]).strftime("%Y-%m-%d %H:%M:%S")
     where = f" · knowledge base `{row['kb_path']}`" if isinstance(row.get("kb_path"), str) else ""
     st.caption(f"id `{row['id']}` · {created} UTC · status {row['status']}{where}")
+    settings, side = traces_data.settings_label(row.get("config")), traces_data.comparison_label(row.get("tags"))
+    st.caption(("Compare page: side " + side + " · " if side else "") + f"settings: {settings or 'not recorded'}")
     if isinstance(row.get("run_id"), str):
         st.caption(f"From run `{row['run_id']}`, query `{row.get('query_id')}`")
         if st.button("Open this run's query on the Compare page", key=f"{key}_open_run"):

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import threading
 import warnings
-from collections.abc import Callable
-from dataclasses import dataclass, fields
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -186,20 +186,23 @@ def reset_config(prefix: str, config: LookupConfig | None = None) -> None:
         st.session_state[f"{prefix}{f.name}"] = getattr(config, f.name)
 
 
-def run_lookup(ctx: AppContext, query: str, config: LookupConfig,
-               category: str | None = None) -> LookupResult | None:
-    """One recorded lookup through the core; bad input and store problems become in-page messages."""
+def run_lookup(ctx: AppContext, query: str, config: LookupConfig, category: str | None = None, *,
+               tags: Mapping[str, Any] | None = None) -> LookupResult | None:
+    """One recorded lookup through the core, its row carrying `tags` (e.g. the Compare page's side);
+    bad input and store problems become in-page messages."""
     index = ctx.index(config.svd_dims)
     if index is None:
         return None
-    return guarded(lambda: _recorded_lookup(ctx, index, query, config, category))
+    return guarded(lambda: _recorded_lookup(ctx, index, query, config, category, tags))
 
 
 def _recorded_lookup(ctx: AppContext, index: KnowledgeIndex, query: str, config: LookupConfig,
-                     category: str | None) -> LookupResult:
+                     category: str | None, tags: Mapping[str, Any] | None) -> LookupResult:
+    store = ctx.store
+    recorder = store if store is None or not tags else (lambda call: store(replace(call, tags=dict(tags))))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        result = lookup_knowledge(query, index=index, config=config, category=category or None, recorder=ctx.store)
+        result = lookup_knowledge(query, index=index, config=config, category=category or None, recorder=recorder)
         if ctx.store is not None:  # an analyst's lookup is in the table at once (record() only spools it)
             ctx.store.flush()
     for warning in caught:

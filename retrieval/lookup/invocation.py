@@ -28,6 +28,7 @@ class ToolInvocation:
     knowledge_base: dict[str, Any] = field(default_factory=dict)  # provenance.Provenance.to_dict()
     id: str = field(default_factory=lambda: str(uuid.uuid4()))
     created_at: datetime = field(default_factory=lambda: datetime.now(timezone.utc))
+    tags: dict[str, Any] | None = None  # the caller's labels, e.g. {"page": "compare", "side": "A", ...}
 
     @property
     def retrieval_layer(self) -> str | None:

@@ -24,12 +24,12 @@ TABLE = "tool_invocation"
 COLUMNS = ("id", "created_at", "tool_name", "query", "arguments", "status", "error", "latency_ms",
            "retrieval_layer", "filter_decision", "l1_status", "l0_match_count", "l1_candidate_count",
            "candidate_count", "evidence_count", "run_id", "query_id", "config", "retrieval_details",
-           *PROVENANCE_COLUMNS)
+           *PROVENANCE_COLUMNS, "tags")
 V1_COLUMNS = COLUMNS[:19]
-JSON_COLUMNS = ("arguments", "config", "retrieval_details", "index_settings")
+JSON_COLUMNS = ("arguments", "config", "retrieval_details", "index_settings", "tags")
 COLUMN_TYPES = ("VARCHAR", "TIMESTAMP", "VARCHAR", "VARCHAR", "JSON", "VARCHAR", "VARCHAR", "DOUBLE",
                 "VARCHAR", "VARCHAR", "VARCHAR", "INTEGER", "INTEGER", "INTEGER", "INTEGER", "VARCHAR", "VARCHAR",
-                "JSON", "JSON", "VARCHAR", "VARCHAR", "INTEGER", "INTEGER", "JSON")
+                "JSON", "JSON", "VARCHAR", "VARCHAR", "INTEGER", "INTEGER", "JSON", "JSON")
 
 MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
     (1, (
@@ -95,6 +95,11 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
         f"DROP TABLE {TABLE}",
         f"ALTER TABLE {TABLE}_v5 RENAME TO {TABLE}",
         "CREATE TABLE IF NOT EXISTS trace_batch (name VARCHAR NOT NULL, drained_at TIMESTAMP NOT NULL)",
+    )),
+    # v6 (call tags): what the caller says about a call, e.g. the Compare page's side (A/B) and comparison id;
+    # added, never renamed, so v5 files upgrade in place and old rows read null
+    (6, (
+        f"ALTER TABLE {TABLE} ADD COLUMN IF NOT EXISTS tags JSON",
     )),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
