@@ -8,8 +8,12 @@ import pandas as pd
 import pytest
 
 from appui.data import traces as data
-from retrieval.export import csv_cell, csv_safe, markdown_cell, markdown_table
+from retrieval.export import Section, csv_cell, csv_safe, markdown_cell, markdown_document, markdown_table
+from tests.markdown_helpers import render_markdown
 
+INJECTIONS = ["[click](javascript:alert(1))", "*bold* and _under_", "`code` ~~gone~~", "# heading", "- item",
+              "+ item", "1. item", "3) item", "<img src=x onerror=alert(1)>", "<https://evil.example>",
+              "![img](x.png)", "&lt;already&gt; &amp;", "a \\| b \\", "what is C# #tag", "    indented code"]
 FORMULAS = ["=HYPERLINK(\"http://x\",\"y\")", "+1+1", "-2+3", "@SUM(A1)", "\tTAB", "\rCR"]
 
 
@@ -40,9 +44,19 @@ def test_app_csv_export_has_no_cell_starting_like_a_formula():
 @pytest.mark.parametrize(("value", "expected"), [
     ("a|b", "a\\|b"), ("a\\|b", "a\\\\\\|b"), ("line\r\nnext\rthird\nfourth", "line next third fourth"),
     ("<script>alert(1)</script>", "&lt;script&gt;alert(1)&lt;/script&gt;"), ("a & b", "a &amp; b"),
-    (None, ""), (float("nan"), "")])
+    (None, "—"), (float("nan"), "—")])
 def test_markdown_cells_are_escaped(value, expected):
     assert markdown_cell(value) == expected
+
+
+@pytest.mark.parametrize("text", INJECTIONS)
+def test_markdown_injection_renders_as_the_typed_text_in_headings_lines_and_cells(text):
+    page = markdown_document([Section(text, (text,), table=pd.DataFrame({"query": [text], "n": [1]}))])
+    shown, typed = render_markdown(page), text.strip()  # leading spaces dropped, so no indented code block
+    assert shown.headings == [(1, typed)] and shown.items == [typed]
+    assert shown.table("query") == [{"query": typed, "n": "1"}]
+    assert not shown.tags & {"a", "em", "strong", "code", "img", "ol", "pre", "h2", "blockquote", "del", "script"}
+    assert shown.tags >= {"h1", "ul", "li", "table"} and len(shown.tables) == 1
 
 
 def test_markdown_export_keeps_one_row_per_trace_and_no_raw_html():
