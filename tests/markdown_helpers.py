@@ -22,10 +22,14 @@ class Rendered:
 
     def table(self, *headers: str) -> list[dict[str, str]]:
         """The rows of the one table whose header row starts with `headers`, as dicts."""
-        found = [(head, rows) for head, rows in self.tables if head[:len(headers)] == list(headers)]
+        found = self.tables_with(*headers)
         assert len(found) == 1, f"{len(found)} tables start with {headers}; tables: {[h for h, _ in self.tables]}"
-        head, rows = found[0]
-        return [dict(zip(head, row, strict=True)) for row in rows]
+        return found[0]
+
+    def tables_with(self, *headers: str) -> list[list[dict[str, str]]]:
+        """Every table whose header row starts with `headers`, in document order, each as its rows' dicts."""
+        return [[dict(zip(head, row, strict=True)) for row in rows] for head, rows in self.tables
+                if head[:len(headers)] == list(headers)]
 
 
 class _Reader(HTMLParser):

@@ -7,7 +7,9 @@ import io
 import pandas as pd
 import pytest
 
+from appui.data import trace_report
 from appui.data import traces as data
+from retrieval import lookup_knowledge
 from retrieval.export import Section, csv_cell, csv_safe, markdown_cell, markdown_document, markdown_table
 from tests.markdown_helpers import render_markdown
 
@@ -79,3 +81,14 @@ def _unescaped_pipes(row: str) -> int:
 def test_report_markdown_tables_escape_cells_too():
     table = markdown_table(pd.DataFrame({"query": ["a|b\rc <b>x</b>"], "ndcg@10": [0.5]}))
     assert "<b>" not in table and "a\\|b c" in table and len(table.split("\n")) == 3
+
+
+def test_a_hostile_query_stays_text_in_a_trace_report(store, index):
+    query = "<script>alert(1)</script> [x](javascript:alert(1)) *download* `invoices` # now"
+    result = lookup_knowledge(query, index=index, recorder=store)
+    row = store.query("SELECT * FROM tool_invocation WHERE id = ?", [result.invocation_id]).iloc[0].to_dict()
+    shown = render_markdown(trace_report.single_trace(row, "Markdown").decode())
+    assert shown.headings[0] == (1, f"Lookup trace: {query}") and f"Query: {query}" in shown.items
+    assert not shown.tags & {"a", "em", "code", "script", "img"}
+    page = trace_report.single_trace(row, "HTML").decode()
+    assert "<script" not in page and "&lt;script&gt;" in page
