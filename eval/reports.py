@@ -15,9 +15,9 @@ import pandas as pd
 
 from retrieval import TraceStore
 from retrieval import iter_trace_rows as iter_rows
-from retrieval.export import Section, csv_safe, html_document, json_lines, markdown_document
+from retrieval.export import Section, cell_text, csv_safe, html_document, is_ms, json_lines, markdown_document
 
-from .compare import Comparison, significance_words
+from .compare import SIGNIFICANCE, Comparison, significance_words
 from .defaults import FORMATS
 from .oracle import headroom_table
 from .runs import RunResult
@@ -87,8 +87,8 @@ def _flat(frame: pd.DataFrame) -> pd.DataFrame:
 def _run_sections(run: RunResult) -> list[Section]:
     info = run.dataset
     head = (f"dataset: {info.get('name')} ({info.get('kind')}, split {info.get('split')}, "
-            f"{info.get('queries')} queries)", f"top_k retrieved: {run.top_k}",
-            f"settings changed: {json.dumps(run.overrides) if run.overrides else 'none (defaults)'}",
+            f"{info.get('queries')} queries)", *_dataset_notes(info), f"top_k retrieved: {run.top_k}",
+            f"settings changed: {_settings(run.overrides) if run.overrides else 'none (defaults)'}",
             f"created: {run.created_at:%Y-%m-%d %H:%M:%S} UTC; {run.seconds:.1f} s")
     metrics = headroom_table(run.metrics, run.baseline, run.diagnostics).rename(columns={"bm25": "bm25 baseline"})
     metrics.insert(3, "delta", [None if b is None or pd.isna(b) else round(v - b, 4)
@@ -102,6 +102,25 @@ def _run_sections(run: RunResult) -> list[Section]:
             Section("Diagnostics", tuple(_diagnostic_lines(run.diagnostics))),
             *_filter_sections(run.diagnostics),
             Section(f"Lowest {primary} queries", table=None if worst is None else worst.reindex(columns=keep))]
+
+
+def _dataset_notes(info: dict[str, Any]) -> list[str]:
+    """What the run did not score or could not find, said rather than dropped."""
+    notes = []
+    if info.get("unlabelled_skipped"):
+        notes.append(f"not scored: {info['unlabelled_skipped']} question(s) name no relevant page (unanswerable), "
+                     f"e.g. {cell_text(info.get('unlabelled_examples'))}")
+    if info.get("exclude_paths"):
+        notes.append(f"excluded paths: {cell_text(info['exclude_paths'])}")
+    if info.get("relevant_not_in_kb"):
+        notes.append(f"relevant pages not in the knowledge base: {info['relevant_not_in_kb']} (they count as misses), "
+                     f"e.g. {cell_text(info.get('relevant_not_in_kb_examples'))}")
+    return notes
+
+
+def _settings(settings: dict[str, Any]) -> str:
+    """`name = value, …`, as `--set` takes them."""
+    return ", ".join(f"{k} = {cell_text(v)}" for k, v in settings.items())
 
 
 def _oracle_line(diagnostics: dict[str, Any]) -> str:
@@ -126,23 +145,26 @@ def _filter_sections(diagnostics: dict[str, Any]) -> list[Section]:
 
 
 def _diagnostic_lines(diagnostics: dict[str, Any]) -> list[str]:
+    """One line per diagnostic, as text: `filter_harm: count 0, rate 0, missed 0, query_ids none`."""
     lines = []
     for key, value in diagnostics.items():
         if key in TABLE_DIAGNOSTICS:
             continue
         if isinstance(value, dict) and "query_ids" in value:
-            ids = value["query_ids"]
+            ids = list(value["query_ids"] or [])
             shown = ", ".join(ids[:TABLE_ROWS]) + (f" … (+{len(ids) - TABLE_ROWS})" if len(ids) > TABLE_ROWS else "")
             value = {**{k: v for k, v in value.items() if k != "query_ids"}, "query_ids": shown or "none"}
-        lines.append(f"{key}: {json.dumps(value, ensure_ascii=False) if isinstance(value, dict) else value}")
+        lines.append(f"{key}: {cell_text(value, ms=is_ms(key))}")
     return lines
 
 
 def _comparison_sections(comparison: Comparison) -> list[Section]:
+    settings = ", ".join(f"{k} {cell_text(a)} → {cell_text(b)}" for k, (a, b) in comparison.config_diff.items())
     head = (f"A: {comparison.run_a} ({comparison.datasets[0]})", f"B: {comparison.run_b} ({comparison.datasets[1]})",
-            f"paired queries: {len(comparison.per_query)}; unpaired: {json.dumps(comparison.unpaired)}",
-            f"settings A -> B: {json.dumps(comparison.config_diff) if comparison.config_diff else 'identical'}",
-            "delta = B - A; significance: the two-sided paired randomisation test, as on the app's Compare page")
+            f"paired queries: {len(comparison.per_query)}; unpaired: {cell_text(comparison.unpaired)}",
+            f"settings A → B: {settings or 'identical'}", *_verdicts(comparison),
+            f"delta = B − A; significance: the two-sided paired randomisation test at p < {SIGNIFICANCE}, as on the "
+            "app's Compare page")
     rows = [{"metric": m, "A": s["mean_a"], "B": s["mean_b"], "delta": s["delta"],
              "wins/ties/losses": f"{s['wins']}/{s['ties']}/{s['losses']}",
              "significance": significance_words(s["p_randomization"], s["delta"])}
@@ -155,3 +177,13 @@ def _comparison_sections(comparison: Comparison) -> list[Section]:
     return [Section(f"Comparison {comparison.run_a} vs {comparison.run_b}", head),
             Section("Metrics", table=pd.DataFrame(rows)),
             Section(f"Largest per-query losses of B on {comparison.primary_metric}", table=losses)]
+
+
+def _verdicts(comparison: Comparison) -> list[str]:
+    """The primary metric's outcome in words, as the Compare page says it: 'ndcg@10: B better, significant …'."""
+    stats = comparison.metrics.get(comparison.primary_metric)
+    if not stats:
+        return []
+    return [f"{comparison.primary_metric} (primary): {significance_words(stats.get('p_randomization'), stats['delta'])}"
+            f"; mean A {cell_text(stats['mean_a'])} → B {cell_text(stats['mean_b'])}; B wins {stats['wins']}, ties "
+            f"{stats['ties']}, loses {stats['losses']} of {stats['n']} queries"]

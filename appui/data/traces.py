@@ -15,10 +15,11 @@ from typing import Any
 import pandas as pd
 
 from appui.data import sql_sandbox as sql_box
+from appui.data import trace_report
 from retrieval import TRACE_TABLE as TABLE
 from retrieval import TraceStore
 from retrieval import iter_trace_rows as iter_rows
-from retrieval.export import Section, csv_safe, html_document, json_lines, markdown_document
+from retrieval.export import csv_safe, html_document, json_lines, markdown_document
 
 TIME_RANGES = {"All time": None, "Last hour": timedelta(hours=1), "Last 24 hours": timedelta(days=1),
                "Last 7 days": timedelta(days=7)}
@@ -125,7 +126,8 @@ def _dig(mapping: Mapping[str, Any], path: Sequence[str]) -> Any:
 
 
 def export_traces(frame: pd.DataFrame, fmt: str, *, title: str = "Traces") -> bytes:
-    """The filtered `tool_invocation` rows as CSV, Parquet, JSONL, Markdown or self-contained HTML."""
+    """The filtered `tool_invocation` rows as CSV, Parquet, JSONL, or a report in Markdown or self-contained
+    HTML: the summary table, then each trace in full (appui.data.trace_report)."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown export format {fmt!r}; choose one of {', '.join(FORMATS)}")
     if fmt == "CSV":
@@ -137,5 +139,5 @@ def export_traces(frame: pd.DataFrame, fmt: str, *, title: str = "Traces") -> by
     if fmt == "JSONL":
         return json_lines(iter_rows(frame)).encode()
     summary = frame.reindex(columns=[c for c in SUMMARY_COLUMNS if c in frame.columns])
-    sections = [Section(title, (f"{len(frame)} rows",), table=summary)]
+    sections = trace_report.report_sections(title, summary, list(iter_rows(frame)))
     return (markdown_document(sections) if fmt == "Markdown" else html_document(sections)).encode()

@@ -80,7 +80,9 @@ def render() -> None:
         judging.export(ctx)
         return
     fmt = st.selectbox("Format", list(data.FORMATS), key="ex_format",
-                       help="Markdown and HTML hold a summary table; HTML is one self-contained file")
+                       help="Markdown and HTML are reports: for traces, a summary table, then each trace in full "
+                       "(hints, filter rationale, every block's score parts and hit reasons); HTML is one "
+                       "self-contained file")
     if what == TRACES:
         _traces(ctx, fmt)
     else:

@@ -13,7 +13,7 @@ from appui.data import sql_sandbox as sql_box
 from appui.data import trace_table as traces_data
 from appui.data import traces as data
 from appui.panels import judging
-from appui.widgets import state, views
+from appui.widgets import state, trace_download, views
 from retrieval import TraceStore, TraceStoreError
 
 DEFAULT_SQL = ("SELECT retrieval_layer, l1_status, count(*) AS calls, round(avg(latency_ms), 1) AS avg_ms\n"
@@ -113,6 +113,7 @@ def _trace(row: dict, *, key: str = "tr_row") -> None:
     st.caption(f"id `{row['id']}` · {created} UTC · status {row['status']}{where}")
     settings, side = traces_data.settings_label(row.get("config")), traces_data.comparison_label(row.get("tags"))
     st.caption(("Compare page: side " + side + " · " if side else "") + f"settings: {settings or 'not recorded'}")
+    trace_download.buttons(row, key=key)
     if isinstance(row.get("run_id"), str):
         st.caption(f"From run `{row['run_id']}`, query `{row.get('query_id')}`")
         if st.button("Open this run's query on the Compare page", key=f"{key}_open_run"):
