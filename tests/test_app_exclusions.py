@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 from streamlit.testing.v1 import AppTest
 
+from retrieval import TraceStore
 from tests.app_helpers import APP, lookup, ok, page_text
 from tests.conftest import shared_path
 
@@ -34,6 +36,7 @@ def test_a_hugo_lookup_with_news_excluded_from_the_sidebar_shows_no_release_note
     assert any(s.startswith("news/") for s in before), before  # release notes rank without the exclusion
     at = ok(_exclude(at, "news"))
     assert "excluding `news`" in page_text(at)
+    assert any("cleared because the excluded folders changed" in i.value for i in at.info)
     at = lookup(at, MENU_QUERY)
     after = _card_sources(at)
     assert after and not any(s.startswith("news/") for s in after), after
@@ -45,6 +48,8 @@ def test_excluding_a_folder_leaves_its_pages_out_and_survives_a_page_switch(env)
     assert "excluding `billing`" in page_text(at)
     at = lookup(at, "download invoices")
     assert _card_sources(at) and not any(s.startswith("billing/") for s in _card_sources(at))
+    settings = TraceStore(env["traces"]).query("SELECT index_settings FROM tool_invocation")["index_settings"]
+    assert [json.loads(s)["excluded_paths"] for s in settings] == [["billing"]]  # the trace names what was left out
     at = ok(at.switch_page("appui/pages/traces.py").run())
     at = ok(at.switch_page("appui/pages/lookup.py").run())
     assert at.text_input(key="kb_exclude").value == "billing/"
