@@ -20,8 +20,9 @@ PAGES = [
 
 st.set_page_config(page_title="lookup-knowledge", page_icon=":material/search:", layout="wide")
 page = st.navigation(PAGES)
-# chips (inline code: titles, sources, domains) never wrap mid-title; long ones scroll with their line
+# chips (inline code: titles, sources, domains) are whole boxes: one that fits its column moves to the next line
+# whole, never wrapping mid-title; only one wider than its column wraps, inside it (never over the next column)
 st.html("<style>[data-testid='stMarkdownContainer'] p code, [data-testid='stMarkdownContainer'] li code"
-        "{white-space: nowrap}</style>")
+        "{display: inline-block; max-width: 100%; white-space: normal; overflow-wrap: anywhere}</style>")
 state.remember(state.sidebar_context())
 page.run()  # an unexpected error shows its type only; the traceback goes to the log (.streamlit/config.toml)

@@ -37,6 +37,19 @@ def record(store: TraceStore, query: str, source: str, grade: int, *, who: str =
                      invocation_id, kb_fingerprint])
 
 
+def clear(store: TraceStore, query: str, source: str) -> int:
+    """Remove every mark of (`query`, `source`), so the pair counts as unjudged again; how many rows went.
+
+    ValueError for a blank query or source (it would name no pair)."""
+    if not str(query).strip() or not str(source).strip():
+        raise ValueError(f"clearing a judgement needs a query and a source, got {query!r} and {source!r}")
+    with store.connect() as con:
+        before = con.execute("SELECT count(*) FROM judgement WHERE query = ? AND source = ?",
+                             [query.strip(), source]).fetchone()[0]
+        con.execute("DELETE FROM judgement WHERE query = ? AND source = ?", [query.strip(), source])
+    return int(before)
+
+
 def latest(store: TraceStore) -> pd.DataFrame:
     """The mark that counts per (query, source): the latest one; columns query, source, grade, who, created_at."""
     return store.query("SELECT query, source, grade, who, created_at FROM judgement "

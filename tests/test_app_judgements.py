@@ -62,3 +62,39 @@ def test_judgements_export_as_qrels_and_the_app_evaluates_them_as_the_cli_does(e
                  "--no-progress"]) == 0
     cli_metrics = json.loads(TraceStore(cli_traces).query("SELECT metrics FROM eval_run")["metrics"][0])
     assert app_metrics == cli_metrics and app_metrics["ndcg@10"] > 0
+
+
+def _pressed(at: AppTest, rank: int) -> list[str]:
+    """The labels of card `rank`'s judgement buttons drawn pressed (primary: filled with the theme colour)."""
+    return [b.label for b in at.button
+            if b.key and b.key.startswith(f"lookup_judge_{rank}_") and b.proto.type == "primary"]
+
+
+def _card_sources(at: AppTest) -> list[str]:
+    """The sources the cards show, in rank order (each card's caption starts with its source)."""
+    return [c.value.split("`")[1] for c in at.caption if c.value.startswith("`")]
+
+
+def _card_title(at: AppTest, rank: int) -> str:
+    return next(m.value for m in at.markdown if m.value.startswith(f"**{rank}. "))
+
+
+def test_a_mark_shows_pressed_and_clearing_it_removes_it_from_the_trace_file(env):
+    at = lookup(ok(AppTest.from_file(APP, default_timeout=60).run()), "rotate an API token")
+    keys = [b.key for b in at.button]
+    assert _pressed(at, 1) == [] and "lookup_judge_1_clear" not in keys  # nothing judged: nothing to clear
+    at = ok(at.button(key="lookup_judge_1_1").click().run())
+    assert _pressed(at, 1) == ["Relevant"] and ":violet-badge[judged relevant]" in _card_title(at, 1)
+    assert _pressed(at, 2) == []
+    at = ok(at.button(key="lookup_judge_1_0").click().run())
+    assert _pressed(at, 1) == ["Not relevant"] and ":gray-badge[judged not relevant]" in _card_title(at, 1)
+    at = ok(at.button(key="lookup_judge_2_1").click().run())
+    at = ok(at.button(key="lookup_judge_1_clear").click().run())
+    assert _pressed(at, 1) == [] and "judged" not in _card_title(at, 1)
+    assert "lookup_judge_1_clear" not in [b.key for b in at.button]
+    assert _pressed(at, 2) == ["Relevant"]  # only the cleared block's mark went
+    store, (first, second) = TraceStore(env["traces"]), _card_sources(at)[:2]
+    assert judgements.latest(store)["source"].tolist() == [second]
+    assert store.query("SELECT count(*) AS n FROM judgement WHERE source = ?", [first])["n"][0] == 0
+    at = lookup(at, "rotate an API token")  # a new lookup of the query shows it unjudged too
+    assert _pressed(at, 1) == [] and "judged" not in _card_title(at, 1)

@@ -26,6 +26,20 @@ def test_bad_marks_are_refused_with_the_allowed_grades(store):
         judgements.record(store, " ", "a.md", 1)
 
 
+def test_clearing_a_mark_removes_every_mark_of_that_query_and_source_only(store):
+    judgements.record(store, "rotate a token", "security/tokens.md", 0)
+    judgements.record(store, "rotate a token", "security/tokens.md", 1)
+    judgements.record(store, "rotate a token", "security/sso.md", 1)
+    judgements.record(store, "other query", "security/tokens.md", 1)
+    assert judgements.clear(store, " rotate a token ", "security/tokens.md") == 2
+    assert judgements.latest(store)[["query", "source"]].values.tolist() == [
+        ["other query", "security/tokens.md"], ["rotate a token", "security/sso.md"]]
+    assert judgements.to_queries_jsonl(judgements.latest(store)).count("security/tokens.md") == 1
+    assert judgements.clear(store, "rotate a token", "security/tokens.md") == 0  # already cleared: nothing to do
+    with pytest.raises(ValueError, match="needs a query and a source"):
+        judgements.clear(store, "rotate a token", " ")
+
+
 def test_exports_as_queries_jsonl_and_qrels_tsv(store):
     judgements.record(store, "q one", "a.md", 1)
     judgements.record(store, "q one", "b.md", 0)

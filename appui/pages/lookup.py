@@ -33,7 +33,7 @@ def render() -> None:
     st.title("Lookup")
     index = ctx.index(config.svd_dims) if config else None
     if index is not None:
-        state.index_caption(index, state.build_stages(ctx.kb_path, config.svd_dims))
+        state.index_caption(index, state.build_stages(ctx.kb_path, config.svd_dims, ctx.exclude_paths))
     query_col, category_col = st.columns([3, 1])
     query_col.text_input("Query", key="lookup_query", on_change=_submit,
                          placeholder="e.g. how do I rotate an API token?")

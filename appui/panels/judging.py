@@ -5,19 +5,19 @@ from __future__ import annotations
 
 import getpass
 import shlex
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import streamlit as st
 
-from appui.widgets import state
+from appui.widgets import marking, state
 
 try:
     from eval import judgements
 except ImportError:  # eval/ is optional for the Lookup and Traces pages
     judgements = None
 
-Judge = Callable[[Mapping[str, Any], int], None]
+Judge = marking.Judge
 EXPORTS = {"queries.jsonl (relevant)": ("queries.jsonl", "application/x-ndjson"),
            "qrels TSV": ("qrels.tsv", "text/tab-separated-values")}
 
@@ -30,14 +30,18 @@ def who() -> str:
 
 
 def callback(ctx: state.AppContext, result: Mapping[str, Any]) -> Judge | None:
-    """What a card's Relevant / Not relevant button calls for `result`; None when marks cannot be kept."""
+    """What a card's Relevant / Not relevant / Clear button calls for `result` (grade None clears the block's
+    marks for this query); None when marks cannot be kept."""
     if judgements is None or ctx.store is None:
         return None
     query, invocation = str(result.get("query")), result.get("invocation_id")
     fingerprint = result.get("kb_fingerprint") or (st.session_state.get("lookup_result_origin") or {}).get(
         "kb_fingerprint")
 
-    def judge(block: Mapping[str, Any], grade: int) -> None:
+    def judge(block: Mapping[str, Any], grade: int | None) -> None:
+        if grade is None:
+            state.guarded(lambda: judgements.clear(ctx.store, query, str(block["source"])))
+            return
         state.guarded(lambda: judgements.record(ctx.store, query, str(block["source"]), grade, who=who(),
                                                 invocation_id=invocation, kb_fingerprint=fingerprint))
     return judge

@@ -17,7 +17,8 @@ from retrieval import KnowledgeIndex
 
 def of(index: KnowledgeIndex, configs: Mapping[str, Any]) -> dict[str, Any]:
     """The origin of a result produced now: base path, fingerprint, and each named configuration as a dict."""
-    return {"kb_path": str(index.kb.root), "kb_fingerprint": index.kb.fingerprint, "configs": dict(configs)}
+    return {"kb_path": str(index.kb.root), "kb_fingerprint": index.kb.fingerprint, "configs": dict(configs),
+            "excluded_paths": list(index.kb.excluded_paths)}
 
 
 def keep(key: str, index: KnowledgeIndex | None, configs: Mapping[str, Any] | None) -> Any:
@@ -34,7 +35,7 @@ def keep(key: str, index: KnowledgeIndex | None, configs: Mapping[str, Any] | No
         st.session_state.pop(key, None)
         st.session_state.pop(f"{key}_origin", None)
         where = f"`{origin['kb_path']}`" if origin else "another knowledge base"
-        st.info(f"The previous result came from {where}; it was cleared because the knowledge base changed.")
+        st.info(f"The previous result came from {where}; it was cleared because {_what_changed(origin, index)}.")
         return None
     changed = _changed(origin["configs"], configs)
     if changed:
@@ -42,6 +43,14 @@ def keep(key: str, index: KnowledgeIndex | None, configs: Mapping[str, Any] | No
                    + ", ".join(f"`{name}`" for name in changed) + "). Run it again to refresh it.")
     st.caption(f"From `{origin['kb_path']}` · fingerprint `{origin['kb_fingerprint'][:12]}`")
     return result
+
+
+def _what_changed(origin: Mapping[str, Any] | None, index: KnowledgeIndex | None) -> str:
+    """The knowledge base changed, or (same folder, other exclusions) only its excluded folders did."""
+    if origin is not None and index is not None and origin["kb_path"] == str(index.kb.root) \
+            and origin.get("excluded_paths", []) != list(index.kb.excluded_paths):
+        return "the excluded folders changed"
+    return "the knowledge base changed"
 
 
 def store(key: str, result: Any, index: KnowledgeIndex, configs: Mapping[str, Any]) -> None:

@@ -1,6 +1,6 @@
 """What every page shares: the cached index and trace store, the knowledge-base picker and config widgets.
 
-The index is cached per (knowledge-base path, svd_dims) and the trace store per trace path with
+The index is cached per (knowledge-base path, svd_dims, excluded folders) and the trace store per trace path with
 `st.cache_resource`, so switching pages or opening more tabs never rebuilds or reopens anything.
 """
 
@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 import duckdb
 import streamlit as st
 
-from appui.widgets import build_bar, wording
+from appui.widgets import build_bar, exclusions, wording
 from retrieval import (
     KnowledgeBaseError,
     KnowledgeIndex,
@@ -36,14 +36,20 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class AppContext:
-    """The knowledge base and trace store the pages work on; None where opening failed (already shown)."""
+    """The knowledge base (less its excluded folders) and trace store the pages work on; None where opening
+    failed (already shown). `exclude_error` says why the excluded folders cannot be used: no index opens then."""
 
     kb_path: str
     traces_path: str
     store: TraceStore | None
+    exclude_paths: tuple[str, ...] = ()
+    exclude_error: str | None = None
 
     def index(self, svd_dims: int) -> KnowledgeIndex | None:
-        return load_index(self.kb_path, svd_dims)
+        if self.exclude_error:
+            st.error(f"Cannot open the knowledge base: fix the excluded folders in the sidebar ({self.exclude_error})")
+            return None
+        return load_index(self.kb_path, svd_dims, self.exclude_paths)
 
 
 class _IndexSlot:
@@ -58,17 +64,18 @@ class _IndexSlot:
         self.index: KnowledgeIndex | None = None
         self.stage_seconds: dict[str, float] = {}  # the build's stages and their seconds (empty: from cache)
 
-    def get(self, kb_path: str, svd_dims: int, progress: Callable[[str, float], None]) -> KnowledgeIndex:
+    def get(self, kb_path: str, svd_dims: int, progress: Callable[[str, float], None],
+            exclude_paths: tuple[str, ...] = ()) -> KnowledgeIndex:
         """The index, built on first use with `progress` (a BuildBar keeps each stage's seconds for the caption)."""
         with self.lock:  # a second tab asking for the same index waits for the first build
             if self.index is None:
-                self.index = open_index(kb_path, svd_dims=svd_dims, progress=progress)
+                self.index = open_index(kb_path, svd_dims=svd_dims, exclude_paths=exclude_paths, progress=progress)
                 self.stage_seconds = {} if self.index.from_cache else dict(getattr(progress, "seconds", {}))
             return self.index
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
-def _index_slot(kb_path: str, svd_dims: int) -> _IndexSlot:
+def _index_slot(kb_path: str, svd_dims: int, exclude_paths: tuple[str, ...] = ()) -> _IndexSlot:
     return _IndexSlot()
 
 
@@ -77,12 +84,13 @@ def _cached_store(traces_path: str) -> TraceStore:
     return TraceStore(traces_path, lock_timeout=LOCK_TIMEOUT)
 
 
-def load_index(kb_path: str, svd_dims: int) -> KnowledgeIndex | None:
-    """The cached index, building it behind a progress bar (each stage's real fraction and an estimate of
-    the time left, see appui/widgets/build_bar.py); a bad folder becomes an in-page error."""
+def load_index(kb_path: str, svd_dims: int, exclude_paths: tuple[str, ...] = ()) -> KnowledgeIndex | None:
+    """The cached index without `exclude_paths` (normalised prefixes), building it behind a progress bar (each
+    stage's real fraction and an estimate of the time left, see build_bar.py); a bad folder becomes an in-page error."""
     bar = st.empty()
     try:
-        return _index_slot(kb_path, svd_dims).get(kb_path, svd_dims, build_bar.BuildBar(bar, kb_path))
+        return _index_slot(kb_path, svd_dims, exclude_paths).get(kb_path, svd_dims, build_bar.BuildBar(bar, kb_path),
+                                                                 exclude_paths)
     except KnowledgeBaseError as exc:
         st.error(f"Cannot open the knowledge base: {wording.for_page(str(exc))}")
     except (OSError, ValueError) as exc:
@@ -101,7 +109,7 @@ def open_store(traces_path: str) -> TraceStore | None:
 
 
 def sidebar_context() -> AppContext:
-    """The knowledge-base picker and trace file, in the sidebar of every page."""
+    """The knowledge-base picker, its excluded folders and the trace file, in the sidebar of every page."""
     with st.sidebar:
         st.subheader("Knowledge base")
         source = st.radio("Knowledge base", [SAMPLE, FOLDER], key="kb_source", label_visibility="collapsed",
@@ -111,11 +119,12 @@ def sidebar_context() -> AppContext:
             typed = st.text_input("Folder (Markdown) or corpus.jsonl", key="kb_path",
                                   placeholder="/path/to/kb").strip()
             kb_path = Path(typed).expanduser() if typed else kb_path
+        excluded = exclusions.sidebar_input(kb_path)
         st.button("Reload knowledge base", key="kb_reload", on_click=_index_slot.clear,
                   help="Re-read the files (the on-disk index cache is reused when nothing changed)")
         traces = str(Path(default_traces()).resolve())
         st.caption(f"Traces: `{traces}`")
-    return AppContext(str(Path(kb_path).resolve()), traces, open_store(traces))
+    return AppContext(str(Path(kb_path).resolve()), traces, open_store(traces), excluded.prefixes, excluded.error)
 
 
 GROUPS = {"L0 and filter": ("l0_filter", "l0_max_matches", "l0_min_score_ratio", "l0_domain_top_n",
@@ -250,16 +259,18 @@ def sidebar_config(prefix: str = "cfg_", title: str = "Configuration") -> Lookup
         return config_widgets(prefix)
 
 
-def build_stages(kb_path: str, svd_dims: int) -> dict[str, float]:
+def build_stages(kb_path: str, svd_dims: int, exclude_paths: tuple[str, ...] = ()) -> dict[str, float]:
     """The seconds each stage of this index's build took (empty when it came from the on-disk cache)."""
-    return dict(_index_slot(kb_path, svd_dims).stage_seconds)
+    return dict(_index_slot(kb_path, svd_dims, exclude_paths).stage_seconds)
 
 
 def index_caption(index: KnowledgeIndex, stages: dict[str, float] | None = None) -> None:
     summary = index.kb.summary()
     st.caption(f"Knowledge base `{summary['root']}`: {summary['entries']} entries · {summary['chunks']} chunks · "
                f"{len(summary['domains'])} domains · "
-               + ("index from cache" if index.from_cache else f"indexed in {index.build_seconds:.1f}s"))
+               + ("index from cache" if index.from_cache else f"indexed in {index.build_seconds:.1f}s")
+               + (f" · excluding {', '.join(f'`{p}`' for p in summary['excluded_paths'])} "
+                  f"({summary['files_excluded']} files)" if summary["excluded_paths"] else ""))
     if stages:
         st.caption("Build stages: " + build_bar.stage_summary(stages), help="Seconds per stage of the index build")
     if index.l1 is None:

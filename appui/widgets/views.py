@@ -6,13 +6,14 @@ Everything here reads `LookupResult.to_dict()` or a stored `retrieval_details`; 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import pandas as pd
 import streamlit as st
 
 from appui.panels import domain_view
+from appui.widgets import marking
 from appui.widgets.score_parts import compare_two_blocks, parts_line
 
 LAYER_COLOURS = {"L0": "orange", "L1": "blue", "L0+L1": "green", "none": "gray"}
@@ -80,14 +81,14 @@ def relevance(result: Mapping[str, Any]) -> None:
 
 def evidence_cards(blocks: Sequence[Mapping[str, Any]], *, full: bool = True,
                    relevant: Collection[str] = (), limit: int | None = None,
-                   judge: Callable[[Mapping[str, Any], int], None] | None = None,
+                   judge: marking.Judge | None = None,
                    marks: Mapping[str, int] | None = None, key: str = "cards") -> None:
     """One bordered card per block: title, source, breadcrumb, layer badge, score and its parts, hit reasons,
     content.
 
     Sources in `relevant` (a labelled set's relevant documents) get a green "relevant" badge; `limit` shows
     only the first blocks and says how many are left out. With `judge`, each card has Relevant / Not
-    relevant buttons (keys `<key>_judge_<rank>_<grade>`) and shows the mark already made (`marks`).
+    relevant buttons (see marking.judge_buttons), the mark already made (`marks`) pressed, and Clear.
     """
     if not blocks:
         st.info("No evidence blocks.")
@@ -105,11 +106,7 @@ def evidence_cards(blocks: Sequence[Mapping[str, Any]], *, full: bool = True,
             st.caption(f"`{block['source']}`" + (f" › {crumb}" if crumb else ""))
             st.caption(parts_line(block))
             if judge is not None:
-                yes, no, _ = st.columns([1, 1, 4])
-                yes.button("Relevant", key=f"{key}_judge_{rank}_1", on_click=judge, args=(block, 1),
-                           icon=":material/thumb_up:")
-                no.button("Not relevant", key=f"{key}_judge_{rank}_0", on_click=judge, args=(block, 0),
-                          icon=":material/thumb_down:")
+                marking.judge_buttons(block, rank, judged, judge, key)
             reasons = block.get("hit_reasons") or []
             st.markdown("\n".join(f"- {r.get('layer')} · {r.get('field')}: {r.get('reason')}" for r in reasons))
             content = block.get("content", block.get("content_preview", ""))
@@ -131,7 +128,7 @@ def timings(details: Mapping[str, Any]) -> None:
 
 
 def lookup_result(result: Mapping[str, Any], *, key: str = "lookup",
-                  judge: Callable[[Mapping[str, Any], int], None] | None = None,
+                  judge: marking.Judge | None = None,
                   marks: Mapping[str, int] | None = None) -> None:
     """The whole result of one lookup (Lookup page, and a trace on the Traces page); `key` prefixes widget keys."""
     details = result.get("retrieval_details") or {}
