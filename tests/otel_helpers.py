@@ -4,7 +4,12 @@ It needs the `[otel]` extra: import it after `pytest.importorskip("opentelemetry
 from __future__ import annotations
 
 import json
+import os
+import socket
+import subprocess
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -58,3 +63,24 @@ def documents(attributes: Any, prefix: str = "retrieval.documents") -> list[dict
 
 def events(span: ReadableSpan) -> dict[str, dict[str, Any]]:
     return {e.name: dict(e.attributes) for e in span.events}
+
+
+def run_cli(*args: str, cwd: Path, env: dict[str, str] | None = None,
+            timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """`python -m retrieval ARGS` in `cwd` with the OTEL_* variables of this process removed, then `env` added."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    return subprocess.run([sys.executable, "-m", "retrieval", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout, env={**clean, **(env or {})})
+
+
+def dead_endpoint() -> str:
+    """A local URL nothing listens on: a port bound and released (connections are refused at once)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return f"http://127.0.0.1:{port}"
+
+
+def roots(spans: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The lookups' spans among spans a receiver decoded (those with an invocation id)."""
+    return [s for s in spans if "lookup.invocation_id" in s["attributes"]]
