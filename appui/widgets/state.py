@@ -6,6 +6,7 @@ The index is cached per (knowledge-base path, svd_dims) and the trace store per 
 
 from __future__ import annotations
 
+import atexit
 import threading
 import warnings
 from collections.abc import Callable
@@ -24,9 +25,11 @@ from retrieval import (
     LookupResult,
     TraceStore,
     TraceStoreError,
+    combine_recorders,
     lookup_knowledge,
     open_index,
 )
+from retrieval.otel import tracing_from_env
 from retrieval.paths import default_kb, default_traces
 
 SAMPLE, FOLDER = "Sample knowledge base", "Folder path"
@@ -75,6 +78,26 @@ def _index_slot(kb_path: str, svd_dims: int) -> _IndexSlot:
 @st.cache_resource(show_spinner=False)
 def _cached_store(traces_path: str) -> TraceStore:
     return TraceStore(traces_path, lock_timeout=LOCK_TIMEOUT)
+
+
+@st.cache_resource(show_spinner=False)
+def cached_tracing() -> Any:
+    """OpenTelemetry export when the OTEL_EXPORTER_OTLP_* variables ask for it (else None, nothing loaded);
+    its queued spans are sent when the app exits."""
+    tracing = tracing_from_env()
+    if tracing is not None:
+        atexit.register(tracing.shutdown, 2.0)
+    return tracing
+
+
+def otel_recorder() -> Any:
+    """The app's span recorder, or None; a malformed OTEL_* setting is said in the page, once per rerun."""
+    try:
+        tracing = cached_tracing()
+    except ValueError as exc:
+        st.error(f"OpenTelemetry export is off: {exc}")
+        return None
+    return tracing.recorder if tracing is not None else None
 
 
 def load_index(kb_path: str, svd_dims: int) -> KnowledgeIndex | None:
@@ -199,7 +222,8 @@ def _recorded_lookup(ctx: AppContext, index: KnowledgeIndex, query: str, config:
                      category: str | None) -> LookupResult:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        result = lookup_knowledge(query, index=index, config=config, category=category or None, recorder=ctx.store)
+        result = lookup_knowledge(query, index=index, config=config, category=category or None,
+                                  recorder=combine_recorders(ctx.store, otel_recorder()))
         if ctx.store is not None:  # an analyst's lookup is in the table at once (record() only spools it)
             ctx.store.flush()
     for warning in caught:
