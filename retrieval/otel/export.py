@@ -8,6 +8,7 @@ the lookups nothing but that thread's retries, and `Tracing.shutdown` waits for 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
@@ -127,6 +128,8 @@ class Tracing:
             return True
         if not done.is_set():
             self.exporter.warn(f"spans still queued after {timeout_s:g} s at exit were dropped")
+            with contextlib.suppress(Exception):  # best effort: the process is leaving anyway
+                self.exporter.shutdown()  # ends the exporter's retry wait, so the batch thread stops too
         return False
 
 
