@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -112,11 +113,22 @@ def _handler(receiver: OTLPReceiver) -> type[BaseHTTPRequestHandler]:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=4318)
+    parser.add_argument("--quiet", action="store_true", help="keep count only; print it when stopped (Ctrl-C, "
+                                                             "SIGTERM)")
     args = parser.parse_args(argv)
-    receiver = OTLPReceiver(args.port, on_span=lambda span: print(json.dumps(span), flush=True))
+    signal.signal(signal.SIGTERM, _interrupt)
+    receiver = OTLPReceiver(args.port, on_span=None if args.quiet else
+                            lambda span: print(json.dumps(span), flush=True))
     with receiver:
         print(f"receiving OTLP/HTTP at {receiver.url}", flush=True)
-        threading.Event().wait()
+        try:
+            threading.Event().wait()
+        except KeyboardInterrupt:
+            print(json.dumps({"spans": len(receiver.spans), "requests": receiver.requests}), flush=True)
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
 
 
 if __name__ == "__main__":
