@@ -132,3 +132,11 @@ def test_cli_dead_endpoint_answers_and_warns_once(tmp_path):
 
 def _clean_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+
+
+def test_missing_otel_extra_is_a_clear_error(monkeypatch):
+    from retrieval.otel import tracing_from_env
+
+    monkeypatch.setitem(sys.modules, "retrieval.otel.export", None)  # as if the SDK were not installed
+    with pytest.raises(ValueError, match=r"pip install 'lookup-knowledge\[otel\]'"):
+        tracing_from_env("http://127.0.0.1:4318")

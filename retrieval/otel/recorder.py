@@ -5,6 +5,8 @@ makes the spans, with the start and end times the lookup measured (plan.py), und
 agent framework's tool span, or the MCP server's `tools/call` span, the lookup's span is its child, in the
 caller's trace. The spans go to the provider's processors (a batch processor exports them on its own
 thread). Nothing here raises into the lookup; `flush()` waits for the queue (the CLI's exit, tests).
+The thread reads the invocation after the call returned: the lookup then only adds `timings_ms.record`,
+which the spans do not read; a caller that changes a recorded invocation's details should record a copy.
 """
 
 from __future__ import annotations
