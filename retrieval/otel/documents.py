@@ -7,6 +7,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+import orjson
 from openinference.semconv.trace import DocumentAttributes, SpanAttributes
 
 METADATA_KEYS = ("title", "breadcrumb", "retrieval_layer", "hit_reasons", "score_parts", "content_chars")
@@ -25,8 +26,7 @@ def document_attributes(summaries: Sequence[dict[str, Any]], sources: Sequence[s
             attributes[key + DocumentAttributes.DOCUMENT_SCORE] = float(summary["score"])
         if isinstance(summary.get("content_preview"), str):
             attributes[key + DocumentAttributes.DOCUMENT_CONTENT] = summary["content_preview"]
-        attributes[key + DocumentAttributes.DOCUMENT_METADATA] = json.dumps(
-            document_metadata(summary), ensure_ascii=False, default=str)
+        attributes[key + DocumentAttributes.DOCUMENT_METADATA] = to_json(document_metadata(summary))
     for i, source in enumerate(sources[len(summaries):], start=len(summaries)):
         attributes[f"{prefix}.{i}.{DocumentAttributes.DOCUMENT_ID}"] = str(source)
     return attributes
@@ -41,5 +41,12 @@ def document_metadata(summary: dict[str, Any]) -> dict[str, Any]:
 def genai_documents(summaries: Sequence[dict[str, Any]]) -> str:
     """`gen_ai.retrieval.documents` (experimental): `[{"id", "score"}]` as a JSON string, as the conventions
     allow on spans."""
-    return json.dumps([{"id": str(s.get("source")), "score": s.get("score")} for s in summaries],
-                      ensure_ascii=False, default=str)
+    return to_json([{"id": str(s.get("source")), "score": s.get("score")} for s in summaries])
+
+
+def to_json(value: Any) -> str:
+    """Compact JSON (orjson: the spans are made on every lookup); `json` for what orjson refuses."""
+    try:
+        return orjson.dumps(value, default=str).decode()
+    except TypeError:  # a non-str key, an int past 64 bits
+        return json.dumps(value, ensure_ascii=False, default=str, separators=(",", ":"))

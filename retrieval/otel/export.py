@@ -28,6 +28,8 @@ from retrieval.otel.recorder import OTelRecorder
 from retrieval.otel.settings import OTelSettings
 
 SDK_LOGGERS = ("opentelemetry.exporter", "opentelemetry.sdk._shared_internal")  # retries, failures, full queue
+DOWN_FIRST_S, DOWN_MAX_S = 5.0, 60.0  # how long a failed collector counts as down (doubling while it stays down)
+SLOW_EXPORT_S = 1.0  # an export waiting this long (retrying a refused connection) marks the collector as down
 MAX_ATTRIBUTES = 4096  # a lookup of 100 blocks carries 400 document attributes; the SDK's default keeps 128
 
 
@@ -36,25 +38,48 @@ class OTelExportWarning(UserWarning):
 
 
 class ReportingExporter(SpanExporter):
-    """Wraps an exporter: counts what was sent and lost, and warns once, naming the endpoint and the cause."""
+    """Wraps an exporter: counts what was sent and lost, and warns once, naming the endpoint and the cause.
+
+    After a failed export the collector counts as down: batches are dropped unsent (no encoding, no
+    connection) for 5 s, doubling up to 60 s while it stays down, and `accepting()` is False then, and while
+    an export has been waiting over 1 s, so the recorder makes no spans that could not be sent anyway. A dead
+    collector thus costs the process nearly nothing."""
 
     def __init__(self, inner: SpanExporter, endpoint: str) -> None:
         self.inner, self.endpoint = inner, endpoint
         self.exported = self.lost = 0
         self.warned = False
         self._lock = threading.Lock()
+        self._down_until = 0.0
+        self._backoff = 0.0
+        self._since: float | None = None  # when the export in flight started
+
+    def accepting(self) -> bool:
+        """Whether spans made now can be sent: the collector is not known to be down or slow."""
+        now, since = time.monotonic(), self._since
+        return now >= self._down_until and (since is None or now - since < SLOW_EXPORT_S)
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        if time.monotonic() < self._down_until:
+            with self._lock:
+                self.lost += len(spans)
+            return SpanExportResult.FAILURE
+        self._since = time.monotonic()
         try:
             result = self.inner.export(spans)
         except Exception as exc:  # noqa: BLE001 - an exporter's bug must not stop the batch thread
             LAST_ERROR.note(f"{type(exc).__name__}: {exc}")
             result = SpanExportResult.FAILURE
+        finally:
+            self._since = None
         with self._lock:
             if result is SpanExportResult.SUCCESS:
                 self.exported += len(spans)
+                self._backoff = 0.0
                 return result
             self.lost += len(spans)
+            self._backoff = min(DOWN_MAX_S, max(DOWN_FIRST_S, self._backoff * 2))
+            self._down_until = time.monotonic() + self._backoff
         self.warn(f"{len(spans)} span(s) lost")
         return result
 
@@ -148,4 +173,4 @@ def start_tracing(settings: OTelSettings, *, set_global: bool = False, timeout_s
     provider.add_span_processor(BatchSpanProcessor(exporter, schedule_delay_millis=schedule_delay_ms))
     if set_global:
         trace.set_tracer_provider(provider)
-    return Tracing(settings, provider, exporter, OTelRecorder(provider))
+    return Tracing(settings, provider, exporter, OTelRecorder(provider, gate=exporter.accepting))

@@ -5,7 +5,6 @@ so a live lookup and a stored row (the backfill) give the same spans; recorder.p
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Literal
@@ -13,7 +12,7 @@ from typing import Any, Literal
 from openinference.semconv.trace import OpenInferenceMimeTypeValues, OpenInferenceSpanKindValues, SpanAttributes
 
 from retrieval.lookup.invocation import ToolInvocation
-from retrieval.otel.documents import document_attributes, genai_documents
+from retrieval.otel.documents import document_attributes, genai_documents, to_json
 from retrieval.otel.stages import stage_spans
 
 SpanStatus = Literal["OK", "ERROR", "UNSET"]
@@ -129,10 +128,6 @@ def epoch_ns(moment: datetime) -> int:
     aware = moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
     delta = aware - EPOCH
     return (delta.days * 86_400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1_000
-
-
-def to_json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, default=str, separators=(",", ":"))
 
 
 def _present(values: dict[str, Any]) -> dict[str, Any]:

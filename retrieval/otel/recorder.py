@@ -15,6 +15,7 @@ import queue
 import threading
 import time
 import warnings
+from collections.abc import Callable
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
@@ -36,20 +37,25 @@ class OTelRecordingWarning(UserWarning):
 class OTelRecorder:
     """Emits each recorded call as a RETRIEVER span with a child span per stage, through `tracer_provider`
     (default: the global one, so an application's own OpenTelemetry set-up is used as it is). With
-    `background` (the default) spans are made on a thread of the recorder's; without, in the caller's."""
+    `background` (the default) spans are made on a thread of the recorder's; without, in the caller's.
+    `gate`, when given, is asked first: a call made while it says False is skipped (and counted)."""
 
     def __init__(self, tracer_provider: TracerProvider | None = None, *, background: bool = True,
-                 max_queue: int = MAX_QUEUE) -> None:
+                 max_queue: int = MAX_QUEUE, gate: Callable[[], bool] | None = None) -> None:
         provider = tracer_provider if tracer_provider is not None else trace.get_tracer_provider()
         self.tracer: Tracer = provider.get_tracer(TRACER_NAME, __version__)
         self.background = background
-        self.dropped = 0
+        self.gate = gate  # False while the exporter cannot send (export.py): the call is then skipped
+        self.dropped = self.skipped = 0
         self._queue: queue.Queue[tuple[ToolInvocation, otel_context.Context]] = queue.Queue(max_queue)
         self._worker: threading.Thread | None = None
         self._start = threading.Lock()
         self._warned = False
 
     def __call__(self, invocation: ToolInvocation) -> None:
+        if self.gate is not None and not self.gate():
+            self.skipped += 1
+            return
         if not self.background:
             self.record(invocation)
             return

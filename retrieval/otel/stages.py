@@ -6,13 +6,12 @@ end to end from the call's start with their measured durations.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
 from openinference.semconv.trace import OpenInferenceSpanKindValues, SpanAttributes
 
-from retrieval.otel.documents import document_attributes
+from retrieval.otel.documents import document_attributes, to_json
 
 RETRIEVER = OpenInferenceSpanKindValues.RETRIEVER.value
 CHAIN = OpenInferenceSpanKindValues.CHAIN.value
@@ -82,7 +81,7 @@ def _stage(key: str, details: dict[str, Any], filtered: bool, widened: bool):
                       "lookup.domains.basis": str(((details.get("l0") or {}).get("domain_evidence") or {})
                                                   .get("basis")),
                       "lookup.filter.decision": str(decision.get("decision")),
-                      "lookup.filter.applied": json.dumps(decision.get("applied"))}
+                      "lookup.filter.applied": to_json(decision.get("applied"))}
         return attributes, "UNSET", None, ()
     if key == "evidence":
         attributes = {SpanAttributes.OPENINFERENCE_SPAN_KIND: CHAIN,
@@ -100,7 +99,7 @@ def _l1_stage(key: str, details: dict[str, Any], filtered: bool, widened: bool):
     sent = decision.get("applied") if key == "l1_filtered" or decision.get("decision") == "caller" else None
     attributes: dict[str, Any] = {SpanAttributes.OPENINFERENCE_SPAN_KIND: RETRIEVER,
                                   "lookup.l1.search": "filtered" if key == "l1_filtered" else "probe",
-                                  "lookup.l1.filter": json.dumps(sent)}
+                                  "lookup.l1.filter": to_json(sent)}
     events: list[tuple[str, dict[str, Any]]] = []
     if key == "l1_filtered" and widened:
         scores = decision.get("best_scores") or {}
