@@ -2,7 +2,7 @@
 
 The public API is the names below; each subpackage declares its own in its `__init__` (retrieval.kb,
 retrieval.text, retrieval.index, retrieval.l0, retrieval.l1, retrieval.lookup, retrieval.traces,
-retrieval.export, retrieval.agent). Names load on first use, so `python -m retrieval` and
+retrieval.export, retrieval.agent, retrieval.otel). Names load on first use, so `python -m retrieval` and
 `import retrieval.agent` do not pay for DuckDB, pandas or scikit-learn until a command needs them (CLI
 start-up stays under a second).
 """
@@ -50,6 +50,7 @@ __all__, __getattr__, __dir__ = lazy_exports(__name__, {
     "index.build": "KnowledgeIndex build_index open_index",
     "lookup.orchestrator": "LookupResult lookup_knowledge",
     "lookup.invocation": "ToolInvocation",
+    "lookup.recorders": "Recorders combine_recorders=combine",
     "agent.tool": "LookupTool",
     "traces.store": "TraceStore",
     "traces.db": "TraceStoreError",

@@ -12,12 +12,14 @@ import sys
 import warnings
 from collections.abc import Sequence
 from dataclasses import fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from retrieval.agent.tool import tool_definition
 from retrieval.config import LookupConfig
 from retrieval.index.build import open_index
 from retrieval.lookup.orchestrator import lookup_knowledge
+from retrieval.lookup.recorders import combine
+from retrieval.otel.env import tracing_from_env
 from retrieval.paths import default_kb, default_traces
 from retrieval.traces import exit_drain
 from retrieval.traces.db import TraceStoreError
@@ -25,6 +27,14 @@ from retrieval.traces.exit_drain import ExitDrain
 from retrieval.traces.file import TraceSpoolRejectedWarning
 from retrieval.traces.store import TraceStore
 from retrieval.traces.writer import TraceStoreLockedWarning
+
+if TYPE_CHECKING:
+    from retrieval.otel.export import Tracing
+
+CLI_EXPORT_TIMEOUT = 1.0  # seconds one export may take with its retries in a one-shot lookup (a dead collector)
+CLI_EXIT_WAIT = 2.0  # seconds the lookup command waits at exit for its spans to be sent
+OTLP_HELP = ("export each lookup as OpenTelemetry spans (OTLP over HTTP) to this collector, e.g. "
+             "http://localhost:4318 (default: $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or $OTEL_EXPORTER_OTLP_ENDPOINT)")
 
 
 def config_flag(name: str) -> str:
@@ -66,6 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="how long to wait for a trace file another process holds before leaving the row in "
                              f"the spool beside it (default {exit_drain.LOCK_TIMEOUT:g})")
     lookup.add_argument("--compact", action="store_true", help="one-line JSON")
+    lookup.add_argument("--otlp-endpoint", default=None, metavar="URL", help=OTLP_HELP)
     add_config_flags(lookup)
     index = commands.add_parser("index", help="build (or load from cache) the index and print a summary")
     _add_kb_flags(index)
@@ -76,9 +87,19 @@ def build_parser() -> argparse.ArgumentParser:
     mcp.add_argument("--no-trace", action="store_true", help="do not record invocations")
     mcp.add_argument("--http", type=int, default=None, metavar="PORT",
                      help="serve streamable HTTP on 127.0.0.1:PORT instead of stdio")
+    mcp.add_argument("--otlp-endpoint", default=None, metavar="URL", help=OTLP_HELP)
     add_config_flags(mcp)
     definition = commands.add_parser("tool-definition", help="print the agent tool definition as JSON")
     _add_kb_flags(definition)
+    traces = commands.add_parser("traces", help="work on a trace file").add_subparsers(dest="action", required=True)
+    backfill = traces.add_parser("export-otlp", help="send stored invocations to an OTLP collector as spans, with "
+                                                     "their original timestamps")
+    backfill.add_argument("--traces", default=None, help="DuckDB trace file (default: traces.duckdb)")
+    backfill.add_argument("--since", default=None, help="only rows created at or after this: an ISO date or time "
+                                                        "(UTC unless it has an offset), or 90m, 24h, 7d, 2w")
+    backfill.add_argument("--run", default=None, metavar="RUN_ID", help="only the lookups of this evaluation run")
+    backfill.add_argument("--otlp-endpoint", default=None, metavar="URL", help=OTLP_HELP.replace("each lookup",
+                                                                                                 "the rows"))
     return parser
 
 
@@ -91,17 +112,27 @@ def _add_kb_flags(parser: argparse.ArgumentParser) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    tracing: list[Tracing] = []  # the lookup's export pipeline, stopped once the result is printed
+    status, output = 0, None
     try:
-        output = _run(args)
+        output = _run(args, tracing)
     except (ValueError, TraceStoreError) as exc:  # KnowledgeBaseError is a ValueError
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        status = 2
     if output is not None:  # the mcp server has already used stdout for the protocol
-        print(output)
-    return 0
+        print(output, flush=True)
+    if tracing:  # after the result: a slow or dead collector delays the exit, never the answer
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            tracing[0].shutdown(CLI_EXIT_WAIT)
+        for warning in caught:
+            print(f"warning: {warning.message}", file=sys.stderr)
+    return status
 
 
-def _run(args: argparse.Namespace) -> str | None:
+def _run(args: argparse.Namespace, tracing: list[Tracing]) -> str | None:
+    if args.command == "traces":
+        return _export_otlp(args)
     kb = args.kb or default_kb()
     if args.command == "mcp":
         return _serve_mcp(args, kb)
@@ -113,13 +144,15 @@ def _run(args: argparse.Namespace) -> str | None:
             raise ValueError(f"--lock-timeout takes seconds, 0 or more, got {args.lock_timeout}")
         store = None if args.no_trace else TraceStore(args.traces or default_traces(), open_now=False,
                                                       lock_timeout=args.lock_timeout, background=False)
+        tracing.extend(filter(None, [tracing_from_env(args.otlp_endpoint, timeout_s=CLI_EXPORT_TIMEOUT)]))
+        recorder = combine(store, tracing[0].recorder if tracing else None)
         helper = None if store is None else exit_drain.take(store.path, store.lock_timeout)  # DuckDB loads beside
         try:  # the lookup, in a helper process, which moves the row into the table before this one exits
             index = open_index(kb, svd_dims=config.svd_dims, strict=args.strict, use_cache=not args.no_cache)
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
                 result = lookup_knowledge(args.query, index=index, config=config, category=args.category,
-                                          top_k=args.top_k, recorder=store)
+                                          top_k=args.top_k, recorder=recorder)
                 if store is not None and helper is not None:
                     _drain_at_exit(store, helper)
         finally:
@@ -171,6 +204,33 @@ def _serve_mcp(args: argparse.Namespace, kb: Any) -> None:
     if args.http is not None and not 1 <= args.http <= 65535:
         raise ValueError(f"--http takes a port from 1 to 65535, got {args.http}")
     config = config_from_args(args)
+    tracing = tracing_from_env(args.otlp_endpoint, set_global=True)  # the SDK's `tools/call` spans go there too
     store = None if args.no_trace else TraceStore(args.traces or default_traces())
-    index = open_index(kb, svd_dims=config.svd_dims, strict=args.strict, use_cache=not args.no_cache)
-    serve(index, config, store, transport="http" if args.http is not None else "stdio", port=args.http or 0)
+    try:
+        index = open_index(kb, svd_dims=config.svd_dims, strict=args.strict, use_cache=not args.no_cache)
+        serve(index, config, combine(store, tracing.recorder if tracing else None),
+              transport="http" if args.http is not None else "stdio", port=args.http or 0)
+    finally:
+        if tracing is not None:
+            tracing.shutdown()
+
+
+def _export_otlp(args: argparse.Namespace) -> str:
+    """`traces export-otlp`: the stored rows as spans; the report as JSON, or an error when none got through."""
+    from retrieval.otel.backfill import export_stored, parse_since
+    from retrieval.otel.settings import settings_from_env
+
+    settings = settings_from_env(endpoint=args.otlp_endpoint)
+    if settings is None:
+        raise ValueError("export-otlp needs a collector: pass --otlp-endpoint URL (e.g. http://localhost:4318) or "
+                         "set OTEL_EXPORTER_OTLP_ENDPOINT")
+    since = parse_since(args.since) if args.since is not None else None
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        report = export_stored(args.traces or default_traces(), settings, since=since, run_id=args.run)
+    for warning in caught:
+        print(f"warning: {warning.message}", file=sys.stderr)
+    if report.spans_lost and not report.spans_sent:
+        raise ValueError(f"no span reached {settings.endpoint} ({report.rows} row(s) read); is the collector "
+                         f"running and listening for OTLP over HTTP there?")
+    return json.dumps({"endpoint": settings.endpoint, **report.to_dict()}, indent=2)

@@ -38,12 +38,13 @@ class Client:
 
 
 @contextmanager
-def mcp_server(folder: Path, *flags: str) -> Iterator[Client]:
-    """Start `python -m retrieval mcp` on the sample base over stdio; leaving closes stdin and it exits."""
+def mcp_server(folder: Path, *flags: str, env: dict[str, str] | None = None) -> Iterator[Client]:
+    """Start `python -m retrieval mcp` on the sample base over stdio (with `env` added to its environment);
+    leaving closes stdin and it exits."""
     traces = folder / "traces.duckdb"
     params = StdioServerParameters(command=sys.executable, cwd=str(ROOT),
                                    args=["-m", "retrieval", "mcp", "--traces", str(traces), *flags],
-                                   env={"LOOKUP_KNOWLEDGE_CACHE": str(folder.parent / "index-cache")})
+                                   env={"LOOKUP_KNOWLEDGE_CACHE": str(folder.parent / "index-cache"), **(env or {})})
     info = types.Implementation(name=CLIENT_NAME, version="1.0")
     with start_blocking_portal() as portal, portal.wrap_async_context_manager(stdio_client(params)) as streams, \
             portal.wrap_async_context_manager(ClientSession(*streams, client_info=info)) as session:

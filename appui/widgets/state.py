@@ -17,6 +17,7 @@ import duckdb
 import streamlit as st
 
 from appui.widgets import build_bar, exclusions, wording
+from appui.widgets.tracing import otel_recorder
 from retrieval import (
     KnowledgeBaseError,
     KnowledgeIndex,
@@ -24,6 +25,7 @@ from retrieval import (
     LookupResult,
     TraceStore,
     TraceStoreError,
+    combine_recorders,
     lookup_knowledge,
     open_index,
 )
@@ -211,7 +213,8 @@ def _recorded_lookup(ctx: AppContext, index: KnowledgeIndex, query: str, config:
     recorder = store if store is None or not tags else (lambda call: store(replace(call, tags=dict(tags))))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        result = lookup_knowledge(query, index=index, config=config, category=category or None, recorder=recorder)
+        result = lookup_knowledge(query, index=index, config=config, category=category or None,
+                                  recorder=combine_recorders(recorder, otel_recorder()))
         if ctx.store is not None:  # an analyst's lookup is in the table at once (record() only spools it)
             ctx.store.flush()
     for warning in caught:

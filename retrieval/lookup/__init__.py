@@ -7,4 +7,5 @@ from retrieval import lazy_exports
 __all__, __getattr__, __dir__ = lazy_exports(__name__, {
     "orchestrator": "lookup_knowledge LookupResult",
     "invocation": "ToolInvocation",
+    "recorders": "Recorders combine",
 })

@@ -74,7 +74,7 @@ class RetrievalDetails:
         return {"retrieval_layer": self.retrieval_layer, "l0": self.l0.to_dict(), "filter": self.filter.to_dict(),
                 "l1": self.l1.to_dict(), "candidate_count": self.counts.candidates,
                 "evidence_count": self.counts.evidence, "duplicates_merged": self.counts.duplicates_merged,
-                "evidence": [b.summary() for b in self.blocks[:MAX_SUMMARIES]],
+                "evidence": [summary(b) for b in self.blocks[:MAX_SUMMARIES]],
                 "evidence_sources": [b.source for b in self.blocks],
                 "timings_ms": {k: round(v, 3) for k, v in self.timings_ms.items()},
                 "relevance": self.relevance.to_dict(),
@@ -88,6 +88,12 @@ def overall_layer(hints: L0Hints, outcome: L1Outcome) -> Layer:
     if hints.match_count and l1:
         return "L0+L1"
     return "L0" if hints.match_count else ("L1" if l1 else "none")
+
+
+def summary(block: EvidenceBlock) -> dict[str, Any]:
+    """A block's summary in `evidence`, with the breadcrumb of its best section (OpenTelemetry's document
+    metadata names it; added here, beside the block's own `summary()`)."""
+    return {**block.summary(), "breadcrumb": block.breadcrumb or None}
 
 
 def best_score(blocks: Sequence[EvidenceBlock]) -> float | None:
