@@ -10,4 +10,5 @@ __all__, __getattr__, __dir__ = lazy_exports(__name__, {
     "writer": "TraceWriter",
     "schema": "TABLE COLUMNS",
     "reader": "iter_rows",
+    "parts": "LoadedParts TracePartWarning load_parts part_files run_folder write_part",
 })
