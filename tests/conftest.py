@@ -29,6 +29,7 @@ pytest_plugins = [
     "tests.fixtures.hostile_fixtures",
     "tests.fixtures.index_fixtures",
     "tests.fixtures.mcp_fixtures",
+    "tests.fixtures.parallel_fixtures",
     "tests.fixtures.trace_fixtures",
 ]
 
