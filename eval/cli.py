@@ -1,4 +1,4 @@
-"""Command line: `python -m eval run|sweep|compare|report|runs` — a thin layer over the eval library.
+"""Command line: `python -m eval run|sweep|compare|report|runs|collect` — a thin layer over the eval library.
 
 `run` and `sweep` take a labelled set as `--dataset DIR`, or as `--kb DIR --queries FILE` (a query
 file run against a docs folder in place; `--kb DIR --known-item FIELD` works too); `--exclude
