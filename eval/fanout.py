@@ -18,6 +18,7 @@ import contextlib
 import math
 import time
 import uuid
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -26,6 +27,7 @@ from typing import Any
 
 from retrieval import KnowledgeIndex, LookupConfig, TraceStore, TraceStoreError
 from retrieval.index import default_cache_dir
+from retrieval.traces import TraceStoreWriteWarning
 
 from . import metrics as metric_lib
 from . import oracle as oracle_lib
@@ -141,7 +143,7 @@ def _gather(runner: Runner, jobs: list[_Job], store: TraceStore, progress: Progr
                 _finish(job, returned[result.run_id], baselines, store, oracle, sink)
                 finished.add(result.run_id)
             if time.monotonic() - flushed >= FLUSH_EVERY:
-                store.flush(timeout=0.25)
+                _drain_quietly(store)
                 flushed = time.monotonic()
     except BaseException as exc:
         reason = f"{type(exc).__name__}: {exc}"
@@ -156,6 +158,14 @@ def _gather(runner: Runner, jobs: list[_Job], store: TraceStore, progress: Progr
                                f"values), which reuses the lookups already recorded") from exc
         raise
     store.flush()
+
+
+def _drain_quietly(store: TraceStore) -> None:
+    """Move the workers' spooled lookups into the table if the file is free now; if a reader holds it, the
+    next drain (or the last, which warns) moves them."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TraceStoreWriteWarning)  # the locked warning is one of these
+        store.flush(timeout=0.25)
 
 
 def _finish(job: _Job, results: list[ShardResult], baselines: _Baselines, store: TraceStore, oracle: bool,
