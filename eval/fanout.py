@@ -39,7 +39,7 @@ from .defaults import DEFAULT_METRICS
 from .failures import ShardsFailed, WorkerDied
 from .lifecycle import PlannedRun, finish_run, plan_run
 from .pool import Pool
-from .runs import RunResult, expand_grid, load_run, open_dataset_index
+from .runs import Progress, RunResult, expand_grid, load_run, open_dataset_index
 from .scoring import baseline_rows, query_categories
 from .shards import IndexSource, Shard, ShardItem, ShardResult, TraceSink
 from .storage import mark_shards_failed, start_run
@@ -47,7 +47,6 @@ from .storage import mark_shards_failed, start_run
 SHARDS_PER_WORKER = 4  # shards per worker and run: small enough to even out, large enough to cost little
 MAX_SHARD = 100  # questions
 FLUSH_EVERY = 1.0  # seconds between drains of the workers' spooled lookups into the trace file
-Progress = Any  # Callable[[int, int], None] | None, as eval.runs
 
 
 @dataclass(frozen=True, eq=False)
@@ -61,7 +60,7 @@ class _Job:
 
 
 def run_parallel(dataset: Dataset, config: LookupConfig | None = None, *, store: TraceStore, pool: Pool,
-                 metrics: Sequence[str] = DEFAULT_METRICS, progress: Progress = None, top_k: int | None = None,
+                 metrics: Sequence[str] = DEFAULT_METRICS, progress: Progress | None = None, top_k: int | None = None,
                  overrides: Mapping[str, Any] | None = None, baseline: bool = True, oracle: bool = True,
                  resume: str | None = None, parts_dir: str | Path | None = None,
                  shard_size: int | None = None) -> RunResult:
@@ -75,7 +74,7 @@ def run_parallel(dataset: Dataset, config: LookupConfig | None = None, *, store:
 
 def sweep_parallel(dataset: Dataset, grid: Mapping[str, Sequence[Any]], *, store: TraceStore, pool: Pool,
                    base_config: LookupConfig | None = None, base_overrides: Mapping[str, Any] | None = None,
-                   metrics: Sequence[str] = DEFAULT_METRICS, progress: Progress = None, baseline: bool = True,
+                   metrics: Sequence[str] = DEFAULT_METRICS, progress: Progress | None = None, baseline: bool = True,
                    oracle: bool = True, parts_dir: str | Path | None = None,
                    shard_size: int | None = None) -> list[RunResult]:
     """`eval.runs.run_sweep` on `pool`: every combination's shards in one fan-out, one baseline for all."""
@@ -88,7 +87,7 @@ def sweep_parallel(dataset: Dataset, grid: Mapping[str, Sequence[Any]], *, store
                     parts_dir=parts_dir, shard_size=shard_size)
 
 
-def _fan_out(plans: list[tuple[PlannedRun, Dataset]], *, store: TraceStore, pool: Pool, progress: Progress,
+def _fan_out(plans: list[tuple[PlannedRun, Dataset]], *, store: TraceStore, pool: Pool, progress: Progress | None,
              baseline: bool, oracle: bool, parts_dir: str | Path | None, shard_size: int | None) -> list[RunResult]:
     indexes: dict[int, KnowledgeIndex] = {}
     for dims in sorted({planned.config.svd_dims for planned, _ in plans}):
@@ -120,8 +119,8 @@ def _job(planned: PlannedRun, dataset: Dataset, index: KnowledgeIndex, pool: Poo
     return _Job(planned, dataset, index, shards)
 
 
-def _gather(runner: Runner, jobs: list[_Job], store: TraceStore, progress: Progress, baseline: bool, oracle: bool,
-            sink: TraceSink) -> None:
+def _gather(runner: Runner, jobs: list[_Job], store: TraceStore, progress: Progress | None, baseline: bool,
+            oracle: bool, sink: TraceSink) -> None:
     """Run every job's shards, finishing each run once its last shard is back; on a failure, store the runs
     left as `incomplete` with the shards they miss."""
     by_run = {job.planned.run_id: job for job in jobs}
