@@ -1,4 +1,4 @@
-"""Command line: `python -m eval run|sweep|compare|report|runs` — a thin layer over the eval library.
+"""Command line: `python -m eval run|sweep|compare|report|runs|collect` — a thin layer over the eval library.
 
 `run` and `sweep` take a labelled set as `--dataset DIR`, or as `--kb DIR --queries FILE` (a query
 file run against a docs folder in place; `--kb DIR --known-item FIELD` works too); `--exclude
@@ -6,6 +6,9 @@ PREFIX,...` leaves path prefixes of the knowledge base out of the index with eit
 
 `runs` lists every run with its status (complete, incomplete, running); `run --resume RUN_ID` finishes
 an incomplete run and `runs --delete RUN_ID` removes one.
+
+`run` and `sweep` take `--workers N|auto` (local worker processes) or `--dask ADDRESS` (an existing Dask
+cluster); `collect RUN_ID` loads a Dask run's Parquet trace parts into the trace file.
 
 Bad input (unknown metric, setting, dataset, run id or format) prints one `error: ...` line on stderr
 and exits with status 2.
@@ -43,12 +46,16 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--resume", default=None, metavar="RUN_ID",
                      help="finish an incomplete run (same dataset flags and --set values): recorded lookups "
                           "are reused, the missing ones are run")
+    collect = commands.add_parser("collect", help="load a Dask run's Parquet trace parts into the trace file")
+    collect.add_argument("run")
+    collect.add_argument("--parts", default=None, metavar="DIR",
+                         help="the folder the Dask workers wrote parts to (default: <trace file>.parts)")
     runs = commands.add_parser("runs", help="list stored runs, newest first, with their status "
                                             "(complete, incomplete, running)")
     runs.add_argument("--incomplete", action="store_true", help="list only runs that are not complete")
     runs.add_argument("--delete", default=None, metavar="RUN_ID",
                       help="delete a run: its eval rows and its recorded lookups")
-    for sub in (run, sweep, compare, report, runs):
+    for sub in (run, sweep, compare, report, collect, runs):
         sub.add_argument("--traces", default=None, help="DuckDB trace file (default: traces.duckdb)")
         sub.add_argument("--json", action="store_true", help="print JSON")
     return parser
@@ -79,6 +86,13 @@ def _dataset_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-oracle", action="store_true",
                         help="skip the oracle filter diagnostic (each query again with its true category)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--workers", default="1", metavar="N|auto",
+                        help="look up in N local worker processes (auto: one per core); results equal --workers 1")
+    parser.add_argument("--dask", default=None, metavar="ADDRESS",
+                        help="look up on the workers of an existing Dask cluster, e.g. tcp://10.0.0.5:8786")
+    parser.add_argument("--parts", default=None, metavar="DIR",
+                        help="with --dask: a folder every worker and this host can write and read, for the "
+                             "workers' Parquet trace parts (default: <trace file>.parts)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -86,12 +100,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     from retrieval import TraceStoreError
 
     from .commands import dispatch
+    from .failures import ShardsFailed
 
     try:
         output = dispatch(args)
     except (ValueError, TraceStoreError) as exc:  # DatasetError, UnknownRunError, KnowledgeBaseError are ValueErrors
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except ShardsFailed as exc:  # a worker died: the run is stored as incomplete and can be resumed
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     if isinstance(output, bytes):
         sys.stdout.buffer.write(output)
     elif output:

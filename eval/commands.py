@@ -18,6 +18,7 @@ from retrieval.paths import default_traces
 from .compare import compare_runs
 from .datasets import Dataset, load_dataset, load_query_set, skipped_note
 from .metrics import parse_metrics
+from .pool import pool_of
 from .reports import export, render
 from .runs import RunResult, delete_run, list_runs, load_run, run_evaluation, run_sweep
 
@@ -30,6 +31,12 @@ def dispatch(args: argparse.Namespace) -> str | bytes:
         return _sweep(args, store)
     if args.command == "compare":
         return _compare(args, store)
+    if args.command == "collect":
+        from .collect import collect_run
+
+        loaded = collect_run(store, args.run, args.parts)
+        return json.dumps(loaded.__dict__) if args.json else (
+            f"run {loaded.run_id}: {loaded.parts} part(s), {loaded.rows} row(s), {loaded.inserted} new in {store.path}")
     if args.command == "report":
         run = load_run(store, args.run)
         return _emit(run, args.format, args.output, store)
@@ -43,22 +50,36 @@ def dispatch(args: argparse.Namespace) -> str | bytes:
 
 
 def _run(args: argparse.Namespace, store: TraceStore) -> str:
+    pool = pool_of(args.workers, args.dask)
     dataset, overrides, config, metrics = _inputs(args)
     top_k = config.top_k if "top_k" in overrides else None
     with _progress(args, f"{dataset.name}/{dataset.split}") as progress:
-        result = run_evaluation(dataset, config, store=store, metrics=metrics, progress=progress, top_k=top_k,
-                                overrides=overrides, baseline=not args.no_baseline, oracle=not args.no_oracle,
-                                resume=args.resume)
+        if pool.serial:
+            result = run_evaluation(dataset, config, store=store, metrics=metrics, progress=progress, top_k=top_k,
+                                    overrides=overrides, baseline=not args.no_baseline, oracle=not args.no_oracle,
+                                    resume=args.resume)
+        else:
+            from .fanout import run_parallel
+
+            result = run_parallel(dataset, config, store=store, pool=pool, metrics=metrics, progress=progress,
+                                  top_k=top_k, overrides=overrides, baseline=not args.no_baseline,
+                                  oracle=not args.no_oracle, resume=args.resume, parts_dir=args.parts)
     return json.dumps(result.to_dict(), indent=2, default=str) if args.json else _summary(result)
 
 
 def _sweep(args: argparse.Namespace, store: TraceStore) -> str:
+    pool = pool_of(args.workers, args.dask)
     dataset, overrides, config, metrics = _inputs(args)
     grid = {k: [v for v in values.split(",") if v.strip()] for k, values in parse_assignments(args.grid).items()}
+    shared = {"store": store, "base_config": LookupConfig(), "base_overrides": overrides, "metrics": metrics,
+              "baseline": not args.no_baseline, "oracle": not args.no_oracle}
     with _progress(args, f"sweep {dataset.name}") as progress:
-        results = run_sweep(dataset, grid, store=store, base_config=LookupConfig(), base_overrides=overrides,
-                            metrics=metrics, progress=progress, baseline=not args.no_baseline,
-                            oracle=not args.no_oracle)
+        if pool.serial:
+            results = run_sweep(dataset, grid, progress=progress, **shared)
+        else:
+            from .fanout import sweep_parallel
+
+            results = sweep_parallel(dataset, grid, pool=pool, progress=progress, parts_dir=args.parts, **shared)
     if args.json:
         return json.dumps([r.to_dict() for r in results], indent=2, default=str)
     lines = [f"sweep {results[0].sweep_id}: {len(results)} runs on {dataset.name}/{dataset.split}"]

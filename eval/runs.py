@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import json
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
@@ -39,18 +38,16 @@ from . import oracle as oracle_lib
 from .baseline import BM25Baseline
 from .datasets import Dataset
 from .defaults import DEFAULT_METRICS
-from .diagnostics import summarize
-from .scoring import baseline_rows, metric_means, oracle_diagnostics, query_row
+from .lifecycle import PlannedRun, finish_run, plan_run
+from .resume import Recorded
+from .scoring import baseline_rows, query_row
 from .storage import (
-    COMPLETE,
     LOOKUP,
-    RUNNING,
     delete_run,
     list_runs,
     load_per_query,
     load_run_row,
     mark_incomplete,
-    save_run,
     start_run,
 )
 
@@ -111,110 +108,40 @@ def run_evaluation(dataset: Dataset, config: LookupConfig | None = None, *, stor
     Recorded lookups are spooled every `batch_size` queries or SPOOL_AGE seconds, whichever comes first: a
     killed run keeps every spooled one, and the table follows the run within about 2 s.
     """
-    parsed = metric_lib.parse_metrics(metrics)
-    depth = top_k or metric_lib.depth(parsed)
-    config = replace(config or LookupConfig(), top_k=depth)
-    overrides = {k: getattr(config, k) for k in (overrides or {})}  # typed, as the lookup saw them
-    if not dataset.queries:
-        raise ValueError(f"dataset {dataset.name} has no queries to evaluate")
-    started, created = time.perf_counter(), datetime.now(timezone.utc)
-    run_id, done = f"run-{created:%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}", {}
-    if resume:
-        run_id, created, done = _resumable(store, resume, dataset, config)
-    index = index or open_dataset_index(dataset, config.svd_dims)
-    run = {"run_id": run_id, "created_at": created.replace(tzinfo=None), "sweep_id": sweep_id,
-           "dataset": dataset.name, "dataset_kind": dataset.kind, "dataset_path": dataset.path,
-           "split": dataset.split, "n_queries": len(dataset.queries), "top_k": depth, "config": config.to_dict(),
-           "overrides": overrides, "dataset_info": dataset.describe(), "metric_names": [m.name for m in parsed]}
-    start_run(store, run)
-    plan = _Plan(dataset, config, index, store, tuple(parsed), progress, baseline, oracle, batch_size)
+    planned = plan_run(dataset, config, store=store, metrics=metrics, top_k=top_k, overrides=overrides,
+                       sweep_id=sweep_id, resume=resume)
+    index = index or open_dataset_index(dataset, planned.config.svd_dims)
+    start_run(store, planned.run)
     finished = False
     try:
-        _score_and_save(plan, run, done, started)
+        _score_and_save(planned, dataset, index, store, progress, baseline, oracle, batch_size)
         finished = True
     finally:
         if not finished:
             with contextlib.suppress(TraceStoreError):
-                mark_incomplete(store, run_id)
-    return load_run(store, run_id)
+                mark_incomplete(store, planned.run_id)
+    return load_run(store, planned.run_id)
 
 
-@dataclass(frozen=True, eq=False)
-class _Plan:
-    """What one run works with, as `run_evaluation` resolved it."""
-
-    dataset: Dataset
-    config: LookupConfig
-    index: KnowledgeIndex
-    store: TraceStore
-    parsed: tuple[metric_lib.Metric, ...]
-    progress: Progress | None
-    baseline: bool | BM25Baseline
-    oracle: bool
-    batch_size: int
-
-
-def _score_and_save(plan: _Plan, run: dict[str, Any], done: Mapping[str, _Recorded], started: float) -> None:
+def _score_and_save(planned: PlannedRun, dataset: Dataset, index: KnowledgeIndex, store: TraceStore,
+                    progress: Progress | None, baseline: bool | BM25Baseline, oracle: bool, batch_size: int) -> None:
     """The lookups, the baseline and the oracle filter of one run, scored and stored as `complete`."""
-    dataset, config, index, store, parsed = plan.dataset, plan.config, plan.index, plan.store, plan.parsed
-    baseline, oracle, run_id, depth = plan.baseline, plan.oracle, run["run_id"], run["top_k"]
-    rows, metric_rows = _lookups(dataset, config, index, store, run_id, parsed, plan.progress, done,
-                                 plan.batch_size)
+    config, parsed, run_id, depth = planned.config, planned.parsed, planned.run_id, planned.run["top_k"]
+    rows, metric_rows = _lookups(dataset, config, index, store, run_id, parsed, progress, planned.done, batch_size)
     baseline_means = None
     if baseline:
         engine = baseline if isinstance(baseline, BM25Baseline) else BM25Baseline.build(index.kb)
         baseline_means, extra = baseline_rows(engine, dataset.queries, parsed, depth, run_id)
         metric_rows.extend(extra)
-    per_query = pd.DataFrame(rows)
     categories = {row["query_id"]: oracle_lib.true_category(row["categories"]) for row in rows}
     if oracle and any(categories.values()):
         metric_rows.extend(oracle_lib.oracle_lookups(dataset.queries, categories, index=index, config=config,
                                                      parsed=parsed, run_id=run_id))
-    metric_frame = pd.DataFrame(metric_rows, columns=["run_id", "query_id", "system", "metric", "value"])
-    means = metric_means(metric_frame, LOOKUP, parsed)
-    diagnostics = summarize(per_query)
-    diagnostics["oracle"] = oracle_diagnostics(oracle, metric_frame, means, categories, parsed)
-    results = {"seconds": time.perf_counter() - started, "metrics": means, "baseline": baseline_means,
-               "diagnostics": diagnostics}
-    save_run(store, {**run, **results}, per_query, metric_frame)
-
-
-@dataclass(frozen=True)
-class _Recorded:
-    """A lookup an interrupted run already recorded: what its query row and metrics need."""
-
-    invocation_id: str
-    latency_ms: float
-    details: dict[str, Any]
-
-    @property
-    def ranked(self) -> list[str]:
-        return list(self.details.get("evidence_sources") or [])
-
-
-def _resumable(store: TraceStore, text: str, dataset: Dataset,
-               config: LookupConfig) -> tuple[str, datetime, dict[str, _Recorded]]:
-    """The id, start time and recorded lookups of an incomplete run that this dataset and config can finish."""
-    row = load_run_row(store, text, allow_incomplete=True)
-    run_id = row["run_id"]
-    if row["status"] in (COMPLETE, RUNNING):
-        raise ValueError(f"run {run_id} is {row['status']}; only an incomplete run can be resumed")
-    wanted = json.loads(json.dumps(config.to_dict(), default=str))
-    changed = sorted(k for k in set(wanted) | set(row["config"] or {}) if wanted.get(k) != (row["config"] or {}).get(k))
-    theirs = (row["dataset"], row["split"], int(row["n_queries"]))
-    ours = (dataset.name, dataset.split, len(dataset.queries))
-    if changed or theirs != ours:
-        raise ValueError(f"run {run_id} was started on {theirs} with other settings ({', '.join(changed) or 'none'}) "
-                         f"than this resume on {ours}; pass the same dataset flags and --set values")
-    frame = store.query("SELECT query_id, id, latency_ms, retrieval_details FROM tool_invocation "
-                        "WHERE run_id = ? AND status = 'ok' AND query_id IS NOT NULL", [run_id])
-    done = {q: _Recorded(i, float(ms), json.loads(d)) for q, i, ms, d in frame.itertuples(index=False)}
-    created = pd.Timestamp(row["created_at"]).to_pydatetime().replace(tzinfo=timezone.utc)
-    return run_id, created, done
+    finish_run(store, planned, rows, metric_rows, baseline_means=baseline_means, oracle=oracle)
 
 
 def _lookups(dataset: Dataset, config: LookupConfig, index: KnowledgeIndex, store: TraceStore, run_id: str,
-             parsed: Sequence[metric_lib.Metric], progress: Progress | None, done: Mapping[str, _Recorded],
+             parsed: Sequence[metric_lib.Metric], progress: Progress | None, done: Mapping[str, Recorded],
              batch_size: int) -> tuple[list[dict[str, Any]], list[tuple]]:
     """Run every lookup not `done` through the core, spooling recorded invocations every `batch_size` queries
     or SPOOL_AGE seconds."""
@@ -227,7 +154,7 @@ def _lookups(dataset: Dataset, config: LookupConfig, index: KnowledgeIndex, stor
         if recorded is None:
             result = lookup_knowledge(query.text, index=index, config=config, top_k=config.top_k,
                                       recorder=buffer.append, run_id=run_id, query_id=query.id)
-            recorded = _Recorded(result.invocation_id, buffer[-1].latency_ms, result.retrieval_details)
+            recorded = Recorded(result.invocation_id, buffer[-1].latency_ms, result.retrieval_details)
         rows.append(query_row(query, position, recorded.invocation_id, recorded.ranked, recorded.details,
                                recorded.latency_ms, index))
         metric_rows.extend((run_id, query.id, LOOKUP, name, value)

@@ -28,6 +28,19 @@ def oracle_diagnostics(enabled: bool, metric_frame: pd.DataFrame, means: dict[st
     return oracle_lib.oracle_summary(metric_means(metric_frame, oracle_lib.NAME, parsed), means, categories)
 
 
+def query_categories(query: Query, index: KnowledgeIndex) -> list[str]:
+    """The categories of a query's answer: those its labels state, else its relevant pages' (best grade first)."""
+    if query.categories_labelled or query.categories:
+        return list(query.categories)
+    by_grade = sorted((s for s, g in query.qrels.items() if g > 0), key=lambda s: -query.qrels[s])  # stable
+    return list(dict.fromkeys(d for s in by_grade for d in _domains(index, s)))  # the first relevant page's first
+
+
+def _domains(index: KnowledgeIndex, source: str) -> tuple[str, ...]:
+    entry = index.kb.entry(source)
+    return entry.domains if entry is not None else ()
+
+
 def query_row(query: Query, position: int, invocation_id: str, ranked: list[str], details: Mapping[str, Any],
                latency_ms: float, index: KnowledgeIndex) -> dict[str, Any]:
     """One query's eval_query row, its pages' categories read from `index`."""
@@ -37,8 +50,7 @@ def query_row(query: Query, position: int, invocation_id: str, ranked: list[str]
 def index_domains(index: KnowledgeIndex) -> DomainsOf:
     """A page's normalised categories as `index` holds them (none for a page it does not hold)."""
     def domains_of(source: str) -> tuple[str, ...]:
-        entry = index.kb.entry(source)
-        return entry.domains if entry is not None else ()
+        return _domains(index, source)
 
     return domains_of
 
@@ -49,9 +61,7 @@ def query_facts(query: Query, position: int, invocation_id: str, ranked: list[st
     again without its index)."""
     relevant = sorted(s for s, g in query.qrels.items() if g > 0)
     first = next((rank for rank, s in enumerate(ranked, start=1) if s in query.qrels and query.qrels[s] > 0), None)
-    by_grade = sorted((s for s, g in query.qrels.items() if g > 0), key=lambda s: -query.qrels[s])  # stable
-    derived = dict.fromkeys(d for s in by_grade for d in domains_of(s))  # the first relevant page's first
-    categories = list(query.categories) if query.categories_labelled or query.categories else list(derived)
+    categories = query_categories(query, index)
     return {"query_id": query.id, "position": position, "query": query.text, "n_relevant": len(relevant),
             "relevant": relevant, "categories": categories, "invocation_id": invocation_id,
             "first_relevant_rank": first, "top_sources": ranked[:10],

@@ -67,6 +67,15 @@ def mark_incomplete(store: TraceStore, run_id: str) -> None:
         con.execute("UPDATE eval_run SET status = ? WHERE run_id = ? AND status = ?", [INCOMPLETE, run_id, STARTED])
 
 
+def mark_shards_failed(store: TraceStore, run_id: str, failed: list[dict[str, Any]], reason: str) -> None:
+    """A fanned-out run whose shards did not all finish: `started` becomes `incomplete`, and its diagnostics
+    name the failed shards (number, questions, first position) and why (it can be resumed)."""
+    diagnostics = json.dumps({"failed_shards": failed, "failure": reason}, default=str)
+    with store.connect() as con:
+        con.execute("UPDATE eval_run SET status = ?, diagnostics = ? WHERE run_id = ? AND status = ?",
+                    [INCOMPLETE, diagnostics, run_id, STARTED])
+
+
 def save_run(store: TraceStore, run: dict[str, Any], per_query: pd.DataFrame, metric_frame: pd.DataFrame) -> None:
     """Store one finished run: its `eval_run` row (replacing the `started` one), its `eval_query` rows and
     its long-form metrics, in one transaction."""

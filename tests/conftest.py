@@ -30,6 +30,7 @@ pytest_plugins = [
     "tests.fixtures.index_fixtures",
     "tests.fixtures.mcp_fixtures",
     "tests.fixtures.otel_fixtures",
+    "tests.fixtures.parallel_fixtures",
     "tests.fixtures.trace_fixtures",
 ]
 

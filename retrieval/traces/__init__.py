@@ -7,7 +7,8 @@ from retrieval import lazy_exports
 __all__, __getattr__, __dir__ = lazy_exports(__name__, {
     "store": "TraceStore",
     "db": "TraceStoreError",
-    "writer": "TraceWriter",
+    "writer": "TraceWriter TraceStoreWriteWarning TraceStoreLockedWarning",
     "schema": "TABLE COLUMNS",
     "reader": "iter_rows",
+    "parts": "LoadedParts TracePartWarning load_parts part_files run_folder write_part",
 })

@@ -1,0 +1,78 @@
+"""The two ends of a run, shared by the serial path (eval.runs) and the fanned-out one (eval.fanout): `begin_run`
+resolves the configuration (or the run to resume) and the run's fields; `finish_run` scores the
+merged lookups and stores the run as `complete`."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime, timezone
+from typing import Any
+
+import pandas as pd
+
+from retrieval import LookupConfig, TraceStore
+
+from . import metrics as metric_lib
+from . import oracle as oracle_lib
+from .datasets import Dataset
+from .diagnostics import summarize
+from .resume import Recorded, resumable
+from .scoring import metric_means, oracle_diagnostics
+from .storage import LOOKUP, save_run
+
+METRIC_COLUMNS = ["run_id", "query_id", "system", "metric", "value"]
+
+
+@dataclass(frozen=True, eq=False)
+class PlannedRun:
+    """A run about to start: its `eval_run` fields, the configuration its lookups use (top_k = depth),
+    the parsed metrics, the lookups a resumed run already recorded, and when it started (perf_counter)."""
+
+    run: dict[str, Any]
+    config: LookupConfig
+    parsed: tuple[metric_lib.Metric, ...]
+    done: Mapping[str, Recorded]
+    started: float
+
+    @property
+    def run_id(self) -> str:
+        return str(self.run["run_id"])
+
+
+def plan_run(dataset: Dataset, config: LookupConfig | None, *, store: TraceStore, metrics: Sequence[str],
+             top_k: int | None = None, overrides: Mapping[str, Any] | None = None, sweep_id: str | None = None,
+             resume: str | None = None) -> PlannedRun:
+    """The run's id, fields and configuration (or those of the incomplete run `resume` names), not stored yet;
+    bad metrics, an empty dataset or a run that cannot be resumed raise ValueError."""
+    parsed = metric_lib.parse_metrics(metrics)
+    depth = top_k or metric_lib.depth(parsed)
+    config = replace(config or LookupConfig(), top_k=depth)
+    overrides = {k: getattr(config, k) for k in (overrides or {})}  # typed, as the lookup saw them
+    if not dataset.queries:
+        raise ValueError(f"dataset {dataset.name} has no queries to evaluate")
+    started, created = time.perf_counter(), datetime.now(timezone.utc)
+    run_id, done = f"run-{created:%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}", {}
+    if resume:
+        run_id, created, done = resumable(store, resume, dataset, config)
+    run = {"run_id": run_id, "created_at": created.replace(tzinfo=None), "sweep_id": sweep_id,
+           "dataset": dataset.name, "dataset_kind": dataset.kind, "dataset_path": dataset.path,
+           "split": dataset.split, "n_queries": len(dataset.queries), "top_k": depth, "config": config.to_dict(),
+           "overrides": overrides, "dataset_info": dataset.describe(), "metric_names": [m.name for m in parsed]}
+    return PlannedRun(run, config, tuple(parsed), done, started)
+
+
+def finish_run(store: TraceStore, planned: PlannedRun, rows: list[dict[str, Any]], metric_rows: list[tuple], *,
+               baseline_means: dict[str, float] | None, oracle: bool) -> None:
+    """Score the run's merged rows (lookup, then baseline, then oracle metric rows) and store it as `complete`."""
+    per_query = pd.DataFrame(rows)
+    categories = {row["query_id"]: oracle_lib.true_category(row["categories"]) for row in rows}
+    metric_frame = pd.DataFrame(metric_rows, columns=METRIC_COLUMNS)
+    means = metric_means(metric_frame, LOOKUP, planned.parsed)
+    diagnostics = summarize(per_query)
+    diagnostics["oracle"] = oracle_diagnostics(oracle, metric_frame, means, categories, planned.parsed)
+    results = {"seconds": time.perf_counter() - planned.started, "metrics": means, "baseline": baseline_means,
+               "diagnostics": diagnostics}
+    save_run(store, {**planned.run, **results}, per_query, metric_frame)
