@@ -28,12 +28,14 @@ def oracle_diagnostics(enabled: bool, metric_frame: pd.DataFrame, means: dict[st
     return oracle_lib.oracle_summary(metric_means(metric_frame, oracle_lib.NAME, parsed), means, categories)
 
 
-def query_categories(query: Query, index: KnowledgeIndex) -> list[str]:
-    """The categories of a query's answer: those its labels state, else its relevant pages' (best grade first)."""
+def query_categories(query: Query, index: KnowledgeIndex | DomainsOf) -> list[str]:
+    """The categories of a query's answer: those its labels state, else its relevant pages' (best grade first),
+    read from `index` or from a page -> categories function (a stored run scored again without its index)."""
     if query.categories_labelled or query.categories:
         return list(query.categories)
+    domains_of = index if callable(index) else index_domains(index)
     by_grade = sorted((s for s, g in query.qrels.items() if g > 0), key=lambda s: -query.qrels[s])  # stable
-    return list(dict.fromkeys(d for s in by_grade for d in _domains(index, s)))  # the first relevant page's first
+    return list(dict.fromkeys(d for s in by_grade for d in domains_of(s)))  # the first relevant page's first
 
 
 def _domains(index: KnowledgeIndex, source: str) -> tuple[str, ...]:
@@ -61,7 +63,7 @@ def query_facts(query: Query, position: int, invocation_id: str, ranked: list[st
     again without its index)."""
     relevant = sorted(s for s, g in query.qrels.items() if g > 0)
     first = next((rank for rank, s in enumerate(ranked, start=1) if s in query.qrels and query.qrels[s] > 0), None)
-    categories = query_categories(query, index)
+    categories = query_categories(query, domains_of)
     return {"query_id": query.id, "position": position, "query": query.text, "n_relevant": len(relevant),
             "relevant": relevant, "categories": categories, "invocation_id": invocation_id,
             "first_relevant_rank": first, "top_sources": ranked[:10],
