@@ -170,7 +170,7 @@ def test_flow6_judge_export_qrels_and_evaluate_as_the_cli(server, flow_page, flo
     for query, marks in (("rotate an API token", ("1_1", "2_0")), ("silence an alert", ("1_1", "2_0", "3_0"))):
         _lookup(flow_page, query)
         for mark in marks:
-            flow_page.locator(f".st-key-lookup_judge_{mark} button").click()
+            flow_page.locator(f".st-key-lookup_judge_{mark} button:visible").first.click()
             wait_for_app(flow_page)
     screenshot(flow_page, flow_shots, "flow6-1-judged")
     assert len(judgements.latest(TraceStore(server["traces"]))) == 5

@@ -111,7 +111,7 @@ class LastError(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         try:
             self.last = record.getMessage()[:300]
-        except Exception:  # noqa: BLE001 - a bad log record must not reach the exporter's thread
+        except (TypeError, ValueError):  # a record whose args do not fit its format string
             self.last = str(record.msg)[:300]
 
     def note(self, message: str) -> None:

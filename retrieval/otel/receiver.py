@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
@@ -94,7 +95,7 @@ def _handler(receiver: OTLPReceiver) -> type[BaseHTTPRequestHandler]:
                 return
             try:
                 receiver.take(body)
-            except Exception as exc:  # noqa: BLE001 - a bad body is the sender's error, answered as such
+            except DecodeError as exc:  # a bad body is the sender's error, answered as such
                 self.send_error(400, f"not an ExportTraceServiceRequest: {exc}")
                 return
             answer = ExportTraceServiceResponse().SerializeToString()
