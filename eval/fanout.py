@@ -46,7 +46,7 @@ from .storage import mark_shards_failed, start_run
 
 SHARDS_PER_WORKER = 4  # shards per worker and run: small enough to even out, large enough to cost little
 MAX_SHARD = 100  # questions
-FLUSH_EVERY = 1.0  # seconds between drains of the workers' spooled lookups into the trace file
+FLUSH_EVERY = 5.0  # seconds between drains of the workers' spooled lookups into the trace file (each opens it)
 
 
 @dataclass(frozen=True, eq=False)
