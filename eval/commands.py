@@ -83,7 +83,8 @@ def _sweep(args: argparse.Namespace, store: TraceStore) -> str:
     if args.json:
         return json.dumps([r.to_dict() for r in results], indent=2, default=str)
     lines = [f"sweep {results[0].sweep_id}: {len(results)} runs on {dataset.name}/{dataset.split}"]
-    lines.extend(f"{r.run_id}  {json.dumps(r.overrides)}  " + "  ".join(f"{k} {v:.4f}" for k, v in r.metrics.items())
+    lines.extend(f"{r.run_id}  {json.dumps(r.overrides, ensure_ascii=False)}  "
+                 + "  ".join(f"{k} {v:.4f}" for k, v in r.metrics.items())
                  + f"  [oracle: {_headroom_note(r)}]" for r in results)
     return "\n".join(lines)
 

@@ -108,6 +108,9 @@ def _add_kb_flags(parser: argparse.ArgumentParser) -> None:
                                                    "(default: the sample in data/kb)")
     parser.add_argument("--strict", action="store_true", help="fail on a file with broken front matter")
     parser.add_argument("--no-cache", action="store_true", help="rebuild the index instead of using the cache")
+    parser.add_argument("--exclude", default="", metavar="PREFIX,...",
+                        help="leave these paths out of the knowledge base: comma-separated, relative to its root "
+                             "(`news` drops news/ and everything under it; for a corpus.jsonl, `_id` prefixes)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -148,7 +151,8 @@ def _run(args: argparse.Namespace, tracing: list[Tracing]) -> str | None:
         recorder = combine(store, tracing[0].recorder if tracing else None)
         helper = None if store is None else exit_drain.take(store.path, store.lock_timeout)  # DuckDB loads beside
         try:  # the lookup, in a helper process, which moves the row into the table before this one exits
-            index = open_index(kb, svd_dims=config.svd_dims, strict=args.strict, use_cache=not args.no_cache)
+            index = open_index(kb, svd_dims=config.svd_dims, strict=args.strict, use_cache=not args.no_cache,
+                           exclude_paths=args.exclude)
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
                 result = lookup_knowledge(args.query, index=index, config=config, category=args.category,
@@ -166,7 +170,7 @@ def _run(args: argparse.Namespace, tracing: list[Tracing]) -> str | None:
                   f"{'; …' if len(index.kb.problems) > 3 else ''}); `index` lists them all", file=sys.stderr)
         return json.dumps(result.to_dict(), indent=None if args.compact else 2, ensure_ascii=False)
     index = open_index(kb, svd_dims=getattr(args, "svd_dims", LookupConfig.svd_dims), strict=args.strict,
-                       use_cache=not args.no_cache)
+                       use_cache=not args.no_cache, exclude_paths=args.exclude)
     if args.command == "index":
         summary: dict[str, Any] = index.kb.summary()
         summary.update(l1_dimensions=index.l1.dimensions if index.l1 else 0, from_cache=index.from_cache,
@@ -207,7 +211,8 @@ def _serve_mcp(args: argparse.Namespace, kb: Any) -> None:
     tracing = tracing_from_env(args.otlp_endpoint, set_global=True)  # the SDK's `tools/call` spans go there too
     store = None if args.no_trace else TraceStore(args.traces or default_traces())
     try:
-        index = open_index(kb, svd_dims=config.svd_dims, strict=args.strict, use_cache=not args.no_cache)
+        index = open_index(kb, svd_dims=config.svd_dims, strict=args.strict, use_cache=not args.no_cache,
+                           exclude_paths=args.exclude)
         serve(index, config, combine(store, tracing.recorder if tracing else None),
               transport="http" if args.http is not None else "stdio", port=args.http or 0)
     finally:

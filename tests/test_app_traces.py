@@ -74,6 +74,13 @@ def test_charts_aggregate_over_every_matching_row(env):
     assert traces_data.latency_histogram(store, narrowed)["calls"].sum() == 341
 
 
+def test_latency_bin_edges_are_rounded_so_the_axis_reads_plain_numbers(env):
+    _many(env["traces"], 30)
+    bins = traces_data.latency_histogram(TraceStore(env["traces"]), data.TraceFilters())
+    edges = [*bins["start"], *bins["end"]]
+    assert len(bins) > 1 and all(round(edge, 3) == edge for edge in edges), edges
+
+
 def test_sql_box_has_its_own_tab(env):
     at = ok(run_app().switch_page("appui/pages/traces.py").run())
     assert [t.label for t in at.tabs] == ["Traces", "SQL"]

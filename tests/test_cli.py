@@ -47,6 +47,8 @@ def test_lookup_prints_the_result_json(kb_dir, tmp_path, capsys):
     (["lookup", "  "], "query is empty"),
     (["lookup", "x", "--kb", "/no/such/folder"], "knowledge base not found"),
     (["lookup", "x", "--top-k", "0"], "top_k must be"),
+    (["lookup", "x", "--exclude", "billing/*"], "'billing/*' is a glob pattern"),
+    (["lookup", "x", "--exclude", "../elsewhere"], "contains '..'"),
 ])
 def test_bad_input_exits_non_zero_with_one_line(args, message, tmp_path, capsys):
     code = main([*args, "--traces", str(tmp_path / "t.duckdb")])
@@ -87,6 +89,20 @@ def test_l1_min_score_flag_drops_weaker_candidates(kb_dir, capsys):
     strict = json.loads(capsys.readouterr().out)["retrieval_details"]["l1"]
     assert lenient["dropped_below_min_score"] == 0 and lenient["candidate_count"] > 0
     assert strict["dropped_below_min_score"] > 0 and strict["candidate_count"] < lenient["candidate_count"]
+
+
+def test_exclude_leaves_the_folder_out_of_the_lookup_and_the_index(kb_dir, tmp_path, capsys):
+    def sources(*extra: str) -> list[str]:
+        main(["lookup", "invoice", "--kb", str(kb_dir), "--no-trace", *extra])
+        return [block["source"] for block in json.loads(capsys.readouterr().out)["evidence_blocks"]]
+
+    assert sources()[0].startswith("billing/")
+    assert not [source for source in sources("--exclude", "billing") if source.startswith("billing/")]
+    main(["index", "--kb", str(kb_dir), "--exclude", "billing/"])
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["excluded_paths"] == ["billing"]
+    main(["index", "--kb", str(kb_dir)])
+    assert json.loads(capsys.readouterr().out)["entries"] > summary["entries"]
 
 
 def test_second_run_loads_the_index_from_cache(kb_dir, capsys):

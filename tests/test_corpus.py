@@ -169,7 +169,8 @@ def test_excluded_prefix_may_name_a_folder_with_slash_or_a_single_file(tmp_path)
 
 
 @pytest.mark.parametrize(("prefix", "message"), [("/etc", "is absolute"), ("news/../billing", "contains '..'"),
-                                                 ("..", "contains '..'"), ("./", "is empty")])
+                                                 ("..", "contains '..'"), ("./", "is empty"),
+                                                 ("news/*", "is a glob pattern"), ("rel?ase.md", "is a glob pattern")])
 def test_bad_exclude_prefix_is_a_knowledge_base_error_saying_why(tmp_path, prefix, message):
     root = write_kb(tmp_path / "kb")
     with pytest.raises(KnowledgeBaseError, match=message):

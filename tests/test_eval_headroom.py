@@ -171,6 +171,7 @@ def test_cli_exclude_works_with_dataset_too(paths, tmp_path, capsys):
     ([], "give exactly one of --dataset DIR or --kb DIR (with --queries FILE); got neither"),
     (["--kb", "{kb}"], "--kb needs --queries FILE"),
     (["--kb", "{kb}", "--queries", "{queries}", "--exclude", "/abs"], "is absolute"),
+    (["--kb", "{kb}", "--queries", "{queries}", "--exclude", "news/*"], "is a glob pattern"),
 ])
 @pytest.mark.parametrize("command", ["run", "sweep"])
 def test_cli_needs_exactly_one_of_dataset_and_kb(paths, capsys, command, extra, message):

@@ -57,13 +57,14 @@ def fallback_rate(store: TraceStore, filters: TraceFilters) -> tuple[pd.DataFram
 
 
 def latency_histogram(store: TraceStore, filters: TraceFilters, bins: int = LATENCY_BINS) -> pd.DataFrame:
-    """`bins` equal-width latency bins (start, end, calls) over every matching row."""
+    """`bins` equal-width latency bins (start, end, calls) over every matching row; the edges are rounded to
+    0.001 ms, so the axis reads 5, not 5.000000000005."""
     where, params = filters.to_sql()
     inner = f"SELECT latency_ms FROM {TABLE}{where}" + (" AND" if where else " WHERE") + " latency_ms IS NOT NULL"
     return store.query(f"""WITH l AS ({inner}), r AS (SELECT min(latency_ms) AS lo,
         greatest(max(latency_ms) - min(latency_ms), 1e-9) / {int(bins)} AS w FROM l)
-        SELECT r.lo + least(floor((l.latency_ms - r.lo) / r.w), {int(bins) - 1}) * r.w AS start,
-               r.lo + (least(floor((l.latency_ms - r.lo) / r.w), {int(bins) - 1}) + 1) * r.w AS "end",
+        SELECT round(r.lo + least(floor((l.latency_ms - r.lo) / r.w), {int(bins) - 1}) * r.w, 3) AS start,
+               round(r.lo + (least(floor((l.latency_ms - r.lo) / r.w), {int(bins) - 1}) + 1) * r.w, 3) AS "end",
                count(*) AS calls FROM l, r GROUP BY 1, 2 ORDER BY 1""", params)
 
 

@@ -82,7 +82,8 @@ def _latency(store: TraceStore, filters: data.TraceFilters, right: Any) -> None:
     with right:
         st.markdown("**Latency distribution (ms)**")
         chart = alt.Chart(traces_data.latency_histogram(store, filters)).mark_bar().encode(
-            alt.X("start:Q", bin="binned", title="latency (ms)"), alt.X2("end:Q"), alt.Y("calls:Q", title="calls"))
+            alt.X("start:Q", bin="binned", title="latency (ms)", axis=alt.Axis(format=",.6~g")),
+            alt.X2("end:Q"), alt.Y("calls:Q", title="calls"))
         st.altair_chart(chart, height=220)
 
 

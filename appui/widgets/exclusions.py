@@ -14,7 +14,6 @@ import streamlit as st
 
 from retrieval.kb import KnowledgeBaseError, exclude_prefixes
 
-GLOB_CHARACTERS = frozenset("*?[]")
 FOLDERS_SHOWN = 24  # top-level folders named under the field; more are summarised as a count
 
 
@@ -32,10 +31,6 @@ def parse(text: str) -> Exclusions:
         prefixes = exclude_prefixes(text or "")
     except KnowledgeBaseError as exc:
         return Exclusions(error=str(exc))
-    globbed = [p for p in prefixes if GLOB_CHARACTERS & set(p)]
-    if globbed:
-        return Exclusions(error=f"exclude prefix {globbed[0]!r} is a glob pattern; give folders or files relative "
-                                f"to the knowledge-base root, e.g. 'news' (it leaves out everything under news/)")
     return Exclusions(prefixes)
 
 

@@ -13,7 +13,10 @@ from pathlib import PurePosixPath, PureWindowsPath
 
 
 class ExcludePathError(ValueError):
-    """An exclude prefix is not a plain relative path (absolute, `..`, or empty)."""
+    """An exclude prefix is not a plain relative path (absolute, `..`, empty, or a glob pattern)."""
+
+
+GLOB_CHARACTERS = frozenset("*?")
 
 
 def normalize_prefixes(prefixes: Iterable[str] | str) -> tuple[str, ...]:
@@ -21,7 +24,8 @@ def normalize_prefixes(prefixes: Iterable[str] | str) -> tuple[str, ...]:
 
     A single string is read as a comma-separated list, so `"news,showcase"` and `["news", "showcase"]`
     are the same. Raises ExcludePathError naming the bad prefix when one is absolute, contains `..`,
-    or is empty (an empty prefix would exclude everything).
+    is empty (an empty prefix would exclude everything), or is a glob pattern (`*`, `?`: prefixes match
+    literally, so a pattern would silently match nothing).
     """
     items = prefixes.split(",") if isinstance(prefixes, str) else list(prefixes)
     return tuple(sorted({_normalize(str(item)) for item in items if str(item).strip()}))
@@ -38,6 +42,9 @@ def _normalize(prefix: str) -> str:
                                f"knowledge-base root, e.g. 'news'")
     if not parts:
         raise ExcludePathError(f"exclude prefix {prefix!r} is empty; it would exclude every file")
+    if GLOB_CHARACTERS & set(text):
+        raise ExcludePathError(f"exclude prefix {prefix.strip()!r} is a glob pattern; give folders or files relative "
+                               f"to the knowledge-base root, e.g. 'news' (it leaves out everything under news/)")
     return "/".join(parts)
 
 
