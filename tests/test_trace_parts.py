@@ -41,6 +41,16 @@ def test_loading_parts_twice_stores_each_lookup_once(index, store, tmp_path):
     assert stored["latency_ms"].notna().all()
 
 
+def test_loading_only_the_scored_ids_leaves_a_retried_tasks_first_attempt_out(index, store, tmp_path):
+    first_attempt = _lookups(index, "run-d", ["token", "alerts"])  # a worker died after writing this part
+    retried = _lookups(index, "run-d", ["token", "alerts"])  # the scheduler ran the task again elsewhere
+    write_part(first_attempt, tmp_path / "parts", "run-d", "part-1")
+    write_part(retried, tmp_path / "parts", "run-d", "part-2")
+    loaded = load_parts(store, tmp_path / "parts", "run-d", only={r.id for r in retried})
+    assert (loaded.rows, loaded.inserted) == (4, 2)
+    assert set(store.query("SELECT id FROM tool_invocation")["id"]) == {r.id for r in retried}
+
+
 def test_a_run_id_that_is_not_a_plain_name_cannot_name_a_partition(tmp_path):
     with pytest.raises(ValueError, match="cannot name a partition folder"):
         run_folder(tmp_path, "../escape")

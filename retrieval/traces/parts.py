@@ -16,7 +16,7 @@ import os
 import re
 import uuid
 import warnings
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -95,8 +95,11 @@ def write_part(invocations: Sequence[ToolInvocation], folder: str | Path, run_id
     return final
 
 
-def load_parts(store: TraceWriter, folder: str | Path, run_id: str) -> LoadedParts:
-    """Insert the rows of `run_id`'s parts that the trace file does not hold yet (by id), in one transaction."""
+def load_parts(store: TraceWriter, folder: str | Path, run_id: str, only: Collection[str] | None = None) -> LoadedParts:
+    """Insert the rows of `run_id`'s parts that the trace file does not hold yet (by id), in one transaction.
+
+    `only` (invocation ids) keeps the lookups a finished run scored: a task that a Dask worker died in and the
+    scheduler ran again leaves the first attempt's rows in a part too, the same questions under other ids."""
     files = part_files(folder, run_id)
     if not files:
         return LoadedParts(run_id, 0, 0, 0)
@@ -112,7 +115,9 @@ def load_parts(store: TraceWriter, folder: str | Path, run_id: str) -> LoadedPar
                 f"INSERT INTO {TABLE} ({names}) SELECT {names} FROM {parts} AS p "
                 f"WHERE p.run_id = {trace_ingest.sql_literal(run_id)} AND NOT EXISTS "
                 f"(SELECT 1 FROM {TABLE} AS t WHERE t.run_id = p.run_id AND t.id = p.id) "
-                f"QUALIFY row_number() OVER (PARTITION BY p.id) = 1").fetchone()[0]
+                + ("" if only is None else "AND list_contains(?::VARCHAR[], p.id) ")
+                + "QUALIFY row_number() OVER (PARTITION BY p.id) = 1", [] if only is None else [sorted(only)]
+            ).fetchone()[0]
             con.execute("COMMIT")
         except BaseException:
             con.execute("ROLLBACK")
