@@ -3,7 +3,8 @@
 The parent plans every run as the serial path does (eval.lifecycle), opens each index once (so the on-disk
 cache holds it before any worker asks), stores the runs as `started`, and cuts each run's questions into
 shards (eval.shards). The pool (eval.backends) runs the shards; the parent computes the BM25 baseline
-meanwhile, counts finished questions for the progress bar as shards come back, drains the workers' spooled
+meanwhile, counts finished questions for the progress bar (each, through eval.ticks, from local workers;
+per shard from Dask), drains the workers' spooled
 lookups into the trace file about once a second, and once a run's last shard is back merges its rows in
 question order (lookup, then baseline, then oracle metric rows: the serial order, so the means are the same
 floats) and stores it as `complete`. A Dask run's lookups come back as Parquet parts (eval.collect).
@@ -43,6 +44,7 @@ from .runs import Progress, RunResult, expand_grid, load_run, open_dataset_index
 from .scoring import baseline_rows, query_categories
 from .shards import IndexSource, Shard, ShardItem, ShardResult, TraceSink
 from .storage import mark_shards_failed, start_run
+from .ticks import TickWatcher
 
 SHARDS_PER_WORKER = 4  # shards per worker and run: small enough to even out, large enough to cost little
 MAX_SHARD = 100  # questions
@@ -97,16 +99,23 @@ def _fan_out(plans: list[tuple[PlannedRun, Dataset]], *, store: TraceStore, pool
                 else TraceSink(trace_file=str(store.path.resolve())))
         questions = sum(len(dataset.queries) for _, dataset in plans)
         size = shard_size or max(1, min(MAX_SHARD, math.ceil(questions / (runner.size * SHARDS_PER_WORKER))))
-        jobs = [_job(planned, dataset, indexes[planned.config.svd_dims], pool, sink, size, oracle)
+        # local workers report each question through a tick file; a Dask run's progress moves per shard
+        watcher = TickWatcher(questions, progress) if progress is not None and not pool.dask else None
+        ticks = None if watcher is None else str(watcher.path)
+        jobs = [_job(planned, dataset, indexes[planned.config.svd_dims], pool, sink, size, oracle, ticks)
                 for planned, dataset in plans]
         for job in jobs:
             start_run(store, job.planned.run)
-        _gather(runner, jobs, store, progress, baseline, oracle, sink)
+        try:
+            _gather(runner, jobs, store, None if watcher else progress, baseline, oracle, sink)
+        finally:
+            if watcher is not None:
+                watcher.stop()
     return [load_run(store, job.planned.run_id) for job in jobs]
 
 
 def _job(planned: PlannedRun, dataset: Dataset, index: KnowledgeIndex, pool: Pool, sink: TraceSink, size: int,
-         oracle: bool) -> _Job:
+         oracle: bool, ticks: str | None = None) -> _Job:
     """A run's shards; the oracle runs in them when the serial path would run it (a question has a category)."""
     oracle_on = oracle and any(oracle_lib.true_category(query_categories(q, index)) for q in dataset.queries)
     source = IndexSource(str(Path(dataset.kb_path).resolve()), planned.config.svd_dims,
@@ -115,7 +124,7 @@ def _job(planned: PlannedRun, dataset: Dataset, index: KnowledgeIndex, pool: Poo
     items = [ShardItem(position, query, planned.done.get(query.id)) for position, query in enumerate(dataset.queries)]
     names = tuple(m.name for m in planned.parsed)
     shards = tuple(Shard(planned.run_id, number, source, planned.config, names, tuple(items[start:start + size]),
-                         oracle_on, sink) for number, start in enumerate(range(0, len(items), size)))
+                         oracle_on, sink, ticks=ticks) for number, start in enumerate(range(0, len(items), size)))
     return _Job(planned, dataset, index, shards)
 
 

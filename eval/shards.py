@@ -30,6 +30,7 @@ from .datasets import Query
 from .resume import Recorded
 from .scoring import query_row
 from .storage import LOOKUP
+from .ticks import Ticker
 
 SPOOL_AGE = 0.25  # seconds, as eval.runs: the trace file follows the workers as it follows a serial run
 KEEP_INDEXES = 4  # indexes a worker keeps open (a sweep over svd_dims opens one per value)
@@ -77,6 +78,7 @@ class Shard:
     oracle: bool
     sink: TraceSink
     batch_size: int = 200
+    ticks: str | None = None  # a local run's progress file (eval.ticks): one byte per finished question
 
 
 @dataclass(frozen=True)
@@ -101,7 +103,7 @@ def run_shard(shard: Shard) -> ShardResult:
     index = worker_index(shard.source)
     parsed = metric_lib.parse_metrics(shard.metric_names)
     config, run_id = shard.config, shard.run_id
-    sink = _Sink(shard)
+    sink, ticker = _Sink(shard), Ticker(shard.ticks)
     rows, lookup_metrics, looked_up = [], [], 0
     try:
         for item in shard.items:
@@ -116,7 +118,9 @@ def run_shard(shard: Shard) -> ShardResult:
                                   recorded.latency_ms, index))
             lookup_metrics.extend((run_id, query.id, LOOKUP, name, value)
                                   for name, value in metric_lib.score(recorded.ranked, query.qrels, parsed).items())
+            ticker.tick()
     finally:
+        ticker.close()
         sink.close()
     for row in rows:
         row["run_id"] = run_id

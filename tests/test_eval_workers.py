@@ -4,6 +4,7 @@ trace file; a killed worker leaves an incomplete run that `--resume` finishes; b
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import signal
 import subprocess
@@ -16,6 +17,7 @@ from eval import cli, runs
 from eval.datasets import load_dataset
 from eval.fanout import run_parallel, sweep_parallel
 from eval.pool import Pool, pool_of
+from eval.ticks import Ticker, TickWatcher
 from retrieval import LookupConfig, TraceStore
 from tests.conftest import shared_path
 from tests.parallel_helpers import GRID, ROOT, loky_workers, same_run, stored_ids, write_many
@@ -60,7 +62,31 @@ def test_progress_counts_finished_lookups_across_workers(tmp_path, store):
     seen: list[tuple[int, int]] = []
     run_parallel(dataset, CONFIG, store=store, pool=TWO, metrics=METRICS, shard_size=6,
                  progress=lambda done, total: seen.append((done, total)))
-    assert [done for done, _ in seen] == list(range(6, 61, 6)) and {total for _, total in seen} == {60}
+    done = [done for done, _ in seen]
+    assert done == sorted(set(done)) and done[-1] == 60 and {total for _, total in seen} == {60}, seen
+
+
+def _tick_slowly(path: str, count: int) -> None:
+    ticker = Ticker(path)
+    for _ in range(count):
+        ticker.tick()
+        time.sleep(0.01)
+    ticker.close()
+
+
+def test_progress_moves_per_question_not_per_shard_with_two_processes_ticking():
+    seen: list[int] = []
+    watcher = TickWatcher(200, lambda done, total: seen.append(done))
+    workers = [multiprocessing.get_context("spawn").Process(target=_tick_slowly, args=(str(watcher.path), 100))
+               for _ in range(2)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(timeout=60)
+    watcher.stop()
+    assert seen[-1] == 200 and seen == sorted(set(seen)), seen
+    assert len(seen) >= 3 and any(0 < n < 200 and n % 100 for n in seen), seen  # counts between the shards
+    assert not watcher.path.exists()
 
 
 def test_a_run_with_workers_equals_the_serial_run_of_the_same_settings(tmp_path, store):
