@@ -10,11 +10,13 @@ from __future__ import annotations
 import os
 import signal
 import statistics
+import threading
 import time
 from pathlib import Path
 
 from retrieval import TraceStore, lookup_knowledge
 from retrieval.lookup.invocation import ToolInvocation
+from retrieval.traces import db as trace_db
 from tests.trace_helpers import FORK, LOOKUPS, WRITERS
 
 
@@ -78,3 +80,27 @@ def test_sigkill_of_a_writer_loses_nothing_it_acknowledged(tmp_path):
     stored = set(TraceStore(path).query("SELECT id FROM tool_invocation")["id"])
     assert acknowledged <= stored, f"{len(acknowledged - stored)} acknowledged row(s) lost"
     assert not list(Path(tmp_path).glob("*.draining"))
+
+
+def test_threads_of_one_process_opening_and_closing_the_file_at_once_all_get_connections(tmp_path):
+    """DuckDB 1.5 raises 'Unique file handle conflict' to a connect that races another thread's close of
+    the file's last connection (the app's script thread against its background drain): it is retried."""
+    path = tmp_path / "race.duckdb"
+    trace_db.connect(path, timeout=5).close()
+    failures: list[BaseException] = []
+
+    def open_and_close() -> None:
+        for _ in range(400):
+            try:
+                con = trace_db.connect(path, timeout=5)
+                con.execute("SELECT 1").fetchone()
+                con.close()
+            except Exception as exc:  # noqa: BLE001 - collected, asserted below
+                failures.append(exc)
+
+    threads = [threading.Thread(target=open_and_close) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not failures, {f"{type(e).__name__}: {e}" for e in failures}

@@ -25,6 +25,9 @@ CONNECT_CONFIG = {"autoload_known_extensions": False, "autoinstall_known_extensi
                   "checkpoint_threshold": "1TB", "auto_checkpoint_skip_wal_threshold": 2**62}
 LOCK_ERROR = re.compile(r'^IO Error: Could not set lock on file "')
 OTHER_CONFIG_ERROR = "Can't open a connection to same database file with a different configuration"
+# DuckDB 1.5: a connect racing another thread's close of the file's last connection in this process (the
+# instance is still being torn down); transient, so retried like the lock
+HANDLE_RACE_ERROR = "Unique file handle conflict"
 DUCKDB_MAGIC = b"DUCK"  # bytes 8-11 of every DuckDB database file
 FOREIGN_MAGIC = {b"SQLite format 3\x00": "a SQLite database", b"PAR1": "a Parquet file", b"\x89HDF": "an HDF5 file"}
 ADVICE = "pass --traces with a DuckDB 1.x trace file or a new path"
@@ -51,10 +54,12 @@ def is_lock_error(exc: BaseException) -> bool:
 
 
 def _is_busy_here(exc: BaseException) -> bool:
-    """This process has the file open with another configuration (e.g. a test's plain duckdb.connect)."""
+    """This process has the file open with another configuration (e.g. a test's plain duckdb.connect), or
+    another of its threads is closing the file's last connection right now."""
     import duckdb
 
-    return isinstance(exc, duckdb.ConnectionException) and OTHER_CONFIG_ERROR in str(exc)
+    return ((isinstance(exc, duckdb.ConnectionException) and OTHER_CONFIG_ERROR in str(exc))
+            or (isinstance(exc, duckdb.BinderException) and HANDLE_RACE_ERROR in str(exc)))
 
 
 def check_file(path: Path) -> None:
