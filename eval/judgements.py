@@ -38,16 +38,24 @@ def record(store: TraceStore, query: str, source: str, grade: int, *, who: str =
 
 
 def clear(store: TraceStore, query: str, source: str) -> int:
-    """Remove every mark of (`query`, `source`), so the pair counts as unjudged again; how many rows went.
+    """Take every mark of (`query`, `source`) out of `judgement`, so the pair counts as unjudged again, and
+    keep them in `judgement_cleared` with the time they were cleared (one transaction); how many moved.
 
     ValueError for a blank query or source (it would name no pair)."""
     if not str(query).strip() or not str(source).strip():
         raise ValueError(f"clearing a judgement needs a query and a source, got {query!r} and {source!r}")
+    pair = [query.strip(), source]
     with store.connect() as con:
-        before = con.execute("SELECT count(*) FROM judgement WHERE query = ? AND source = ?",
-                             [query.strip(), source]).fetchone()[0]
-        con.execute("DELETE FROM judgement WHERE query = ? AND source = ?", [query.strip(), source])
-    return int(before)
+        con.execute("BEGIN TRANSACTION")
+        try:
+            moved = con.execute("INSERT INTO judgement_cleared SELECT *, ? FROM judgement WHERE query = ? AND "
+                                "source = ?", [datetime.now(timezone.utc).replace(tzinfo=None), *pair]).fetchone()[0]
+            con.execute("DELETE FROM judgement WHERE query = ? AND source = ?", pair)
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+    return int(moved)
 
 
 def latest(store: TraceStore) -> pd.DataFrame:

@@ -40,6 +40,16 @@ def test_clearing_a_mark_removes_every_mark_of_that_query_and_source_only(store)
         judgements.clear(store, "rotate a token", " ")
 
 
+def test_a_cleared_mark_keeps_its_history_in_judgement_cleared(store):
+    judgements.record(store, "rotate a token", "security/tokens.md", 0, who="ana")
+    judgements.record(store, "rotate a token", "security/tokens.md", 1, who="ana")
+    judgements.clear(store, "rotate a token", "security/tokens.md")
+    kept = store.query("SELECT grade, who, created_at, cleared_at FROM judgement_cleared ORDER BY created_at")
+    assert kept[["grade", "who"]].values.tolist() == [[0, "ana"], [1, "ana"]]
+    assert (kept["cleared_at"] >= kept["created_at"]).all()
+    assert store.query("SELECT count(*) AS n FROM judgement")["n"][0] == 0
+
+
 def test_exports_as_queries_jsonl_and_qrels_tsv(store):
     judgements.record(store, "q one", "a.md", 1)
     judgements.record(store, "q one", "b.md", 0)

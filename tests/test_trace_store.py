@@ -67,13 +67,15 @@ def test_a_v5_file_gains_the_tags_column_on_open_and_keeps_its_rows(tmp_path):
     TraceStore(path).record_many([_invocation("old")])
     con = duckdb.connect(str(path))
     con.execute("ALTER TABLE tool_invocation DROP COLUMN tags")
-    con.execute("DELETE FROM schema_version WHERE version = 6")
+    con.execute("DROP TABLE judgement_cleared")
+    con.execute("DELETE FROM schema_version WHERE version >= 6")
     con.close()
     store = TraceStore(path)
     store.record_many([_invocation("new", tags={"side": "A"})])
     rows = store.query("SELECT query, coalesce(tags->>'side', '-') AS side FROM tool_invocation ORDER BY query")
     assert rows.values.tolist() == [["new", "A"], ["old", "-"]]
-    assert store.query("SELECT max(version) AS v FROM schema_version")["v"][0] == SCHEMA_VERSION == 6
+    assert store.query("SELECT max(version) AS v FROM schema_version")["v"][0] == SCHEMA_VERSION == 7
+    assert store.query("SELECT count(*) AS n FROM judgement_cleared")["n"][0] == 0  # v7's table came too
 
 
 def test_batched_insert_keeps_every_row(store):

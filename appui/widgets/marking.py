@@ -29,4 +29,5 @@ def judge_buttons(block: Mapping[str, Any], rank: int, judged: int | None, judge
     if judged is not None:
         columns[2].button("Clear", key=f"{key}_judge_{rank}_clear", on_click=judge, args=(block, None),
                           icon=":material/close:",
-                          help="Remove this mark from the trace file: the block counts as not judged again")
+                          help="Take this mark back: the block counts as not judged again (the trace file keeps it in "
+                               "judgement_cleared)")

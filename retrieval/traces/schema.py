@@ -101,6 +101,14 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
     (6, (
         f"ALTER TABLE {TABLE} ADD COLUMN IF NOT EXISTS tags JSON",
     )),
+    # v7 (cleared judgements kept): a mark the app's Clear removes from `judgement` moves here with the time
+    # it was cleared, so clearing loses no history; `judgement` keeps only the marks that count
+    (7, (
+        """CREATE TABLE IF NOT EXISTS judgement_cleared (
+            query VARCHAR NOT NULL, source VARCHAR NOT NULL, grade INTEGER NOT NULL, who VARCHAR,
+            created_at TIMESTAMP NOT NULL, invocation_id VARCHAR, kb_fingerprint VARCHAR,
+            cleared_at TIMESTAMP NOT NULL)""",
+    )),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
