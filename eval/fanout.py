@@ -3,9 +3,9 @@
 The parent plans every run as the serial path does (eval.lifecycle), opens each index once (so the on-disk
 cache holds it before any worker asks), stores the runs as `started`, and cuts each run's questions into
 shards (eval.shards). The pool (eval.backends) runs the shards; the parent computes the BM25 baseline
-meanwhile, counts finished questions for the progress bar (each, through eval.ticks, from local workers;
-per shard from Dask), drains the workers' spooled
-lookups into the trace file about once a second, and once a run's last shard is back merges its rows in
+meanwhile, counts finished questions for the progress bar (each one through eval.ticks from local workers,
+shard by shard from Dask), drains the workers' spooled lookups into the trace file every FLUSH_EVERY
+seconds, and once a run's last shard is back merges its rows in
 question order (lookup, then baseline, then oracle metric rows: the serial order, so the means are the same
 floats) and stores it as `complete`. A Dask run's lookups come back as Parquet parts (eval.collect).
 

@@ -45,16 +45,12 @@ def clear(store: TraceStore, query: str, source: str) -> int:
     if not str(query).strip() or not str(source).strip():
         raise ValueError(f"clearing a judgement needs a query and a source, got {query!r} and {source!r}")
     pair = [query.strip(), source]
-    with store.connect() as con:
+    with store.connect() as con:  # a failure closes the connection, which rolls the transaction back
         con.execute("BEGIN TRANSACTION")
-        try:
-            moved = con.execute("INSERT INTO judgement_cleared SELECT *, ? FROM judgement WHERE query = ? AND "
-                                "source = ?", [datetime.now(timezone.utc).replace(tzinfo=None), *pair]).fetchone()[0]
-            con.execute("DELETE FROM judgement WHERE query = ? AND source = ?", pair)
-            con.execute("COMMIT")
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
+        moved = con.execute("INSERT INTO judgement_cleared SELECT *, ? FROM judgement WHERE query = ? AND source = ?",
+                            [datetime.now(timezone.utc).replace(tzinfo=None), *pair]).fetchone()[0]
+        con.execute("DELETE FROM judgement WHERE query = ? AND source = ?", pair)
+        con.execute("COMMIT")
     return int(moved)
 
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from retrieval.agent.tool import tool_definition
 from retrieval.config import LookupConfig
-from retrieval.index.build import open_index
+from retrieval.index.build import KnowledgeIndex, open_index
 from retrieval.lookup.orchestrator import lookup_knowledge
 from retrieval.lookup.recorders import combine
 from retrieval.otel.env import tracing_from_env
@@ -113,6 +113,12 @@ def _add_kb_flags(parser: argparse.ArgumentParser) -> None:
                              "(`news` drops news/ and everything under it; for a corpus.jsonl, `_id` prefixes)")
 
 
+def _open_kb(args: argparse.Namespace, kb: Any, svd_dims: int) -> KnowledgeIndex:
+    """The index of `kb` as the knowledge-base flags (`_add_kb_flags`) ask for it."""
+    return open_index(kb, svd_dims=svd_dims, strict=args.strict, use_cache=not args.no_cache,
+                      exclude_paths=args.exclude)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     tracing: list[Tracing] = []  # the lookup's export pipeline, stopped once the result is printed
@@ -151,8 +157,7 @@ def _run(args: argparse.Namespace, tracing: list[Tracing]) -> str | None:
         recorder = combine(store, tracing[0].recorder if tracing else None)
         helper = None if store is None else exit_drain.take(store.path, store.lock_timeout)  # DuckDB loads beside
         try:  # the lookup, in a helper process, which moves the row into the table before this one exits
-            index = open_index(kb, svd_dims=config.svd_dims, strict=args.strict, use_cache=not args.no_cache,
-                           exclude_paths=args.exclude)
+            index = _open_kb(args, kb, config.svd_dims)
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
                 result = lookup_knowledge(args.query, index=index, config=config, category=args.category,
@@ -169,8 +174,7 @@ def _run(args: argparse.Namespace, tracing: list[Tracing]) -> str | None:
             print(f"warning: {len(index.kb.problems)} knowledge-base file(s) or line(s) skipped ({named}"
                   f"{'; …' if len(index.kb.problems) > 3 else ''}); `index` lists them all", file=sys.stderr)
         return json.dumps(result.to_dict(), indent=None if args.compact else 2, ensure_ascii=False)
-    index = open_index(kb, svd_dims=getattr(args, "svd_dims", LookupConfig.svd_dims), strict=args.strict,
-                       use_cache=not args.no_cache, exclude_paths=args.exclude)
+    index = _open_kb(args, kb, getattr(args, "svd_dims", LookupConfig.svd_dims))
     if args.command == "index":
         summary: dict[str, Any] = index.kb.summary()
         summary.update(l1_dimensions=index.l1.dimensions if index.l1 else 0, from_cache=index.from_cache,
@@ -211,8 +215,7 @@ def _serve_mcp(args: argparse.Namespace, kb: Any) -> None:
     tracing = tracing_from_env(args.otlp_endpoint, set_global=True)  # the SDK's `tools/call` spans go there too
     store = None if args.no_trace else TraceStore(args.traces or default_traces())
     try:
-        index = open_index(kb, svd_dims=config.svd_dims, strict=args.strict, use_cache=not args.no_cache,
-                           exclude_paths=args.exclude)
+        index = _open_kb(args, kb, config.svd_dims)
         serve(index, config, combine(store, tracing.recorder if tracing else None),
               transport="http" if args.http is not None else "stdio", port=args.http or 0)
     finally:
