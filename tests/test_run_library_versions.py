@@ -1,5 +1,5 @@
 """Every evaluation run records the versions of the libraries that decide its numbers, and `compare_runs`, the
-`eval compare` CLI warn when two runs differ in them (a warning, never a refusal); a run
+`eval compare` CLI and the Compare page warn when two runs differ in them (a warning, never a refusal); a run
 stored without them reads as "not recorded". Runs are real runs on the sample knowledge base (data/) in a real
 DuckDB file; a run "made on another machine" is one whose stored versions are changed with SQL."""
 
@@ -12,6 +12,7 @@ from importlib import metadata
 from pathlib import Path
 
 import duckdb
+from streamlit.testing.v1 import AppTest
 
 from appui.data import replay
 from eval import cli, compare, replays, runs
@@ -22,6 +23,8 @@ from eval.reports import render
 from eval.versions import WORKERS_KEY, worker_mismatch
 from retrieval import LookupConfig, TraceStore, lookup_knowledge
 from retrieval.index import LIBRARIES, library_versions
+from tests.app_helpers import APP, ok
+from tests.kb_fixture import write_kb
 from tests.parallel_helpers import ROOT, write_many
 
 CONFIG = LookupConfig(svd_dims=16)
@@ -186,3 +189,24 @@ def test_a_library_a_run_did_not_name_reads_not_recorded_and_one_recorded_as_non
     (note,) = comparison.library_notes()
     assert (f"wordllama {metadata.version('wordllama')} vs not recorded, PyStemmer {metadata.version('PyStemmer')} "
             "vs not installed; A vs B") in note.text
+
+
+def test_the_compare_page_warns_when_the_runs_library_versions_differ(stored, tmp_path, monkeypatch):
+    traces = tmp_path / "traces.duckdb"
+    shutil.copy(stored["traces"], traces)
+    changed = stored["sweep"][1]
+    _set_stored_version(traces, changed, "numpy", OLD_NUMPY)
+    monkeypatch.setenv("LOOKUP_KNOWLEDGE_KB", str(write_kb(tmp_path / "kb")))
+    monkeypatch.setenv("LOOKUP_KNOWLEDGE_TRACES", str(traces))
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    at = ok(at.switch_page("appui/pages/compare.py").run())
+    assert {at.selectbox(key="eval_run_a").value, at.selectbox(key="eval_run_b").value} == set(stored["sweep"])
+    warnings = [w.value for w in at.warning if "different library versions" in w.value]
+    assert len(warnings) == 1 and "numpy" in warnings[0] and OLD_NUMPY in warnings[0]
+    assert metadata.version("numpy") in warnings[0]
+    assert any("Metric deltas" in m.value for m in at.markdown)  # still compared: a warning, not a refusal
+
+
+def test_the_compare_page_says_nothing_of_libraries_when_they_agree(app):
+    assert not [w.value for w in app.warning if "library versions" in w.value]
+    assert not [c.value for c in app.caption if "library versions" in c.value]
