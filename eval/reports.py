@@ -107,7 +107,7 @@ def _run_sections(run: RunResult) -> list[Section]:
 def _libraries(run: RunResult) -> str:
     """The versions of the libraries that decide the run's numbers, as recorded."""
     if run.library_versions is None:
-        return "libraries: not recorded (a run stored before they were)"
+        return "libraries: not recorded (a run stored before they were, or a replay's recorded calls)"
     return "libraries: " + ", ".join(f"{k} {v or 'not installed'}" for k, v in run.library_versions.items())
 
 
