@@ -2,13 +2,14 @@
 
 Queries are paired by `query_id`; a delta is B - A, so a loss is a query where run B scores below run A.
 Significance: a two-sided paired randomisation test (random sign flips of the per-query differences) and
-scipy's paired t-test.
+scipy's paired t-test. Runs made with different library versions are compared, with a warning
+(`library_diff`, `library_notes()`; eval.versions): the libraries may have moved the metrics too.
 """
 
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -18,6 +19,7 @@ from scipy import stats
 from retrieval import TraceStore
 
 from .storage import load_per_query, load_run_row
+from .versions import WORKERS_KEY, VersionNote, library_diff, recorded, version_notes
 
 PERMUTATIONS = 10_000
 FACTS = ("filter_decision", "filter_category", "first_relevant_rank", "retrieval_layer", "filter_changed")
@@ -25,7 +27,9 @@ FACTS = ("filter_decision", "filter_category", "first_relevant_rank", "retrieval
 
 @dataclass(frozen=True, eq=False)
 class Comparison:
-    """Run A against run B; `per_query` is sorted by the primary metric's delta, largest loss first."""
+    """Run A against run B; `per_query` is sorted by the primary metric's delta, largest loss first.
+    `library_versions` are each run's recorded versions (None: not recorded), `library_diff` the libraries
+    whose versions differ ({name: [A, B]}), `worker_versions` each run's workers' other versions (or None)."""
 
     run_a: str
     run_b: str
@@ -35,6 +39,13 @@ class Comparison:
     config_diff: dict[str, list[Any]]
     datasets: tuple[str, str]
     unpaired: dict[str, int]
+    library_diff: dict[str, list[Any]] = field(default_factory=dict)
+    library_versions: tuple[dict[str, Any] | None, dict[str, Any] | None] = (None, None)
+    worker_versions: tuple[dict[str, Any] | None, dict[str, Any] | None] = (None, None)
+
+    def library_notes(self) -> list[VersionNote]:
+        """A warning when the runs' library versions differ, a note when a run did not record them."""
+        return version_notes(self.run_a, self.run_b, self.library_versions, self.library_diff, self.worker_versions)
 
     def losses(self, limit: int = 10) -> pd.DataFrame:
         """The queries where B lost most on the primary metric."""
@@ -48,7 +59,9 @@ class Comparison:
         return {"run_a": self.run_a, "run_b": self.run_b, "datasets": list(self.datasets),
                 "paired_queries": len(self.per_query), "unpaired": self.unpaired,
                 "config_diff": self.config_diff, "primary_metric": self.primary_metric, "metrics": self.metrics,
-                "losses": _records(losses)}
+                "losses": _records(losses), "library_diff": self.library_diff,
+                "library_versions": list(self.library_versions),
+                "library_notes": [note.line() for note in self.library_notes()]}
 
 
 def compare_runs(store: TraceStore, run_a: str, run_b: str, *, metrics: list[str] | None = None,
@@ -67,8 +80,11 @@ def compare_runs(store: TraceStore, run_a: str, run_b: str, *, metrics: list[str
                for m in names}
     table = _per_query_table(paired, names)
     unpaired = {"only_in_a": len(frame_a) - len(paired), "only_in_b": len(frame_b) - len(paired)}
+    versions = (recorded(row_a.get("library_versions")), recorded(row_b.get("library_versions")))
+    workers = tuple((row.get("diagnostics") or {}).get(WORKERS_KEY) or None for row in (row_a, row_b))
     return Comparison(row_a["run_id"], row_b["run_id"], names[0], summary, table,
-                      _config_diff(row_a["config"], row_b["config"]), (row_a["dataset"], row_b["dataset"]), unpaired)
+                      _config_diff(row_a["config"], row_b["config"]), (row_a["dataset"], row_b["dataset"]), unpaired,
+                      library_diff(*versions), versions, workers)
 
 
 def paired_statistics(a: pd.Series | np.ndarray, b: pd.Series | np.ndarray, *, permutations: int = PERMUTATIONS,

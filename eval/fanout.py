@@ -8,6 +8,8 @@ shard by shard from Dask), drains the workers' spooled lookups into the trace fi
 seconds, and once a run's last shard is back merges its rows in
 question order (lookup, then baseline, then oracle metric rows: the serial order, so the means are the same
 floats) and stores it as `complete`. A Dask run's lookups come back as Parquet parts (eval.collect).
+The run records the parent's library versions; each shard brings back its worker's, and versions a worker
+ran with that are not the parent's are stored in the run's diagnostics (eval.versions).
 
 If a worker dies, every run with shards outstanding is stored as `incomplete`, naming those shards, and
 ShardsFailed says how to resume; the lookups the workers had spooled stay recorded and are reused.
@@ -45,6 +47,7 @@ from .scoring import baseline_rows, query_categories
 from .shards import IndexSource, Shard, ShardItem, ShardResult, TraceSink
 from .storage import mark_shards_failed, start_run
 from .ticks import TickWatcher
+from .versions import worker_mismatch
 
 SHARDS_PER_WORKER = 4  # shards per worker and run: small enough to even out, large enough to cost little
 MAX_SHARD = 100  # questions
@@ -187,7 +190,8 @@ def _finish(job: _Job, results: list[ShardResult], baselines: _Baselines, store:
     metric_rows.extend(row for result in ordered for row in result.oracle_metrics)
     if sink.parts_dir:
         collect_parts(store, job.planned.run_id, sink.parts_dir, expected={row["invocation_id"] for row in rows})
-    finish_run(store, job.planned, rows, metric_rows, baseline_means=means, oracle=oracle)
+    workers = worker_mismatch(job.planned.run["library_versions"], (r.library_versions for r in ordered))
+    finish_run(store, job.planned, rows, metric_rows, baseline_means=means, oracle=oracle, worker_versions=workers)
 
 
 def _mark_failed(store: TraceStore, job: _Job, results: list[ShardResult], reason: str) -> None:

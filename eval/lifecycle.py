@@ -14,6 +14,7 @@ from typing import Any
 import pandas as pd
 
 from retrieval import LookupConfig, TraceStore
+from retrieval.index import library_versions
 
 from . import metrics as metric_lib
 from . import oracle as oracle_lib
@@ -22,6 +23,7 @@ from .diagnostics import summarize
 from .resume import Recorded, resumable
 from .scoring import metric_means, oracle_diagnostics
 from .storage import LOOKUP, save_run
+from .versions import WORKERS_KEY
 
 METRIC_COLUMNS = ["run_id", "query_id", "system", "metric", "value"]
 
@@ -60,19 +62,24 @@ def plan_run(dataset: Dataset, config: LookupConfig | None, *, store: TraceStore
     run = {"run_id": run_id, "created_at": created.replace(tzinfo=None), "sweep_id": sweep_id,
            "dataset": dataset.name, "dataset_kind": dataset.kind, "dataset_path": dataset.path,
            "split": dataset.split, "n_queries": len(dataset.queries), "top_k": depth, "config": config.to_dict(),
-           "overrides": overrides, "dataset_info": dataset.describe(), "metric_names": [m.name for m in parsed]}
+           "overrides": overrides, "dataset_info": dataset.describe(), "metric_names": [m.name for m in parsed],
+           "library_versions": library_versions()}  # this process's; a resumed run records the resuming one's
     return PlannedRun(run, config, tuple(parsed), done, started)
 
 
 def finish_run(store: TraceStore, planned: PlannedRun, rows: list[dict[str, Any]], metric_rows: list[tuple], *,
-               baseline_means: dict[str, float] | None, oracle: bool) -> None:
-    """Score the run's merged rows (lookup, then baseline, then oracle metric rows) and store it as `complete`."""
+               baseline_means: dict[str, float] | None, oracle: bool,
+               worker_versions: Mapping[str, Any] | None = None) -> None:
+    """Score the run's merged rows (lookup, then baseline, then oracle metric rows) and store it as `complete`;
+    `worker_versions` (a fan-out's workers' library versions that differ from the run's) go in its diagnostics."""
     per_query = pd.DataFrame(rows)
     categories = {row["query_id"]: oracle_lib.true_category(row["categories"]) for row in rows}
     metric_frame = pd.DataFrame(metric_rows, columns=METRIC_COLUMNS)
     means = metric_means(metric_frame, LOOKUP, planned.parsed)
     diagnostics = summarize(per_query)
     diagnostics["oracle"] = oracle_diagnostics(oracle, metric_frame, means, categories, planned.parsed)
+    if worker_versions:
+        diagnostics[WORKERS_KEY] = dict(worker_versions)
     results = {"seconds": time.perf_counter() - planned.started, "metrics": means, "baseline": baseline_means,
                "diagnostics": diagnostics}
     save_run(store, {**planned.run, **results}, per_query, metric_frame)

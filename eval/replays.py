@@ -10,7 +10,8 @@
   scored again against them whenever they are read (eval.judged), with the scoring the save used.
 
 A run's query rows point at their lookups through `eval_query.invocation_id`; the replayed lookups stay
-`tool_invocation` rows under the replay's run id.
+`tool_invocation` rows under the replay's run id. The replay records this process's library versions; the
+`recorded-…` run records none (its calls were made earlier, by a process whose versions no row kept).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import pandas as pd
 
 from retrieval import KnowledgeIndex, LookupConfig, TraceStore
 from retrieval.export import json_object
+from retrieval.index import library_versions
 
 from . import judged
 from . import oracle as oracle_lib
@@ -62,7 +64,7 @@ def save_replay_run(store: TraceStore, run_id: str, calls: pd.DataFrame, *, inde
             known = (source["dataset_info"] or {}).get("source_domains") or {}
             dataset["source_domains"] = {**known, **_domains(store, replayed, index)}
         _save(store, run_id, replayed, lambda lk: labels.get(lk.query_id), index, config, created, dataset,
-              source["metric_names"])
+              source["metric_names"], library_versions())
         return source["run_id"], run_id
     qrels = judged.judged_qrels(store)
     originals = [Lookup(paired_query_id(r.id, r.query_id), r.query, r.id, float(r.latency_ms or 0.0),
@@ -74,15 +76,16 @@ def save_replay_run(store: TraceStore, run_id: str, calls: pd.DataFrame, *, inde
     original_config = recorded_config(calls, config)
     label = lambda lk: judged.judged_query(lk, qrels)  # noqa: E731
     _save(store, recorded_id, originals, label, index, original_config, created - timedelta(microseconds=1),
-          dataset, list(DEFAULT_METRICS))
-    _save(store, run_id, replayed, label, index, config, created, dataset, list(DEFAULT_METRICS))
+          dataset, list(DEFAULT_METRICS), None)
+    _save(store, run_id, replayed, label, index, config, created, dataset, list(DEFAULT_METRICS), library_versions())
     return recorded_id, run_id
 
 
 def _save(store: TraceStore, run_id: str, lookups: list[Lookup], label: Callable[[Lookup], Query | None],
           index: KnowledgeIndex, config: Mapping[str, Any], created: datetime, dataset: dict[str, Any],
-          metric_names: list[str]) -> None:
-    """Score `lookups` (eval.judged.score, which also re-scores a judged run when it is read) and store them."""
+          metric_names: list[str], versions: dict[str, str | None] | None) -> None:
+    """Score `lookups` (eval.judged.score, which also re-scores a judged run when it is read) and store them
+    with the library `versions` they were looked up with (None: not known)."""
     scored = judged.score(run_id, lookups, label, index_domains(index), metric_names, oracle_lib.skipped(NO_ORACLE))
     save_run(store, {
         "run_id": run_id, "created_at": created, "sweep_id": None, "dataset": dataset["name"],
@@ -91,7 +94,7 @@ def _save(store: TraceStore, run_id: str, lookups: list[Lookup], label: Callable
         "overrides": _overrides(config), "seconds": 0.0,
         "dataset_info": {**dataset, "queries": len(lookups), "labelled_queries": scored.labelled},
         "metric_names": list(scored.metrics), "metrics": scored.metrics, "baseline": None,
-        "diagnostics": scored.diagnostics}, scored.per_query, scored.metric_frame)
+        "diagnostics": scored.diagnostics, "library_versions": versions}, scored.per_query, scored.metric_frame)
 
 
 def recorded_config(calls: pd.DataFrame, fields: Mapping[str, Any]) -> dict[str, Any]:

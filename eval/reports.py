@@ -89,7 +89,7 @@ def _run_sections(run: RunResult) -> list[Section]:
     head = (f"dataset: {info.get('name')} ({info.get('kind')}, split {info.get('split')}, "
             f"{info.get('queries')} queries)", *_dataset_notes(info), f"top_k retrieved: {run.top_k}",
             f"settings changed: {_settings(run.overrides) if run.overrides else 'none (defaults)'}",
-            f"created: {run.created_at:%Y-%m-%d %H:%M:%S} UTC; {run.seconds:.1f} s")
+            f"created: {run.created_at:%Y-%m-%d %H:%M:%S} UTC; {run.seconds:.1f} s", _libraries(run))
     metrics = headroom_table(run.metrics, run.baseline, run.diagnostics).rename(columns={"bm25": "bm25 baseline"})
     metrics.insert(3, "delta", [None if b is None or pd.isna(b) else round(v - b, 4)
                                 for v, b in zip(metrics["lookup"], metrics["bm25 baseline"], strict=True)])
@@ -102,6 +102,13 @@ def _run_sections(run: RunResult) -> list[Section]:
             Section("Diagnostics", tuple(_diagnostic_lines(run.diagnostics))),
             *_filter_sections(run.diagnostics),
             Section(f"Lowest {primary} queries", table=None if worst is None else worst.reindex(columns=keep))]
+
+
+def _libraries(run: RunResult) -> str:
+    """The versions of the libraries that decide the run's numbers, as recorded."""
+    if run.library_versions is None:
+        return "libraries: not recorded (a run stored before they were, or a replay's recorded calls)"
+    return "libraries: " + ", ".join(f"{k} {v or 'not installed'}" for k, v in run.library_versions.items())
 
 
 def _dataset_notes(info: dict[str, Any]) -> list[str]:
@@ -162,7 +169,8 @@ def _comparison_sections(comparison: Comparison) -> list[Section]:
     settings = ", ".join(f"{k} {cell_text(a)} → {cell_text(b)}" for k, (a, b) in comparison.config_diff.items())
     head = (f"A: {comparison.run_a} ({comparison.datasets[0]})", f"B: {comparison.run_b} ({comparison.datasets[1]})",
             f"paired queries: {len(comparison.per_query)}; unpaired: {cell_text(comparison.unpaired)}",
-            f"settings A → B: {settings or 'identical'}", *_verdicts(comparison),
+            f"settings A → B: {settings or 'identical'}", *(n.line() for n in comparison.library_notes()),
+            *_verdicts(comparison),
             f"delta = B − A; significance: the two-sided paired randomisation test at p < {SIGNIFICANCE}, as on the "
             "app's Compare page")
     rows = [{"metric": m, "A": s["mean_a"], "B": s["mean_b"], "delta": s["delta"],

@@ -50,6 +50,7 @@ from .storage import (
     mark_incomplete,
     start_run,
 )
+from .versions import recorded
 
 __all__ = ["DEFAULT_METRICS", "RunResult", "delete_run", "list_runs", "load_run", "open_dataset_index",
            "run_evaluation", "run_sweep"]
@@ -62,7 +63,8 @@ Progress = Callable[[int, int], None]
 
 @dataclass(frozen=True, eq=False)
 class RunResult:
-    """One stored run: mean metrics, diagnostics, the per-query frame and the baseline's mean metrics."""
+    """One stored run: mean metrics, diagnostics, the per-query frame and the baseline's mean metrics, and the
+    versions of the libraries that decide its numbers (None: stored before runs recorded them)."""
 
     run_id: str
     metrics: dict[str, float]
@@ -76,13 +78,15 @@ class RunResult:
     seconds: float
     created_at: datetime
     sweep_id: str | None = None
+    library_versions: dict[str, str | None] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The CLI's `--json` output (no per-query rows)."""
         return {"run_id": self.run_id, "dataset": self.dataset, "top_k": self.top_k, "overrides": self.overrides,
                 "metrics": self.metrics, "baseline": self.baseline, "diagnostics": self.diagnostics,
                 "seconds": round(self.seconds, 3), "sweep_id": self.sweep_id,
-                "created_at": self.created_at.isoformat(), "config": self.config}
+                "created_at": self.created_at.isoformat(), "config": self.config,
+                "library_versions": self.library_versions}
 
 
 def open_dataset_index(dataset: Dataset, svd_dims: int,
@@ -178,7 +182,8 @@ def load_run(store: TraceStore, run_id: str) -> RunResult:
     created = pd.Timestamp(row["created_at"]).to_pydatetime().replace(tzinfo=timezone.utc)
     return RunResult(row["run_id"], row["metrics"], row["diagnostics"], load_per_query(store, row["run_id"]),
                      row["baseline"], row["dataset_info"], row["config"], row["overrides"] or {},
-                     int(row["top_k"]), float(row["seconds"]), created, row["sweep_id"])
+                     int(row["top_k"]), float(row["seconds"]), created, row["sweep_id"],
+                     recorded(row.get("library_versions")))
 
 
 def expand_grid(grid: Mapping[str, Sequence[Any]], base: LookupConfig | None = None,

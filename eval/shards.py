@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from retrieval import KnowledgeIndex, LookupConfig, ToolInvocation, TraceWriter, lookup_knowledge
-from retrieval.index import open_index
+from retrieval.index import library_versions, open_index
 from retrieval.traces import write_part
 
 from . import metrics as metric_lib
@@ -84,7 +84,8 @@ class Shard:
 @dataclass(frozen=True)
 class ShardResult:
     """A shard's rows as the serial path makes them: per-question rows, lookup and oracle metric rows, how
-    many lookups it ran (the others were recorded before) and which worker ran it (`host:pid`)."""
+    many lookups it ran (the others were recorded before), which worker ran it (`host:pid`) and the worker's
+    library versions (retrieval.index.library_versions: on a Dask cluster they may not be the parent's)."""
 
     run_id: str
     number: int
@@ -93,6 +94,7 @@ class ShardResult:
     oracle_metrics: list[tuple]
     looked_up: int
     worker: str
+    library_versions: dict[str, str | None] | None = None
 
 
 _OPENED: dict[IndexSource, KnowledgeIndex] = {}
@@ -129,7 +131,8 @@ def run_shard(shard: Shard) -> ShardResult:
         categories = {row["query_id"]: oracle_lib.true_category(row["categories"]) for row in rows}
         oracle_metrics = oracle_lib.oracle_lookups([item.query for item in shard.items], categories, index=index,
                                                    config=config, parsed=parsed, run_id=run_id)
-    return ShardResult(run_id, shard.number, rows, lookup_metrics, oracle_metrics, looked_up, worker_name())
+    return ShardResult(run_id, shard.number, rows, lookup_metrics, oracle_metrics, looked_up, worker_name(),
+                       library_versions())
 
 
 def worker_index(source: IndexSource) -> KnowledgeIndex:

@@ -1,6 +1,7 @@
 """Evaluation tables beside `tool_invocation` in the trace file: runs, per-query facts, per-query metrics.
 
-- `eval_run`: one row per run (dataset, split, configuration, mean metrics, baseline, diagnostics).
+- `eval_run`: one row per run (dataset, split, configuration, mean metrics, baseline, diagnostics, and the
+  versions of the libraries that decide its numbers, `library_versions`: null for runs stored before them).
 - `eval_query`: one row per (run, query): the query, its labels, the filter decision and other diagnostics,
   and `invocation_id`, the `tool_invocation` row of its lookup.
 - `eval_query_metric`: long form (run, query, system, metric, value); `system` is `lookup`, the BM25
@@ -36,7 +37,8 @@ QUERY_COLUMNS = ("run_id", "query_id", "position", "query", "n_relevant", "relev
                  "invocation_id", "first_relevant_rank", "top_sources", "filter_decision", "filter_category",
                  "filter_correct", "filter_harm", "filter_harm_missed", "filter_widened", "retrieval_layer",
                  "l1_status", "candidate_count", "duplicates_merged", "evidence_count", "latency_ms", "filter_changed")
-RUN_JSON = ("config", "overrides", "metrics", "baseline", "diagnostics", "dataset_info", "metric_names")
+RUN_JSON = ("config", "overrides", "metrics", "baseline", "diagnostics", "dataset_info", "metric_names",
+            "library_versions")
 STARTED, COMPLETE, INCOMPLETE, RUNNING = "started", "complete", "incomplete", "running"
 BOOLEAN_COLUMNS = ("filter_correct", "filter_harm", "filter_harm_missed", "filter_widened", "filter_changed")
 

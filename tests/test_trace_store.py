@@ -74,7 +74,7 @@ def test_a_v5_file_gains_the_tags_column_on_open_and_keeps_its_rows(tmp_path):
     store.record_many([_invocation("new", tags={"side": "A"})])
     rows = store.query("SELECT query, coalesce(tags->>'side', '-') AS side FROM tool_invocation ORDER BY query")
     assert rows.values.tolist() == [["new", "A"], ["old", "-"]]
-    assert store.query("SELECT max(version) AS v FROM schema_version")["v"][0] == SCHEMA_VERSION == 7
+    assert store.query("SELECT max(version) AS v FROM schema_version")["v"][0] == SCHEMA_VERSION == 8
     assert store.query("SELECT count(*) AS n FROM judgement_cleared")["n"][0] == 0  # v7's table came too
 
 

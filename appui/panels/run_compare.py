@@ -1,6 +1,7 @@
 """Comparing two stored runs on the Compare page: group and run pickers, deltas coloured with significance in
 words, the per-query table led by what matters, the sorted per-query delta chart, and both lookups of a query
-side by side with the labelled relevant documents marked.
+side by side with the labelled relevant documents marked; a warning when the two runs were made with different
+library versions (eval.versions).
 
 The comparison itself comes from eval.compare.compare_runs; this module lays it out.
 """
@@ -128,6 +129,7 @@ def render(ctx: state.AppContext, table: pd.DataFrame) -> None:
     comparison = state.guarded(lambda: _comparison(ctx.traces_path, run_a, run_b, _labels(ctx)))
     if comparison is None:
         return
+    _library_notes(comparison)
     st.markdown(f"**Metric deltas (B − A)** on {len(comparison.per_query)} paired queries; significance from a "
                 f"paired randomisation test at p < {SIGNIFICANCE}")
     deltas = runs_data.deltas_table(comparison.metrics)
@@ -137,6 +139,17 @@ def render(ctx: state.AppContext, table: pd.DataFrame) -> None:
         st.caption("Settings: " + ", ".join(f"`{k}` {a} → {b}" for k, (a, b) in comparison.config_diff.items()))
     _delta_chart(comparison)
     _pairs(ctx, comparison)
+
+
+def _library_notes(comparison: Any) -> None:
+    """A warning when the two runs were made with different library versions (they are still compared: the
+    settings may have moved the metrics, or the libraries), a note when a run did not record them."""
+    for note in comparison.library_notes():
+        text = note.text[0].upper() + note.text[1:]
+        if note.level == "warning":
+            st.warning(text)
+        else:
+            st.caption(text)
 
 
 def _delta_chart(comparison: Any) -> None:

@@ -9,4 +9,5 @@ __all__, __getattr__, __dir__ = lazy_exports(__name__, {
     "config": "IndexConfig",
     "progress": "BUILD_STAGES=STAGES build_share=overall",
     "cache": "file_digest",
+    "provenance": "LIBRARIES library_versions",
 })

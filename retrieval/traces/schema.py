@@ -109,6 +109,11 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
             created_at TIMESTAMP NOT NULL, invocation_id VARCHAR, kb_fingerprint VARCHAR,
             cleared_at TIMESTAMP NOT NULL)""",
     )),
+    # v8 (library versions): the versions of the libraries that decide a run's numbers (retrieval.index.provenance
+    # LIBRARIES), recorded with each evaluation run; runs stored before read null ("not recorded")
+    (8, (
+        "ALTER TABLE eval_run ADD COLUMN IF NOT EXISTS library_versions JSON",
+    )),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
