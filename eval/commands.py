@@ -92,7 +92,7 @@ def _sweep(args: argparse.Namespace, store: TraceStore) -> str:
 def _compare(args: argparse.Namespace, store: TraceStore) -> str | bytes:
     metrics = [m.strip() for m in args.metrics.split(",")] if args.metrics else None
     comparison = compare_runs(store, args.run_a, args.run_b, metrics=metrics, permutations=args.permutations)
-    for note in comparison.library_notes():  # on stderr whatever the format; the reports say it too
+    for note in comparison.notes():  # on stderr whatever the format; the reports say the library notes too
         print(note.line(), file=sys.stderr)
     if args.format:
         return _emit(comparison, args.format, args.output, store)

@@ -42,10 +42,30 @@ class Comparison:
     library_diff: dict[str, list[Any]] = field(default_factory=dict)
     library_versions: tuple[dict[str, Any] | None, dict[str, Any] | None] = (None, None)
     worker_versions: tuple[dict[str, Any] | None, dict[str, Any] | None] = (None, None)
+    kb_fingerprints: tuple[str | None, str | None] = (None, None)  # each run's knowledge base (None: no lookups)
 
     def library_notes(self) -> list[VersionNote]:
         """A warning when the runs' library versions differ, a note when a run did not record them."""
         return version_notes(self.run_a, self.run_b, self.library_versions, self.library_diff, self.worker_versions)
+
+    def base_notes(self) -> list[VersionNote]:
+        """A warning when the runs were made on different datasets or knowledge bases: the app refuses such a
+        pair; the CLI compares it, saying so."""
+        notes = []
+        if self.datasets[0] != self.datasets[1]:
+            notes.append(VersionNote("warning", f"runs were made on different datasets ({self.datasets[0]} vs "
+                                                f"{self.datasets[1]}; A vs B): only the queries they share are "
+                                                "paired"))
+        a, b = self.kb_fingerprints
+        if a and b and a != b:
+            notes.append(VersionNote("warning", f"runs were made on different knowledge bases (fingerprint "
+                                                f"{a[:12]} vs {b[:12]}; A vs B): metric differences may come from "
+                                                "the pages, not the settings"))
+        return notes
+
+    def notes(self) -> list[VersionNote]:
+        """Every warning and note about what the two runs were made with: bases first, then libraries."""
+        return [*self.base_notes(), *self.library_notes()]
 
     def losses(self, limit: int = 10) -> pd.DataFrame:
         """The queries where B lost most on the primary metric."""
@@ -61,7 +81,8 @@ class Comparison:
                 "config_diff": self.config_diff, "primary_metric": self.primary_metric, "metrics": self.metrics,
                 "losses": _records(losses), "library_diff": self.library_diff,
                 "library_versions": list(self.library_versions),
-                "library_notes": [note.line() for note in self.library_notes()]}
+                "library_notes": [note.line() for note in self.library_notes()],
+                "kb_fingerprints": list(self.kb_fingerprints), "notes": [note.line() for note in self.notes()]}
 
 
 def compare_runs(store: TraceStore, run_a: str, run_b: str, *, metrics: list[str] | None = None,
@@ -84,7 +105,18 @@ def compare_runs(store: TraceStore, run_a: str, run_b: str, *, metrics: list[str
     workers = tuple((row.get("diagnostics") or {}).get(WORKERS_KEY) or None for row in (row_a, row_b))
     return Comparison(row_a["run_id"], row_b["run_id"], names[0], summary, table,
                       _config_diff(row_a["config"], row_b["config"]), (row_a["dataset"], row_b["dataset"]), unpaired,
-                      library_diff(*versions), versions, workers)
+                      library_diff(*versions), versions, workers,
+                      (_kb_fingerprint(store, row_a["run_id"]), _kb_fingerprint(store, row_b["run_id"])))
+
+
+def _kb_fingerprint(store: TraceStore, run_id: str) -> str | None:
+    """The knowledge base a run's lookups were made on, through its query rows (a replay's `recorded-…` run
+    points at recorded calls), else its own rows; None when it has none."""
+    found = store.query("SELECT any_value(kb_fingerprint) AS f FROM (SELECT t.kb_fingerprint FROM eval_query q "
+                        "JOIN tool_invocation t ON t.id = q.invocation_id WHERE q.run_id = ? UNION ALL "
+                        "SELECT kb_fingerprint FROM tool_invocation WHERE run_id = ?)", [run_id, run_id])
+    value = found["f"].iloc[0] if len(found) else None
+    return value if isinstance(value, str) else None
 
 
 def paired_statistics(a: pd.Series | np.ndarray, b: pd.Series | np.ndarray, *, permutations: int = PERMUTATIONS,

@@ -210,3 +210,22 @@ def test_the_compare_page_warns_when_the_runs_library_versions_differ(stored, tm
 def test_the_compare_page_says_nothing_of_libraries_when_they_agree(app):
     assert not [w.value for w in app.warning if "library versions" in w.value]
     assert not [c.value for c in app.caption if "library versions" in c.value]
+
+
+def test_runs_on_different_knowledge_bases_are_compared_with_a_warning(store, tmp_path, capsys):
+    """As for library versions: the CLI compares the pair and says the pages may have moved the metrics."""
+    copy = tmp_path / "copy" / "data"
+    shutil.copytree(ROOT / "data", copy)
+    page = next(iter(sorted((copy / "kb").rglob("*.md"))))
+    page.write_text(page.read_text(encoding="utf-8") + "\n\nOne more sentence, so the base differs.\n",
+                    encoding="utf-8")
+    ids = [runs.run_evaluation(load_dataset(folder).sample(SAMPLE), CONFIG, store=store, baseline=False,
+                               oracle=False).run_id for folder in (ROOT / "data", copy)]
+    comparison = compare.compare_runs(store, *ids)
+    fingerprints = comparison.kb_fingerprints
+    assert all(fingerprints) and fingerprints[0] != fingerprints[1]
+    assert [note.level for note in comparison.base_notes()] == ["warning"]
+    code, _out, err = _cli(["compare", *ids, "--traces", store.path], capsys)
+    assert code == 0 and "different knowledge bases" in err and fingerprints[0][:12] in err
+    same = compare.compare_runs(store, ids[0], ids[0])
+    assert same.base_notes() == [] and "different knowledge bases" not in json.dumps(same.to_dict())
