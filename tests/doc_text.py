@@ -46,3 +46,8 @@ def worded(text: str) -> set[str]:
 def values(literal: Any) -> set[str]:
     """The values of a Literal type."""
     return set(get_args(literal))
+
+
+def masked(text: str) -> str:
+    """`text` with its numbers as `#` and its whitespace collapsed: its wording, figures aside."""
+    return " ".join(re.sub(r"\d+(?:\.\d+)?", "#", text).split())

@@ -1,6 +1,7 @@
 """What the docs quote from output outside the generated regions agrees with real output on the sample base:
 hit reasons have the wording lookups give (the old "semantic match …" is gone), the agent tool's result has
-the keys and about the size the docs say, and the embedder is the one named."""
+the keys and about the size the docs say, the embedder is the one named, and the shortfall reasons app.md
+quotes are what `retrieval_details.shortfall.reason` says."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Any
 
 from retrieval import LookupConfig, lookup_knowledge, open_index
 from retrieval.agent.tool import LookupTool
-from tests.doc_text import backticked, between
+from tests.doc_text import backticked, between, masked
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -77,3 +78,17 @@ def test_the_embedder_the_docs_name_is_the_packaged_one():
     version = re.compile(r"@[\w.]+$")  # the wordllama release installed; any in the pinned range
     assert version.sub("@…", quoted["name"]) == version.sub("@…", real["name"])
     assert quoted["dimensions"] == real["dimensions"]
+
+
+def test_the_shortfall_reasons_the_app_page_quotes_are_real():
+    text = " ".join((ROOT / "docs" / "app.md").read_text(encoding="utf-8").split())
+    quoted = re.findall(r'"([^"]+)"', between(text, "why (a block is one page: ", "), the evidence blocks"))
+    assert len(quoted) == 3, quoted
+    cases = [("invoice", {"category": "billing", "top_k": 10}, LookupConfig()),  # the filter: billing has 4 pages
+             ("PagerDuty", {"top_k": 10}, LookupConfig(simulate_l1_failure=True)),  # l1
+             ("Opsgenie", {"top_k": 20}, LookupConfig(l0_filter=False))]  # matches
+    real = [lookup_knowledge(query, index=sample_index(), config=config, **kw).retrieval_details["shortfall"]
+            for query, kw, config in cases]
+    assert [r["limit"] for r in real] == ["filter", "l1", "matches"]
+    for fragment, shortfall in zip(quoted, real, strict=True):
+        assert masked(fragment) in masked(shortfall["reason"]), f"the reason is {shortfall['reason']!r}"

@@ -14,16 +14,11 @@ import pytest
 
 from retrieval.lookup.statuses import FilterStatus
 from tests.conftest import held_trace_file
-from tests.doc_text import between, page, values
+from tests.doc_text import between, masked, page, values
 from tests.eval_helpers import write_dataset
 
 ROOT = Path(__file__).resolve().parents[1]
 NESTED = re.compile(r"^\w+: \w+ [\d.]+(?:, \w+ [\d.]+)*$")  # a report's nested value: `key name value, …`
-
-
-def masked(text: str) -> str:
-    """`text` with its numbers as `#` and its whitespace collapsed."""
-    return " ".join(re.sub(r"\d+(?:\.\d+)?", "#", text).split())
 
 
 def prose(name: str) -> str:
