@@ -9,6 +9,7 @@ When the output changed on purpose, regenerate the regions that differ:
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 
 import pytest
@@ -50,6 +51,21 @@ def test_the_comparison_tolerates_last_digits_and_ids_but_not_drift():
     assert difference("a b", "a b c") and difference("a b c", "a b")
     assert [t[0] for t in tokens("L0+L1 (+0.252)")] == ["other", "number", "other", "other", "number", "other",
                                                          "number", "other"]
+
+
+def test_json_blocks_compare_as_values_keys_in_any_order():
+    def fenced(value: object) -> str:
+        return f"```json\n{json.dumps(value, indent=1)}\n```\n"
+
+    doc = {"score": 1.31275, "reason": "L1 match: lexical 0.68", "top_k": 1,
+           "schema": {"type": "object", "required": []}}
+    assert difference(fenced(doc), fenced({"schema": {"required": [], "type": "object"}, "top_k": 1,
+                                           "reason": "L1 match: lexical 0.681", "score": 1.3201})) is None
+    assert "$.score" in difference(fenced(doc), fenced({**doc, "score": 1.565235}))
+    assert "$.reason" in difference(fenced(doc), fenced({**doc, "reason": "semantic match in 'API Tokens'"}))
+    assert "lacks" in difference(fenced(doc), fenced({**doc, "ttl": 0}))
+    assert "$.top_k" in difference(fenced(doc), fenced({**doc, "top_k": 2}))
+    assert "items" in difference(fenced(doc), fenced({**doc, "schema": {"type": "object", "required": ["q"]}}))
 
 
 def test_regions_are_replaced_between_their_markers_only():
