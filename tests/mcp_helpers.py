@@ -1,4 +1,5 @@
-"""An MCP client on `python -m retrieval mcp` over stdio, for tests/test_mcp_server.py and tests/test_trace_table.py.
+"""An MCP client on `python -m retrieval mcp` over stdio, for tests/test_mcp_server.py, tests/test_trace_table.py
+and the examples of docs/mcp.md (tests/doc_examples_mcp.py).
 It needs the mcp package: import it after `pytest.importorskip("mcp")`."""
 
 from __future__ import annotations
@@ -38,14 +39,15 @@ class Client:
 
 
 @contextmanager
-def mcp_server(folder: Path, *flags: str, env: dict[str, str] | None = None) -> Iterator[Client]:
-    """Start `python -m retrieval mcp` on the sample base over stdio (with `env` added to its environment);
-    leaving closes stdin and it exits."""
+def mcp_server(folder: Path, *flags: str, env: dict[str, str] | None = None,
+               client_name: str = CLIENT_NAME) -> Iterator[Client]:
+    """Start `python -m retrieval mcp` on the sample base over stdio (with `env` added to its environment),
+    the client introducing itself as `client_name`; leaving closes stdin and it exits."""
     traces = folder / "traces.duckdb"
     params = StdioServerParameters(command=sys.executable, cwd=str(ROOT),
                                    args=["-m", "retrieval", "mcp", "--traces", str(traces), *flags],
                                    env={"LOOKUP_KNOWLEDGE_CACHE": str(folder.parent / "index-cache"), **(env or {})})
-    info = types.Implementation(name=CLIENT_NAME, version="1.0")
+    info = types.Implementation(name=client_name, version="1.0")
     with start_blocking_portal() as portal, portal.wrap_async_context_manager(stdio_client(params)) as streams, \
             portal.wrap_async_context_manager(ClientSession(*streams, client_info=info)) as session:
         portal.call(session.initialize)

@@ -140,3 +140,14 @@ def test_a_held_lock_is_waited_for_and_then_named(tmp_path):
         store.record(ToolInvocation("lookup_knowledge", "q", {}, "ok", 1.0, {}, {}))
         with pytest.warns(TraceStoreLockedWarning, match=rf"locked by process {holder.pid} .* for over 0.5s"):
             assert store.flush() is False
+
+
+def test_the_cli_drain_helper_makes_a_new_trace_files_folder(tmp_path):
+    """`lookup --traces new/t.duckdb`: the helper forked before the command's imports may open the file before
+    the command has made its folder (1 run in 6 failed with 'No such file or directory'); it makes the folder."""
+    from retrieval.traces.exit_drain import ExitDrain
+
+    path = tmp_path / "new" / "t.duckdb"
+    outcome = ExitDrain(path, 1.0).finish()  # the helper as the console script spawns it, on its own first
+    assert outcome.status == "ok", outcome.message
+    assert path.exists()

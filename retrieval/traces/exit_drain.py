@@ -217,6 +217,11 @@ def _serve(path: Path, lock_timeout: float, requests: TextIO, answers: TextIO) -
         migrate_once(con, path, force=True)
         return con
 
+    try:  # the folder, as the command's TraceWriter makes it: the forked helper may get here first
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        say(f"{ERROR}: cannot create the folder of trace file {path}: {exc}")
+        return 0
     try:
         con = opened(min(lock_timeout, HOLD))
     except TraceStoreLocked:
