@@ -170,3 +170,43 @@ def test_settings_read_as_their_difference_from_the_real_defaults():
     assert traces_data.settings_label(changed) == "l0_filter=false, l1_pool=40"
     assert traces_data.settings_label(None) == "" and traces_data.comparison_label(None) == ""
     assert traces_data.comparison_label('{"side": "A", "comparison_id": "cmp-1"}') == "A of cmp-1"
+
+
+def test_a_file_of_run_rows_says_how_many_traces_the_filters_hide_and_offers_them(env):
+    """Every row belongs to a run: the default (interactive lookups) matches none, and the page says so."""
+    _swept(env)
+    at = ok(run_app().switch_page("appui/pages/traces.py").run())
+    total = 2 * len(QUERIES)
+    said = [i.value for i in at.info if "hide" in i.value]
+    assert said == [f"No traces match these filters; they hide {total:,} trace(s) in this file, {total:,} of "
+                    "them from evaluation runs."]
+    at = ok(at.button(key="tr_show_all").click().run())
+    assert at.selectbox(key="tr_run").value == "(all)"
+    assert len(at.dataframe(key="tr_table").value) == total
+
+
+def test_an_empty_file_says_no_traces_yet(env):
+    at = ok(run_app().switch_page("appui/pages/traces.py").run())
+    assert any(i.value.startswith("No traces yet") for i in at.info)
+
+
+def test_calls_without_evidence_are_not_called_answered_by_l1(env):
+    """A `none` call beside L1 answers: no fallback, and the page does not say every call had L1's evidence."""
+    at = lookup(run_app(), "download invoices")
+    at = lookup(at, "zzqx vbnm plokij")  # no term of the base: no evidence at all
+    at = ok(at.switch_page("appui/pages/traces.py").run())
+    layers = TraceStore(env["traces"]).query("SELECT retrieval_layer FROM tool_invocation")["retrieval_layer"]
+    assert "none" in set(layers)
+    said = [i.value for i in at.info if "allback" in i.value]
+    assert len(said) == 1 and "1 call(s) here returned no evidence at all" in said[0]
+    assert "every call here was answered" not in said[0]
+
+
+def test_the_traces_table_reads_only_its_columns_and_an_opened_row_in_full(env):
+    at = lookup(run_app(), "download invoices")
+    at = ok(at.switch_page("appui/pages/traces.py").run())
+    columns = set(at.dataframe(key="tr_table").value.columns)
+    assert "retrieval_details" not in columns and "result" not in columns
+    at = ok(select(at, "tr_table", 0))
+    assert any("Trace in full: “download invoices”" in m.value for m in at.markdown)
+    assert any(e.label.startswith("Raw row") for e in at.expander)

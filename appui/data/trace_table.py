@@ -27,13 +27,29 @@ def count(store: TraceStore, filters: TraceFilters) -> int:
     return int(store.query(f"SELECT count(*) AS n FROM {TABLE}{where}", params)["n"][0])
 
 
+# what the table shows and reads: the summary columns and the two it words (`config`, `tags`); never the
+# large JSON columns (retrieval_details, hints, result: ~14 MB per 1,000 rows), which `by_id` reads for the
+# one row opened
+PAGE_COLUMNS = (*SUMMARY_COLUMNS, "config", "tags")
+
+
 def page(store: TraceStore, filters: TraceFilters, number: int, size: int) -> pd.DataFrame:
-    """Rows `(number - 1) * size` onwards, newest first (ties broken by id, so pages never overlap)."""
+    """Rows `(number - 1) * size` onwards, newest first (ties broken by id, so pages never overlap), with only
+    the columns the table shows (`by_id` reads a whole row)."""
     if number < 1 or size < 1:
         raise ValueError(f"page number and size start at 1, got page {number} of size {size}")
     where, params = filters.to_sql()
-    return store.query(f"SELECT * FROM {TABLE}{where} ORDER BY created_at DESC, id LIMIT {int(size)} "
+    columns = ", ".join(PAGE_COLUMNS)
+    return store.query(f"SELECT {columns} FROM {TABLE}{where} ORDER BY created_at DESC, id LIMIT {int(size)} "
                        f"OFFSET {(int(number) - 1) * int(size)}", params)
+
+
+def no_evidence_calls(store: TraceStore, filters: TraceFilters) -> int:
+    """Matching calls that returned no evidence at all (layer `none`, or a failed call): not L0 fallbacks,
+    and not answered with L1's evidence either."""
+    where, params = filters.to_sql()
+    clause = (where + " AND " if where else " WHERE ") + "(retrieval_layer IS NULL OR retrieval_layer = 'none')"
+    return int(store.query(f"SELECT count(*) AS n FROM {TABLE}{clause}", params)["n"][0])
 
 
 def layer_mix(store: TraceStore, filters: TraceFilters) -> pd.DataFrame:

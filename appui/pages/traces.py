@@ -50,11 +50,19 @@ def _charts(store: TraceStore, filters: data.TraceFilters) -> None:
         st.caption("share of calls answered from L0 evidence only (L1 empty, failed, disabled or unavailable)")
         rate, unit = traces_data.fallback_rate(store, filters)
         if rate.empty or not (rate["rate"] > 0).any():  # a blank 0% chart reads as a broken one
-            st.info("No fallbacks: every call here was answered with L1's evidence." if not rate.empty
-                    else "No calls match the filters.")
+            st.info(_no_fallbacks(store, filters) if not rate.empty else "No calls match the filters.")
         else:
             st.altair_chart(_fallback_chart(rate, unit), height=220)
     _latency(store, filters, right)
+
+
+def _no_fallbacks(store: TraceStore, filters: data.TraceFilters) -> str:
+    """No call fell back to L0 alone; says so without claiming L1 answered calls that returned nothing."""
+    empty = traces_data.no_evidence_calls(store, filters)
+    if not empty:
+        return "No fallbacks: every call here was answered with L1's evidence."
+    return (f"No fallbacks to L0's evidence alone; {empty:,} call(s) here returned no evidence at all "
+            "(layer `none` or a failed call): see the layer mix.")
 
 
 # per bucket unit: the UTC time unit the bars sit on and the axis labels' format (24-hour). A `format` with
@@ -103,7 +111,9 @@ def _table(store: TraceStore, filters: data.TraceFilters, total: int) -> None:
     selection = st.dataframe(shown, hide_index=True, key="tr_table", on_select="rerun", selection_mode="single-row")
     rows = selection.selection.rows if selection else []
     if rows and rows[0] < len(frame):
-        _trace(frame.iloc[rows[0]].to_dict())
+        row = traces_data.by_id(store, str(frame["id"].iloc[rows[0]]))  # the whole row, read for this one
+        if row is not None:
+            _trace(row)
 
 
 def _trace(row: dict, *, key: str = "tr_row") -> None:
@@ -128,6 +138,26 @@ def _trace(row: dict, *, key: str = "tr_row") -> None:
                         marks=judging.marks(state.current(), str(row["query"])))
     with st.expander("Raw row (every column, JSON as stored)"):
         views.trace_in_full(row, key=f"{key}_full")
+
+
+def _nothing_matches(store: TraceStore, filters: data.TraceFilters) -> None:
+    """No row matches: say how many rows the filters hide (a file of evaluation runs has no interactive
+    lookups, the page's default) and offer them, rather than suggesting the file is empty."""
+    hidden = traces_data.count(store, data.TraceFilters())
+    if not hidden:
+        st.info("No traces yet. Run a lookup on the Lookup page to record one.")
+        return
+    runs = traces_data.count(store, data.TraceFilters(run=data.NO_RUN))
+    st.info(f"No traces match these filters; they hide {hidden:,} trace(s) in this file"
+            + (f", {hidden - runs:,} of them from evaluation runs." if hidden > runs else "."))
+    st.button("Show every trace (all runs, all time, no other filter)", key="tr_show_all", on_click=_show_all)
+
+
+def _show_all() -> None:
+    """Clear the filters (a callback: widget values change before the page reruns)."""
+    state_ = st.session_state
+    state_["tr_time"], state_["tr_run"], state_["tr_search"] = next(iter(data.TIME_RANGES)), data.ANY, ""
+    state_["tr_layer"], state_["tr_l1"], state_["tr_filter"] = [], [], []
 
 
 def _sql_box(store: TraceStore) -> None:
@@ -166,7 +196,7 @@ def render() -> None:
         _opened(store)
         total = state.guarded(lambda: traces_data.count(store, filters))
         if total == 0:
-            st.info("No traces match these filters. Run a lookup on the Lookup page to record one.")
+            _nothing_matches(store, filters)
         elif total is not None:
             state.guarded(lambda: _charts(store, filters))
             state.guarded(lambda: _table(store, filters, total))
