@@ -1,0 +1,89 @@
+"""A large trace file replicated from real rows, for the scale benchmark (bench/trace_scale.py) and the suite's
+scale guard.
+
+Real lookups on the sample knowledge base are recorded first (interactive calls, and evaluation runs'), then
+copied inside DuckDB with fresh ids, times spread over `days` and, for evaluation rows, one of `runs` run ids,
+until the file holds `rows` rows with the asked share of evaluation rows. Nothing big passes through Python, and
+rows are written in blocks, so building a million rows keeps memory flat.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from eval.datasets import load_dataset
+from eval.runs import run_evaluation
+from retrieval import LookupConfig, TraceStore, lookup_knowledge, open_index
+from retrieval.paths import SAMPLE_KB
+from retrieval.traces import db as trace_db
+from retrieval.traces.schema import TABLE
+
+ROOT = Path(__file__).resolve().parents[1]
+SEED = "replicate_seed"
+
+
+@dataclass(frozen=True)
+class Replicated:
+    """What was built: rows in `tool_invocation`, how many belong to runs, the file's size in bytes."""
+
+    rows: int
+    run_rows: int
+    runs: int
+    file_bytes: int
+
+
+def record_seed_rows(path: Path, *, interactive: int = 60) -> None:
+    """Real rows to copy: `interactive` lookups of the sample questions, and one evaluation run of them."""
+    store = TraceStore(path)
+    index = open_index(SAMPLE_KB)
+    dataset = load_dataset(ROOT / "data")
+    questions = [q.text for q in dataset.queries]
+    for n in range(interactive):
+        lookup_knowledge(questions[n % len(questions)], index=index, recorder=store)
+    run_evaluation(dataset, LookupConfig(), store=store, baseline=False, oracle=False)
+    store.flush()
+
+
+def replicate(path: Path, rows: int, *, run_share: float = 0.1, runs: int = 40, days: int = 30,
+              block: int = 100_000) -> Replicated:
+    """Grow the trace file at `path`, holding real recorded rows (some of a run), to `rows` rows: `run_share` of
+    them evaluation rows spread over `runs` run ids, the rest interactive, over `days` days from 2026-01-01."""
+    if rows < 1 or not 0 <= run_share <= 1 or runs < 1 or block < 1:
+        raise ValueError(f"rows, runs and block must be positive and run_share in [0, 1], got rows={rows}, "
+                         f"run_share={run_share}, runs={runs}, block={block}")
+    con = trace_db.connect(Path(path), timeout=30.0)
+    try:
+        con.execute(f"CREATE TEMP TABLE {SEED} AS SELECT *, run_id IS NOT NULL AS seed_run, row_number() OVER "
+                    f"(PARTITION BY run_id IS NOT NULL ORDER BY id) - 1 AS seed_n FROM {TABLE}")
+        seeds = dict(con.execute(f"SELECT seed_run, count(*) FROM {SEED} GROUP BY 1").fetchall())
+        if not seeds.get(False) or (run_share > 0 and not seeds.get(True)):
+            raise ValueError(f"{path} needs recorded interactive rows and, for run_share > 0, rows of a run")
+        columns = [r[0] for r in con.execute(f"SELECT column_name FROM (DESCRIBE {TABLE})").fetchall()]
+        con.execute(f"DELETE FROM {TABLE}")
+        in_runs = round(rows * run_share)
+        for seed_run, total in ((False, rows - in_runs), (True, in_runs)):
+            for start in range(0, total, block):
+                select = ", ".join(_expression(name, seed_run, runs, days) for name in columns)
+                end = start + min(block, total - start)
+                con.execute(f"INSERT INTO {TABLE} SELECT {select} FROM range({start}, {end}) g(i) JOIN {SEED} s "
+                            f"ON s.seed_run = {str(seed_run).lower()} AND s.seed_n = g.i % {seeds.get(seed_run, 1)}")
+        con.execute("CHECKPOINT")
+        total, in_runs = con.execute(f"SELECT count(*), count(run_id) FROM {TABLE}").fetchone()
+    finally:
+        con.close()
+    return Replicated(int(total), int(in_runs), runs if in_runs else 0, Path(path).stat().st_size)
+
+
+def _expression(name: str, seed_run: bool, runs: int, days: int) -> str:
+    """A column of a copied row: new id and time; a run's rows get one of `runs` run ids."""
+    if name == "id":
+        return "uuid()::VARCHAR AS id"
+    if name == "created_at":
+        return (f"TIMESTAMP '2026-01-01' + to_seconds(((g.i * 7919) % {days * 86_400})::BIGINT) "
+                f"+ to_microseconds((g.i % 1000000)::BIGINT) AS created_at")
+    if seed_run and name == "run_id":
+        return f"'run-' || lpad((g.i % {runs})::VARCHAR, 4, '0') AS run_id"
+    if seed_run and name == "query_id":
+        return f"coalesce(s.query_id, 'q') || '-' || (g.i // {runs})::VARCHAR AS query_id"
+    return f"s.{name}"
