@@ -210,3 +210,16 @@ def test_the_traces_table_reads_only_its_columns_and_an_opened_row_in_full(env):
     at = ok(select(at, "tr_table", 0))
     assert any("Trace in full: “download invoices”" in m.value for m in at.markdown)
     assert any(e.label.startswith("Raw row") for e in at.expander)
+
+
+def test_the_run_filter_offers_the_newest_runs_first_and_at_most_a_bounded_number(env, monkeypatch):
+    """A month of sweeps holds thousands of runs: the option list is bounded, newest first."""
+    store = TraceStore(env["traces"])
+    start = datetime(2026, 1, 5, tzinfo=timezone.utc)
+    store.record_many([ToolInvocation("lookup_knowledge", f"q{i}", {}, "ok", 1.0, {}, {"retrieval_layer": "L1"},
+                                      created_at=start + timedelta(minutes=i), run_id=f"run-{i:03d}")
+                       for i in range(12)])
+    store.flush()
+    monkeypatch.setattr(data, "RUN_OPTIONS", 5)
+    options = data.distinct_values(store)["run_id"]
+    assert options == [f"run-{i:03d}" for i in (11, 10, 9, 8, 7)]

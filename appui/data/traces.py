@@ -77,12 +77,19 @@ def filter_traces(store: TraceStore, filters: TraceFilters) -> pd.DataFrame:
     return store.query(f"SELECT * FROM {TABLE}{where} ORDER BY created_at DESC, id{cap}", params)
 
 
+RUN_OPTIONS = 200  # the Run filter offers the newest runs; an older one is reached through the Compare page
+
+
 def distinct_values(store: TraceStore) -> dict[str, list[str]]:
-    """The values the Traces filters offer: layers, L1 statuses, filter decisions, run ids."""
+    """The values the Traces filters offer: layers, L1 statuses, filter decisions, and the newest
+    `RUN_OPTIONS` run ids (a month of sweeps holds thousands), newest first."""
     out = {}
-    for column in ("retrieval_layer", "l1_status", "filter_decision", "run_id"):
+    for column in ("retrieval_layer", "l1_status", "filter_decision"):
         frame = store.query(f"SELECT DISTINCT {column} AS v FROM {TABLE} WHERE {column} IS NOT NULL ORDER BY 1")
         out[column] = [str(v) for v in frame["v"]]
+    runs = store.query(f"SELECT run_id AS v FROM {TABLE} WHERE run_id IS NOT NULL GROUP BY run_id "
+                       f"ORDER BY max(created_at) DESC, run_id LIMIT {RUN_OPTIONS}")
+    out["run_id"] = [str(v) for v in runs["v"]]
     return out
 
 
