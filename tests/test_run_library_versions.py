@@ -29,7 +29,8 @@ from tests.parallel_helpers import ROOT, write_many
 
 CONFIG = LookupConfig(svd_dims=16)
 SAMPLE = 12  # questions of data/queries.jsonl per run: enough to compare, quick to run
-OLD_NUMPY = "1.26.4"
+OLD_NUMPY = "1.26.4"  # numpy 2 is the oldest we allow, so never the installed one
+OTHER_SKLEARN = "0.24.2"  # older than any scikit-learn we allow (the oldest-versions CI job installs 1.5.0)
 
 
 def _installed() -> dict[str, str | None]:
@@ -94,8 +95,8 @@ def test_two_runs_differing_only_in_a_recorded_library_version_are_flagged_by_co
 
 def test_the_eval_compare_cli_warns_when_library_versions_differ(store, capsys):
     a, b = _two_runs(store)
-    _set_stored_version(store.path, a, "scikit-learn", "1.5.0")
-    warning = (f"warning: runs used different library versions (scikit-learn 1.5.0 vs "
+    _set_stored_version(store.path, a, "scikit-learn", OTHER_SKLEARN)
+    warning = (f"warning: runs used different library versions (scikit-learn {OTHER_SKLEARN} vs "
                f"{metadata.version('scikit-learn')}; A vs B)")
     code, out, err = _cli(["compare", a, b, "--traces", store.path], capsys)
     assert code == 0 and warning in err
@@ -103,7 +104,7 @@ def test_the_eval_compare_cli_warns_when_library_versions_differ(store, capsys):
     code, out, err = _cli(["compare", a, b, "--traces", store.path, "--json"], capsys)
     assert code == 0 and warning in err
     shown = json.loads(out)
-    assert shown["library_diff"] == {"scikit-learn": ["1.5.0", metadata.version("scikit-learn")]}
+    assert shown["library_diff"] == {"scikit-learn": [OTHER_SKLEARN, metadata.version("scikit-learn")]}
     assert shown["library_notes"][0].startswith(warning)
 
 
