@@ -61,6 +61,8 @@ def test_two_sql_box_runs_at_once_share_one_sealed_connection(tmp_path):
     with sql_box.sandbox(path) as first, sql_box.sandbox(path) as second:
         for con in (first, second):
             assert con.execute("SELECT count(*) FROM tool_invocation").fetchone()[0] == 3
+            assert con.execute("SELECT value FROM duckdb_settings() WHERE name = 'enable_progress_bar'"
+                               ).fetchone()[0] == "false"  # no bar drawn on the server's terminal
             with pytest.raises(duckdb.Error, match="locked"):
                 con.execute("SET enable_external_access = true")
 

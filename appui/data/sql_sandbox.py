@@ -123,6 +123,9 @@ def sandbox(path: str | os.PathLike[str], *, busy_timeout_s: float = BUSY_TIMEOU
 
 
 def _seal(con: duckdb.DuckDBPyConnection) -> None:
+    # a session setting (not in the connect dict): else DuckDB draws a bar on the server's terminal for statements
+    # over 2 s; a PRAGMA, which DuckDB 1.5 takes even once the configuration is locked (a second connection)
+    con.execute("PRAGMA disable_progress_bar")
     for name, value in SEAL_SETTINGS:
         # refused only when another SQL-box connection to this file sealed the shared instance first: read back below
         with contextlib.suppress(duckdb.Error):
