@@ -111,7 +111,7 @@ def test_at_least_fifty_hostile_statements_are_tried():
 def test_hostile_statement_returns_no_host_data_and_writes_nothing(box, statement):
     sql = _fill(statement, box)
     try:
-        result = sql_box.run(box["tables"], sql, timeout_s=5.0)
+        result = sql_box.run(box["trace"], sql, timeout_s=5.0)
     except (sql_box.SqlRefused, duckdb.Error):
         result = None
     if result is not None:  # a harmless statement (e.g. EXPLAIN of a refused read) may run, but shows nothing
@@ -127,20 +127,76 @@ def test_every_file_reader_is_refused_by_the_allow_list(box, name):
         sql_box.check_statement(f"SELECT * FROM {name}('{box['secret']}')")
 
 
-@pytest.mark.parametrize("sql", ["SELECT * FROM read_text('{secret}')", "SELECT * FROM '{secret}'",
-                                 "SELECT * FROM glob('{dir}/*')", "SELECT * FROM read_csv('/etc/passwd')",
-                                 "ATTACH '{dir}/x.duckdb'", "INSTALL httpfs", "LOAD httpfs",
-                                 "SET enable_external_access = true", "SET lock_configuration = false",
-                                 "COPY tool_invocation TO '{dir}/x.csv'"])
-def test_sealed_sandbox_alone_refuses_files_and_settings(box, sql):
-    """Even a statement that slipped past the allow-list cannot reach the host from the sandbox."""
-    with sql_box.sandbox(box["tables"]) as con, pytest.raises(duckdb.Error):
+# what the sealed read-only connection refuses by itself, were the allow-list ever to let it through (it lets a
+# plain ATTACH of the trace file itself through: read-only, the data the box already reads)
+SANDBOX_ALONE = ["SELECT * FROM read_text('{secret}')", "SELECT * FROM '{secret}'", "SELECT * FROM glob('{dir}/*')",
+                 "SELECT * FROM read_csv('/etc/passwd')", "SELECT * FROM read_parquet('/etc/passwd')",
+                 "SELECT * FROM read_json('{secret}')", "SELECT * FROM sniff_csv('{secret}')",
+                 "SELECT * FROM 'http://127.0.0.1:9/x.csv'", "ATTACH '{dir}/x.duckdb'", "ATTACH ':memory:' AS m",
+                 "ATTACH '{trace}' AS t2 (READ_WRITE)", "INSTALL httpfs", "LOAD httpfs", "FORCE INSTALL sqlite",
+                 "SET enable_external_access = true", "SET lock_configuration = false",
+                 "RESET lock_configuration", "RESET enable_external_access", "SET memory_limit = '64GB'",
+                 "SET threads = 64", "SET temp_directory = '{dir}/spill'", "SET python_enable_replacements = true",
+                 "SET allow_community_extensions = true", "SET autoload_known_extensions = true",
+                 "SET autoinstall_known_extensions = true", "SET allow_persistent_secrets = true",
+                 "SET python_scan_all_frames = true", "SET extension_directory = '{dir}'",
+                 "SET secret_directory = '{dir}'", "SET allowed_directories = ['/']",
+                 "SET home_directory = '/root'", "SET profiling_output = '{dir}/profile.json'",
+                 "COPY tool_invocation TO '{dir}/x.csv'", "COPY (SELECT 1) TO '{dir}/x.parquet' (FORMAT parquet)",
+                 "EXPORT DATABASE '{dir}/dump'", "IMPORT DATABASE '{dir}'",
+                 "INSERT INTO tool_invocation (id) VALUES ('x')", "UPDATE tool_invocation SET query = 'x'",
+                 "DELETE FROM tool_invocation", "CREATE TABLE stolen AS SELECT 1", "DROP TABLE tool_invocation",
+                 "CREATE PERSISTENT SECRET s (TYPE s3, KEY_ID 'x', SECRET 'y')", "SELECT * FROM leaked",
+                 "SELECT * FROM LEAKED_FRAME"]
+LEAKED_FRAME = pd.DataFrame({"secret": [HOST_SECRET]})  # a module-level frame a replacement scan would find
+
+
+@pytest.mark.parametrize("sql", SANDBOX_ALONE)
+def test_sealed_sandbox_alone_refuses_files_settings_writes_and_python_frames(box, sql):
+    """Even a statement that slipped past the allow-list cannot reach the host, change a setting or the file."""
+    leaked = pd.DataFrame({"secret": [HOST_SECRET]})  # noqa: F841 - a replacement scan would find this frame
+    with sql_box.sandbox(box["trace"]) as con, pytest.raises(duckdb.Error):
         con.execute(_fill(sql, box)).fetchall()
     assert sorted(box["folder"].rglob("*")) == box["files"]
+    assert hashlib.sha256(box["trace"].read_bytes()).hexdigest() == box["checksum"]
+
+
+# DuckDB 1.5.0-1.5.6 take `CALL enable_logging(storage := 'file', …)` on the sealed connection (it is no SET, so
+# lock_configuration does not stop it); the log cannot be written, every later statement fails, and closing the
+# connection aborts the whole process (std::terminate). The allow-list alone stops it, so it is tested here and
+# never run on the connection.
+LOGGING = ["CALL enable_logging(storage := 'file', storage_path := '{dir}/logs')",
+           "SELECT * FROM enable_logging(storage := 'file', storage_path := '{dir}/logs')", "FROM enable_logging()",
+           "SELECT 1 FROM (FROM enable_logging(storage := 'file'))", "SELECT enable_logging()",
+           "SELECT * FROM tool_invocation WHERE EXISTS (SELECT * FROM enable_logging())",
+           "WITH x AS (FROM enable_logging(level := 'trace')) SELECT 1", "SET enable_logging = true",
+           "SET logging_storage = 'file'", "RESET logging_storage", "PRAGMA enable_logging",
+           "EXPLAIN SELECT * FROM enable_logging()"]
+
+
+@pytest.mark.parametrize("sql", LOGGING)
+def test_allow_list_refuses_every_way_to_switch_on_logging(box, sql):
+    with pytest.raises(sql_box.SqlRefused):
+        sql_box.check_statement(_fill(sql, box))
+
+
+@pytest.mark.parametrize("sql", ["SET enable_logging = true", "SET logging_storage = 'file'",
+                                 "RESET logging_storage"])
+def test_sealed_sandbox_refuses_logging_settings(box, sql):
+    with sql_box.sandbox(box["trace"]) as con, pytest.raises(duckdb.Error, match="locked"):
+        con.execute(sql)
+
+
+@pytest.mark.parametrize("sql", ["DELETE FROM tool_invocation", "UPDATE tool_invocation SET query = 'x'",
+                                 "INSERT INTO tool_invocation (id) VALUES ('x')", "CREATE TABLE t AS SELECT 1",
+                                 "DROP TABLE tool_invocation"])
+def test_read_only_connection_names_the_read_only_mode_when_a_write_reaches_it(box, sql):
+    with sql_box.sandbox(box["trace"]) as con, pytest.raises(duckdb.Error, match="read-only mode"):
+        con.execute(sql)
 
 
 def test_sandbox_hides_host_paths_in_settings(box):
-    with sql_box.sandbox(box["tables"]) as con:
+    with sql_box.sandbox(box["trace"]) as con:
         values = " ".join(str(v) for (v,) in con.execute("SELECT value FROM duckdb_settings()").fetchall())
     assert str(Path.home()) + "/" not in values and "/root" not in values
 
@@ -148,7 +204,7 @@ def test_sandbox_hides_host_paths_in_settings(box):
 def test_comment_before_explain_is_parsed_without_recursion(box):
     sql = "/* x */ -- y\n" * 2000 + "EXPLAIN SELECT count(*) FROM tool_invocation"
     started = time.perf_counter()
-    result = sql_box.run(box["tables"], sql)
+    result = sql_box.run(box["trace"], sql)
     assert len(result.frame) >= 1 and time.perf_counter() - started < 5
 
 
@@ -162,29 +218,30 @@ def test_strip_leading_comments_handles_many_comments_in_a_loop():
 
 
 def test_ordinary_queries_still_run(box):
-    frame = sql_box.run(box["tables"], "WITH x AS (SELECT query FROM tool_invocation) SELECT * FROM x").frame
+    frame = sql_box.run(box["trace"], "WITH x AS (SELECT query FROM tool_invocation) SELECT * FROM x").frame
     assert frame["query"].tolist() == ["rotate a token"]
-    assert not sql_box.run(box["tables"], "SHOW TABLES").frame.empty
-    assert not sql_box.run(box["tables"], "DESCRIBE tool_invocation").frame.empty
+    assert not sql_box.run(box["trace"], "SHOW TABLES").frame.empty
+    assert not sql_box.run(box["trace"], "DESCRIBE tool_invocation").frame.empty
 
 
-def test_row_limit_cuts_the_result_and_says_so():
-    result = sql_box.run({}, "SELECT * FROM range(50)", max_rows=10)
+def test_row_limit_cuts_the_result_and_says_so(box):
+    result = sql_box.run(box["trace"], "SELECT * FROM range(50)", max_rows=10)
     assert len(result.frame) == 10 and result.truncated
-    assert not sql_box.run({}, "SELECT * FROM range(5)", max_rows=10).truncated
+    assert not sql_box.run(box["trace"], "SELECT * FROM range(5)", max_rows=10).truncated
 
 
-def test_time_limit_interrupts_a_runaway_query():
+def test_time_limit_interrupts_a_runaway_query(box):
     started = time.perf_counter()
     with pytest.raises(sql_box.SqlRefused, match="longer than"):
-        sql_box.run({}, "SELECT count(*) FROM range(100000000000) a, range(1000) b", timeout_s=0.3)
+        sql_box.run(box["trace"], "SELECT count(*) FROM range(100000000000) a, range(1000) b", timeout_s=0.3)
     assert time.perf_counter() - started < 5
 
 
-def test_python_variables_are_not_visible_to_the_sandbox():
+def test_python_variables_are_not_visible_to_the_sandbox(box):
     leaked = pd.DataFrame({"secret": [HOST_SECRET]})  # noqa: F841 - a replacement scan would find this frame
-    with pytest.raises(duckdb.Error):
-        sql_box.run({}, "SELECT * FROM leaked")
+    for name in ("leaked", "LEAKED_FRAME"):
+        with pytest.raises(duckdb.CatalogException):
+            sql_box.run(box["trace"], f"SELECT * FROM {name}")
 
 
 def test_data_read_only_query_uses_the_sandbox(box, tmp_path):

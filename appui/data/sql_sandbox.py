@@ -1,186 +1,195 @@
-"""The SQL sandbox, the app's security boundary: the Traces page's SQL box runs one read-only statement over a
-private in-memory copy of the trace tables, and nowhere else.
+"""The SQL sandbox, the app's security boundary: the Traces page's SQL box runs one read-only statement on the
+trace file itself, in place, and nowhere else. No table is copied: DuckDB reads the columns a statement needs
+from the file, within the sandbox's memory limit.
 
 Two layers, each enough on its own for the common attacks:
-- the sandbox: a fresh in-memory DuckDB holding a copy of the trace tables, with file-system access,
-  extension loading and Python replacement scans off and the configuration locked, so no statement can
-  read the host, load code or touch the trace file;
-- the allow-list: the text is parsed once (no recursion) into DuckDB's own syntax tree; it must be one
-  SELECT-like statement (SELECT, WITH, FROM, VALUES, SHOW, DESCRIBE, SUMMARIZE, or EXPLAIN of one) whose
-  table functions are in a short safe list and whose functions avoid settings, logging and file readers.
-Results are cut to `max_rows` and a statement running past `timeout_s` is interrupted.
+- the sealed connection (`sandbox`): the trace file opened read-only, with extension autoloading and
+  installing, community extensions, persistent secrets, Python replacement scans and spilling to disk off,
+  memory and threads capped, then external access off (no other file, no network, no ATTACH, COPY or
+  EXPORT) and the configuration locked; the settings are read back before any statement runs;
+- the allow-list (appui.data.sql_allow_list): the text is parsed once (no recursion) into DuckDB's own
+  syntax tree; it must be one SELECT-like statement (SELECT, WITH, FROM, VALUES, SHOW, DESCRIBE, SUMMARIZE,
+  or EXPLAIN of one) whose table functions are in a short safe list and whose functions avoid settings,
+  logging and file readers.
+Results are fetched in one page of at most `max_rows` rows (the rest never leave DuckDB), text cells longer
+than CELL_CHARS are cut for display, and a statement running past `timeout_s` is interrupted.
 """
 
 from __future__ import annotations
 
-import json
-import re
+import contextlib
+import os
+import random
 import threading
-from collections.abc import Callable, Mapping
+import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import duckdb
 import pandas as pd
 
-SAFE_TABLE_FUNCTIONS = frozenset({"range", "generate_series", "unnest", "json_each", "json_tree"})
-DENIED_FUNCTIONS = frozenset({"current_setting", "getenv", "glob", "query", "query_table", "sniff_csv",
-                              "checkpoint", "force_checkpoint", "truncate_duckdb_logs", "json_execute_serialized_sql",
-                              "json_deserialize_sql", "arrow_scan", "arrow_scan_dumb", "pandas_scan",
-                              "python_map_function", "which_secret", "load_aws_credentials"})
-DENIED_PREFIXES = ("read_", "parquet_", "duckdb_", "enable_", "disable_", "pragma_", "sqlite_", "postgres_",
-                   "mysql_", "iceberg_", "delta_", "pg_")
-PATH_CHARACTERS = re.compile(r"[/\\.:~*?]")
-_LEADING_NOISE = re.compile(r"\s+|--[^\n]*(?:\n|$)|/\*.*?\*/", re.DOTALL)
-SANDBOX_SETTINGS = {"python_enable_replacements": "false", "home_directory": "''", "temp_directory": "''",
-                    "extension_directory": "'/nonexistent'", "secret_directory": "'/nonexistent'",
-                    "memory_limit": "'512MB'", "threads": "1", "enable_external_access": "false",
-                    "lock_configuration": "true"}
+from appui.data.sql_allow_list import (
+    DENIED_FUNCTIONS,
+    DENIED_PREFIXES,
+    SAFE_TABLE_FUNCTIONS,
+    SqlRefused,
+    check_statement,
+    strip_leading_comments,
+)
+from retrieval.traces import TABLE, TraceStoreError, check_file, is_busy_error, is_lock_error, lock_holder, one_line
+
+__all__ = ["DENIED_FUNCTIONS", "DENIED_PREFIXES", "SAFE_TABLE_FUNCTIONS", "SqlBoxUnavailable", "SqlLimitExceeded",
+           "SqlRefused", "SqlResult", "check_statement", "run", "sandbox", "strip_leading_comments"]
+
+MAX_ROWS = 1_000  # rows a statement shows; the rest stay in DuckDB (LIMIT/OFFSET reaches them)
+TIMEOUT_S = 5.0  # a statement running longer is interrupted
+MEMORY_LIMIT = "512MB"  # DuckDB's buffer pool for the SQL box: file pages, hash tables, sorts (no spilling)
+THREADS = 2
+BUSY_TIMEOUT_S = 3.0  # how long a run waits for a writer to let go of the file (as the app's LOCK_TIMEOUT)
+CELL_CHARS = 2_000  # longer text cells (a whole retrieval_details) are cut for display
+# Set at connect time; DuckDB applies a config dict in no fixed order, so nothing here depends on another
+CONNECT_SETTINGS: dict[str, Any] = {
+    "autoload_known_extensions": False, "autoinstall_known_extensions": False, "allow_community_extensions": False,
+    "allow_persistent_secrets": False, "python_enable_replacements": False, "python_scan_all_frames": False,
+    "memory_limit": MEMORY_LIMIT, "threads": THREADS, "temp_directory": "", "home_directory": "",
+    "extension_directory": "/nonexistent", "secret_directory": "/nonexistent"}
+# Then in this order (temp_directory cannot change once external access is off, nothing once locked)
+SEAL_SETTINGS = (("enable_external_access", "false"), ("lock_configuration", "true"))
+# Read back before any statement runs: a setting missing or different keeps the SQL box closed
+SEALED = {**{name: str(value).lower() for name, value in CONNECT_SETTINGS.items()
+             if name not in ("memory_limit", "home_directory", "extension_directory", "secret_directory")},
+          **dict(SEAL_SETTINGS)}
 
 
-class SqlRefused(ValueError):
-    """The SQL box was given text that is not one read-only statement it can run safely."""
+class SqlLimitExceeded(SqlRefused):
+    """The statement ran past the SQL box's time or memory limit and was stopped."""
+
+
+class SqlBoxUnavailable(TraceStoreError):
+    """The trace file cannot be read now (missing, no table yet, held by a writer); the message says why."""
 
 
 @dataclass(frozen=True)
 class SqlResult:
-    """Rows of one SQL-box statement, and whether they were cut to the row limit."""
+    """The first page of one SQL-box statement's rows: whether more rows exist, and how many cells were cut."""
 
     frame: pd.DataFrame
     truncated: bool
+    cut_cells: int = 0
+    max_rows: int = MAX_ROWS
+
+    def notice(self) -> str:
+        """What the page says under the rows: more rows exist, long cells were cut; empty if neither."""
+        parts = [f"First {self.max_rows:,} rows shown; add LIMIT/OFFSET for more."] if self.truncated else []
+        if self.cut_cells:
+            parts.append(f"{self.cut_cells:,} cell(s) over {CELL_CHARS:,} characters cut; extract parts of a JSON "
+                         f"column with -> or ->>.")
+        return " ".join(parts)
 
 
-def check_statement(sql: str) -> str:
-    """The one SELECT-like statement of `sql` (EXPLAIN of one allowed once); else SqlRefused saying why."""
-    if not isinstance(sql, str) or not sql.strip():
-        raise SqlRefused("enter one SELECT statement")
-    statement = _one_statement(sql)
-    kind = statement.type.name
-    select = statement.query
-    if kind == "EXPLAIN":
-        inner = re.sub(r"^explain\b", "", strip_leading_comments(select), count=1, flags=re.IGNORECASE)
-        if re.match(r"\s*analy[sz]e\b", strip_leading_comments(inner), flags=re.IGNORECASE):
-            raise SqlRefused("EXPLAIN ANALYZE runs the statement; use EXPLAIN or the SELECT itself")
-        inner_statement = _one_statement(inner)
-        if inner_statement.type.name != "SELECT":
-            raise SqlRefused(f"EXPLAIN only of a SELECT statement, got {inner_statement.type.name}")
-        select = inner_statement.query
-    elif kind != "SELECT":
-        raise SqlRefused(f"{kind} statements are not allowed; the SQL box only runs read-only queries "
-                         f"(SELECT, WITH … SELECT, SHOW, DESCRIBE, EXPLAIN)")
-    _check_tree(_syntax_tree(select))
-    return statement.query
-
-
-def strip_leading_comments(sql: str) -> str:
-    """`sql` without the whitespace and comments before its first keyword (a loop, never recursion)."""
-    position = 0
-    while match := _LEADING_NOISE.match(sql, position):
-        if match.end() == position:
-            break
-        position = match.end()
-    return sql[position:]
-
-
-def _one_statement(sql: str) -> Any:
-    try:
-        statements = duckdb.extract_statements(sql)
-    except (duckdb.Error, RecursionError) as exc:
-        raise SqlRefused(f"cannot parse the SQL: {str(exc).splitlines()[0]}") from None
-    if len(statements) != 1:
-        raise SqlRefused(f"run exactly one statement at a time (found {len(statements)})")
-    return statements[0]
-
-
-def _syntax_tree(select: str) -> Any:
-    """DuckDB's parse of `select` as JSON, from a throwaway connection that runs nothing."""
-    with duckdb.connect(":memory:") as parser:
+def sandbox(path: str | os.PathLike[str], *, busy_timeout_s: float = BUSY_TIMEOUT_S) -> duckdb.DuckDBPyConnection:
+    """The trace file at `path` opened read-only and sealed, retried for up to `busy_timeout_s` s while a writer
+    holds it (another process's lock, or this process's read-write connection); SqlBoxUnavailable if it is
+    missing, has no trace table or stays busy."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"the SQL box reads the trace file in place: pass its path (e.g. store.path), "
+                        f"not a {type(path).__name__}")
+    path = Path(path)
+    if not path.is_file():
+        raise SqlBoxUnavailable(f"there is no trace file at {path} yet; it is made when a lookup is first recorded")
+    check_file(path)  # a foreign file is named before DuckDB sniffs it
+    deadline, delay = time.monotonic() + busy_timeout_s, 0.002
+    while True:
         try:
-            serialized = parser.execute("SELECT json_serialize_sql(?::VARCHAR)", [select]).fetchone()[0]
-            tree = json.loads(serialized)
-        except (duckdb.Error, RecursionError, ValueError) as exc:
-            raise SqlRefused(f"cannot parse the SQL: {str(exc).splitlines()[0]}") from None
-    if tree.get("error"):
-        raise SqlRefused(f"cannot run this statement: {tree.get('error_message')}")
-    return tree
-
-
-def _check_tree(tree: Any) -> None:
-    """Walk the syntax tree with an explicit stack: refuse unsafe functions and file-like table names."""
-    stack = [tree]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, list):
-            stack.extend(node)
-            continue
-        if not isinstance(node, dict):
-            continue
-        if node.get("type") == "TABLE_FUNCTION":
-            name = str((node.get("function") or {}).get("function_name", "")).lower()
-            if name not in SAFE_TABLE_FUNCTIONS:
-                raise SqlRefused(f"table function {name}() is not allowed; the SQL box reads the trace tables "
-                                 f"only (allowed: {', '.join(sorted(SAFE_TABLE_FUNCTIONS))})")
-        if "function_name" in node:
-            _check_function(str(node["function_name"]).lower())
-        if node.get("type") in ("BASE_TABLE", "SHOW_REF"):
-            _check_table(node)
-        stack.extend(node.values())
-
-
-def _check_function(name: str) -> None:
-    if name in DENIED_FUNCTIONS or name.startswith(DENIED_PREFIXES):
-        raise SqlRefused(f"function {name}() is not allowed in the SQL box (settings, files, logging and "
-                         f"nested SQL are off limits)")
-
-
-def _check_table(node: Mapping[str, Any]) -> None:
-    name = str(node.get("table_name") or "").strip('"')
-    if PATH_CHARACTERS.search(name) or name.lower().startswith(DENIED_PREFIXES):
-        raise SqlRefused(f"table {name!r} is not allowed; query the trace tables by name (tool_invocation, …)")
-    catalog, schema = str(node.get("catalog_name") or ""), str(node.get("schema_name") or "")
-    if catalog.lower() not in ("", "memory") or schema.lower() not in ("", "main"):
-        raise SqlRefused(f"only the trace tables can be read, not {'.'.join(p for p in (catalog, schema, name) if p)}")
-
-
-def sandbox(tables: Mapping[str, pd.DataFrame]) -> duckdb.DuckDBPyConnection:
-    """A fresh in-memory connection holding copies of `tables`, then sealed (no files, no extensions)."""
-    con = duckdb.connect(":memory:", config={"autoload_known_extensions": False,
-                                             "autoinstall_known_extensions": False,
-                                             "allow_community_extensions": False})
-    for name, frame in tables.items():
-        con.register("_snapshot", frame)
-        con.execute(f"CREATE TABLE {_quote(name)} AS SELECT * FROM _snapshot")
-        con.unregister("_snapshot")
-    for setting, value in SANDBOX_SETTINGS.items():
-        con.execute(f"SET {setting} = {value}")
+            con = duckdb.connect(str(path), read_only=True, config=CONNECT_SETTINGS)
+            break
+        except duckdb.Error as exc:
+            if not is_busy_error(exc):
+                raise SqlBoxUnavailable(f"cannot open trace file {path} read-only: {one_line(exc)}") from None
+            if time.monotonic() >= deadline:
+                holder = lock_holder(str(exc)) if is_lock_error(exc) else "this app (a lookup or a drain)"
+                raise SqlBoxUnavailable(f"the trace file {path} is being written by {holder}; try again in a "
+                                        f"moment") from None
+        time.sleep(min(delay * (0.5 + random.random()), max(deadline - time.monotonic(), 0.0)))
+        delay = min(delay * 2, 0.1)
+    try:
+        _seal(con)
+        _require_table(con, path)
+    except BaseException:
+        con.close()
+        raise
     return con
 
 
-def run(tables: Mapping[str, pd.DataFrame], sql: str, *, max_rows: int = 10_000,
-        timeout_s: float = 5.0) -> SqlResult:
-    """Check `sql`, then run it on a sealed copy of `tables`, at most `max_rows` rows and `timeout_s` seconds."""
+def _seal(con: duckdb.DuckDBPyConnection) -> None:
+    # a session setting (not in the connect dict): else DuckDB draws a bar on the server's terminal for statements
+    # over 2 s; a PRAGMA, which DuckDB 1.5 takes even once the configuration is locked (a second connection)
+    con.execute("PRAGMA disable_progress_bar")
+    for name, value in SEAL_SETTINGS:
+        # refused only when another SQL-box connection to this file sealed the shared instance first: read back below
+        with contextlib.suppress(duckdb.Error):
+            con.execute(f"SET {name} = {value}")
+    current = dict(con.execute("SELECT name, value FROM duckdb_settings() WHERE name IN "
+                               f"({', '.join('?' * len(SEALED))})", list(SEALED)).fetchall())
+    wrong = {name: current.get(name, "(no such setting)") for name, value in SEALED.items()
+             if current.get(name) != value}
+    if wrong:
+        raise SqlBoxUnavailable(f"the SQL box stays closed: DuckDB {duckdb.__version__} did not apply "
+                                f"{', '.join(f'{k}={v}' for k, v in wrong.items())}")
+
+
+def _require_table(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    found = con.execute("SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() "
+                        "AND schema_name = 'main' AND table_name = ?", [TABLE]).fetchone()[0]
+    if not found:
+        raise SqlBoxUnavailable(f"trace file {path} has no {TABLE} table yet; it is made when a lookup is first "
+                                f"recorded there")
+
+
+def run(path: str | os.PathLike[str], sql: str, *, max_rows: int = MAX_ROWS, timeout_s: float = TIMEOUT_S,
+        busy_timeout_s: float = BUSY_TIMEOUT_S) -> SqlResult:
+    """Check `sql` (the allow-list), then run it on the sealed trace file at `path` (waiting up to
+    `busy_timeout_s` for a writer): the first `max_rows` rows, within `timeout_s` s and MEMORY_LIMIT.
+    SqlRefused (SqlLimitExceeded for the limits), SqlBoxUnavailable, or duckdb.Error for a statement DuckDB
+    rejects (a wrong column name)."""
+    if isinstance(max_rows, bool) or not isinstance(max_rows, int) or max_rows < 1:
+        raise ValueError(f"max_rows must be a whole number of rows, at least 1; got {max_rows!r}")
+    if not timeout_s > 0:
+        raise ValueError(f"timeout_s must be a positive number of seconds; got {timeout_s!r}")
     statement = check_statement(sql)
-    with sandbox(tables) as con:
-        timer = threading.Timer(timeout_s, con.interrupt)
-        timer.start()
-        try:
-            relation = con.execute(statement)
-            rows = relation.fetchmany(max_rows + 1) if relation.description else []
-            columns = [d[0] for d in relation.description or []]
-        except duckdb.InterruptException:
-            raise SqlRefused(f"the statement ran longer than {timeout_s:g} s and was stopped; add a LIMIT or "
-                             f"a WHERE clause") from None
-        finally:
-            timer.cancel()
-    return SqlResult(pd.DataFrame(rows[:max_rows], columns=columns), len(rows) > max_rows)
+    with sandbox(path, busy_timeout_s=busy_timeout_s) as con:
+        rows, columns = _fetch(con, statement, max_rows + 1, timeout_s)
+    cells = [[_shorten(value) for value in row] for row in rows[:max_rows]]
+    cut = sum(isinstance(value, str) and len(value) > CELL_CHARS for row in rows[:max_rows] for value in row)
+    return SqlResult(pd.DataFrame(cells, columns=columns), len(rows) > max_rows, cut, max_rows)
 
 
-def snapshot(query: Callable[[str], pd.DataFrame]) -> dict[str, pd.DataFrame]:
-    """Every table of the trace file's main schema, read through `query` (e.g. `TraceStore.query`)."""
-    names = query("SELECT table_name FROM information_schema.tables WHERE table_schema = 'main' "
-                  "AND table_type = 'BASE TABLE' ORDER BY 1")["table_name"]
-    return {str(name): query(f"SELECT * FROM {_quote(str(name))}") for name in names}
+def _fetch(con: duckdb.DuckDBPyConnection, statement: str, limit: int,
+           timeout_s: float) -> tuple[list[tuple[Any, ...]], list[str]]:
+    """At most `limit` rows of `statement` (DuckDB streams them: the rest are never made), interrupted after
+    `timeout_s`."""
+    timer = threading.Timer(timeout_s, con.interrupt)
+    timer.daemon = True
+    timer.start()
+    try:
+        cursor = con.execute(statement)
+        if not cursor.description:
+            return [], []
+        return cursor.fetchmany(limit), [column[0] for column in cursor.description]
+    except duckdb.InterruptException:
+        raise SqlLimitExceeded(f"the statement ran longer than {timeout_s:g} s and was stopped; add a WHERE clause "
+                               f"or a LIMIT, or group by the plain columns (filter_decision, retrieval_layer, "
+                               f"l1_status) instead of JSON paths") from None
+    except duckdb.OutOfMemoryException:
+        raise SqlLimitExceeded(f"the statement needed more than the SQL box's {MEMORY_LIMIT} of memory and was "
+                               f"stopped; aggregate, add a WHERE clause or a LIMIT, or select fewer columns (an "
+                               f"ORDER BY without LIMIT holds every row)") from None
+    finally:
+        timer.cancel()
 
 
-def _quote(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
+def _shorten(value: Any) -> Any:
+    if isinstance(value, str) and len(value) > CELL_CHARS:
+        return f"{value[:CELL_CHARS]}… [{len(value) - CELL_CHARS:,} more characters]"
+    return value

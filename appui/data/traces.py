@@ -105,8 +105,9 @@ def check_read_only(sql: str) -> str:
 
 
 def read_only_query(store: TraceStore, sql: str, *, max_rows: int = 10_000) -> pd.DataFrame:
-    """Run a checked statement on a sealed in-memory copy of the trace tables (see appui.data.sql_sandbox)."""
-    return sql_box.run(sql_box.snapshot(store.query), sql, max_rows=max_rows).frame
+    """Run a checked statement on the store's trace file, read in place and sealed (see appui.data.sql_sandbox);
+    its first `max_rows` rows."""
+    return sql_box.run(store.path, sql, max_rows=max_rows).frame
 
 
 def result_changes(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from retrieval import TraceStore, TraceStoreError
 
 DEFAULT_SQL = ("SELECT retrieval_layer, l1_status, count(*) AS calls, round(avg(latency_ms), 1) AS avg_ms\n"
                "FROM tool_invocation GROUP BY ALL ORDER BY calls DESC")
-SQL_MAX_ROWS, SQL_TIMEOUT_S = 10_000, 5.0
+SQL_MAX_ROWS, SQL_TIMEOUT_S = sql_box.MAX_ROWS, sql_box.TIMEOUT_S
 
 
 def _filters(store: TraceStore) -> data.TraceFilters:
@@ -162,23 +162,26 @@ def _show_all() -> None:
 
 def _sql_box(store: TraceStore) -> None:
     st.subheader("SQL (read-only)")
-    st.caption(f"One SELECT / WITH / SHOW / DESCRIBE / EXPLAIN over a private copy of the trace tables: no "
-               f"files, no extensions, at most {SQL_MAX_ROWS:,} rows and {SQL_TIMEOUT_S:g} s.")
+    st.caption(f"One SELECT / WITH / SHOW / DESCRIBE / EXPLAIN on the trace file itself, opened read-only and "
+               f"sealed: no other file, no extensions, the first {SQL_MAX_ROWS:,} rows shown, at most "
+               f"{sql_box.MEMORY_LIMIT} of memory and {SQL_TIMEOUT_S:g} s.")
     st.text_area("SQL", key="sql_text", value=DEFAULT_SQL, height=110, label_visibility="collapsed")
     if st.button("Run SQL", key="sql_run"):
         st.session_state.pop("sql_result", None)
         try:
-            result = sql_box.run(sql_box.snapshot(store.query), st.session_state["sql_text"],
-                                 max_rows=SQL_MAX_ROWS, timeout_s=SQL_TIMEOUT_S)
+            result = sql_box.run(store.path, st.session_state["sql_text"], max_rows=SQL_MAX_ROWS,
+                                 timeout_s=SQL_TIMEOUT_S)
             st.session_state["sql_result"] = result
         except sql_box.SqlRefused as exc:
             st.error(f"Refused: {exc}")
+        except sql_box.SqlBoxUnavailable as exc:  # no file or table yet, or a writer holds it: try again
+            st.warning(str(exc))
         except (duckdb.Error, TraceStoreError) as exc:  # bad column, syntax, sandbox refusal: a message
             st.error(f"The query failed: {str(exc).splitlines()[0]}")
     result = st.session_state.get("sql_result")
     if result is not None:
-        if result.truncated:
-            st.caption(f"Showing the first {SQL_MAX_ROWS:,} rows.")
+        if result.notice():
+            st.caption(result.notice())
         st.dataframe(result.frame, hide_index=True, key="sql_table")
 
 

@@ -6,7 +6,7 @@ from retrieval import lazy_exports
 
 __all__, __getattr__, __dir__ = lazy_exports(__name__, {
     "store": "TraceStore",
-    "db": "TraceStoreError",
+    "db": "TraceStoreError check_file is_busy_error is_lock_error lock_holder one_line",
     "writer": "TraceWriter TraceStoreWriteWarning TraceStoreLockedWarning",
     "schema": "TABLE COLUMNS",
     "reader": "iter_rows",

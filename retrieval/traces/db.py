@@ -62,6 +62,12 @@ def _is_busy_here(exc: BaseException) -> bool:
             or (isinstance(exc, duckdb.BinderException) and HANDLE_RACE_ERROR in str(exc)))
 
 
+def is_busy_error(exc: BaseException) -> bool:
+    """True for the errors a connection waits out: another process's lock, or this process holding the file
+    with another configuration (or closing it right now). Read-only openers (the app's SQL box) retry on these."""
+    return is_lock_error(exc) or _is_busy_here(exc)
+
+
 def check_file(path: Path) -> None:
     """Refuse a file that is not a DuckDB database before DuckDB sees it (it would sniff the format)."""
     try:
