@@ -160,7 +160,9 @@ def _show_all() -> None:
     state_["tr_layer"], state_["tr_l1"], state_["tr_filter"] = [], [], []
 
 
+@st.fragment
 def _sql_box(store: TraceStore) -> None:
+    """The SQL tab, a fragment: Run SQL reruns this box alone, not the page's counts, charts and table."""
     st.subheader("SQL (read-only)")
     st.caption(f"One SELECT / WITH / SHOW / DESCRIBE / EXPLAIN on the trace file itself, opened read-only and "
                f"sealed: no other file, no extensions, the first {SQL_MAX_ROWS:,} rows shown, at most "
