@@ -9,8 +9,14 @@ rows are written in blocks, so building a million rows keeps memory flat.
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from eval.datasets import load_dataset
 from eval.runs import run_evaluation
@@ -87,3 +93,88 @@ def _expression(name: str, seed_run: bool, runs: int, days: int) -> str:
     if seed_run and name == "query_id":
         return f"coalesce(s.query_id, 'q') || '-' || (g.i // {runs})::VARCHAR AS query_id"
     return f"s.{name}"
+
+
+# ---- steps measured at scale, each run in its own process (`run_step`) so its peak RSS is its own ----
+
+SQL = {"group_by": "SELECT retrieval_layer, l1_status, count(*) AS calls, round(avg(latency_ms), 1) AS avg_ms "
+                   "FROM tool_invocation GROUP BY ALL ORDER BY calls DESC",
+       "json_extract": "SELECT retrieval_details->>'$.filter.decision' AS decision, count(*) AS calls "
+                       "FROM tool_invocation GROUP BY 1 ORDER BY 2 DESC",
+       "limit": "SELECT id, created_at, query, latency_ms FROM tool_invocation LIMIT 100"}
+PAGES = {"lookup": "appui/pages/lookup.py", "compare": "appui/pages/compare.py",
+         "traces": "appui/pages/traces.py", "export": "appui/pages/export.py"}
+
+
+def _peak_mb() -> float:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _timed(work) -> dict[str, Any]:
+    started = time.perf_counter()
+    work()
+    return {"seconds": time.perf_counter() - started, "peak_mb": _peak_mb()}
+
+
+def render(path: Path, page: str, all_runs: bool = False) -> dict[str, Any]:
+    """A page's first render in a fresh AppTest session on the trace file at `path` (the Lookup page: a rerun,
+    since its first run opens the index), with the errors it showed."""
+    from streamlit.testing.v1 import AppTest
+
+    os.environ["LOOKUP_KNOWLEDGE_TRACES"] = str(path)
+    app = AppTest.from_file(str(ROOT / "app.py"), default_timeout=600).run()
+    started = time.perf_counter()
+    app = app.switch_page(PAGES[page]).run() if page != "lookup" else app.run()
+    if all_runs:
+        app = app.selectbox(key="tr_run").set_value("(all)").run()
+    errors = [e.value for e in app.exception] + [e.value for e in app.error]
+    return {"seconds": time.perf_counter() - started, "peak_mb": _peak_mb(), "errors": errors[:3]}
+
+
+def sql_box(path: Path, name: str) -> dict[str, Any]:
+    """One of `SQL`'s statements in the app's SQL box, on the file in place (no time limit: its real time)."""
+    from appui.data import sql_sandbox
+
+    return _timed(lambda: sql_sandbox.run(path, SQL[name], timeout_s=3600))
+
+
+def export_parquet(path: Path, out: Path) -> dict[str, Any]:
+    """Every row to Parquet, as `python -m retrieval traces export --format parquet` does it."""
+    from retrieval.traces import export
+
+    return _timed(lambda: export.export_traces(path, out, "parquet"))
+
+
+def drain(path: Path, batch: int) -> dict[str, Any]:
+    """`batch` lookups recorded into the file's spool, then the drain that moves them into the table, timed."""
+    from retrieval import TraceStore, lookup_knowledge, open_index
+    from retrieval.paths import SAMPLE_KB
+
+    index = open_index(SAMPLE_KB)
+    store = TraceStore(path)
+    for _ in range(batch):
+        lookup_knowledge("rotate an API token", index=index, recorder=store)
+    return _timed(store.flush)
+
+
+STEPS = {"render": lambda path, *a: render(path, a[0], all_runs=len(a) > 1),
+         "sql": lambda path, name: sql_box(path, name),
+         "export": lambda path, out: export_parquet(path, Path(out)),
+         "drain": lambda path, batch: drain(path, int(batch))}
+
+
+def run_step(step: str, path: Path, *args: str, timeout: float = 1800) -> dict[str, Any]:
+    """`step` in a child process (its figures as a dict; `failed` holds the error's last line if it failed)."""
+    done = subprocess.run([sys.executable, "-m", "tests.trace_scale_helpers", step, str(path), *args],
+                          capture_output=True, text=True, cwd=ROOT, timeout=timeout,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    if done.returncode != 0:
+        return {"seconds": float("nan"), "peak_mb": float("nan"),
+                "failed": (done.stderr.strip().splitlines() or ["no output"])[-1]}
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+if __name__ == "__main__":
+    print(json.dumps(STEPS[sys.argv[1]](Path(sys.argv[2]), *sys.argv[3:])))
