@@ -102,6 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
     backfill.add_argument("--otlp-endpoint", default=None, metavar="URL", help=OTLP_HELP.replace("each lookup",
                                                                                                  "the rows"))
     trace_commands.add_export(traces)
+    trace_commands.add_prune(traces)
     return parser
 
 
@@ -145,6 +146,8 @@ def _run(args: argparse.Namespace, tracing: list[Tracing]) -> str | None:
     if args.command == "traces":
         if args.action == "export":
             return trace_commands.run_export(args)
+        if args.action == "prune":
+            return trace_commands.run_prune(args)
         return _export_otlp(args)
     kb = args.kb or default_kb()
     if args.command == "mcp":

@@ -1,5 +1,5 @@
 """Trace files made in SQL for the export, retention and backfill tests: `TraceStore` makes the schema, then one
-`INSERT … SELECT … FROM range(n)` adds the rows (50,000 in about a second)."""
+`INSERT … SELECT … FROM range(n)` adds the rows (50,000 in about a second), and a run's eval rows when asked."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from pathlib import Path
 import duckdb
 
 from retrieval import TraceStore
+from retrieval.traces.checkpoint import checkpoint
 
 START = datetime(2026, 1, 1)  # row i is made at START + i × STEP (naive UTC)
 STEP = timedelta(seconds=2)
@@ -42,6 +43,30 @@ def build_traces(path: Path, n: int, *, run_every: int = 10, same_time: int = 1,
                                                  repeat(md5((i + 1)::VARCHAR) || ' ipsum ', 12))])
           FROM range({offset}, {offset + n}) t(i)""", [START, HOSTILE])
     return path
+
+
+def add_run(path: Path, run_id: str, created_at: datetime, lookups: list[str]) -> None:
+    """An `eval_run` row of `run_id` made at `created_at`, with one `eval_query` and metric row per lookup id."""
+    with duckdb.connect(str(path)) as con:
+        con.execute("INSERT INTO eval_run (run_id, created_at, dataset, status) VALUES (?, ?, 'data', 'complete')",
+                    [run_id, created_at])
+        for n, invocation in enumerate(lookups):
+            con.execute("INSERT INTO eval_query (run_id, query_id, invocation_id) VALUES (?, ?, ?)",
+                        [run_id, f"q{n}", invocation])
+            con.execute("INSERT INTO eval_query_metric VALUES (?, ?, 'lookup', 'ndcg@10', 1.0)", [run_id, f"q{n}"])
+
+
+def folded(path: Path) -> Path:
+    """`path` with DuckDB's log folded into it (as the detached checkpointer does), so its size is the file's."""
+    assert checkpoint(path)
+    return path
+
+
+def counts(path: Path) -> dict[str, int]:
+    """Rows per table of the file."""
+    with duckdb.connect(str(path), read_only=True) as con:
+        return {t: con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+                for t in ("tool_invocation", "eval_run", "eval_query", "eval_query_metric")}
 
 
 def run_cli(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:

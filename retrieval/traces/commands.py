@@ -1,4 +1,4 @@
-"""`python -m retrieval traces export`: its flags and what they run. Each prints a JSON
+"""`python -m retrieval traces export` and `traces prune`: their flags and what they run. Each prints a JSON
 summary on stdout; bad input is a ValueError, which the CLI prints as one `error: …` line and exits 2."""
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ from pathlib import Path
 from retrieval.paths import default_traces
 from retrieval.traces.export import FORMATS, export_traces
 from retrieval.traces.filters import TraceFilter
-from retrieval.traces.moments import MOMENT_HELP, SPAN_HELP, parse_since
+from retrieval.traces.moments import MOMENT_HELP, SPAN_HELP, parse_moment, parse_since, parse_span, utc_now
+from retrieval.traces.prune import prune
 
 TRACES_HELP = "DuckDB trace file (default: $LOOKUP_KNOWLEDGE_TRACES, else traces.duckdb)"
 
@@ -44,6 +45,23 @@ def add_export(commands: argparse._SubParsersAction) -> None:
                          help="filter_decision is DECISION (repeatable), e.g. applied, caller, ambiguous")
 
 
+def add_prune(commands: argparse._SubParsersAction) -> None:
+    """`traces prune`: a cut by age or date; runs kept unless asked."""
+    prune_cmd = commands.add_parser("prune", help="remove interactive lookups older than a cut (evaluation runs "
+                                                  "kept unless --include-runs)")
+    prune_cmd.add_argument("--traces", default=None, help=TRACES_HELP)
+    cut = prune_cmd.add_mutually_exclusive_group(required=True)
+    cut.add_argument("--older-than", default=None, metavar="SPAN", help=f"remove rows older than this: {SPAN_HELP}")
+    cut.add_argument("--before", default=None, metavar="DATE", help=f"remove rows created before this: {MOMENT_HELP}")
+    prune_cmd.add_argument("--include-runs", action="store_true",
+                           help="also remove evaluation runs created before the cut, whole: their eval_run, "
+                                "eval_query and eval_query_metric rows and all their lookups")
+    prune_cmd.add_argument("--dry-run", action="store_true", help="count what would go; change nothing")
+    prune_cmd.add_argument("--compact", action="store_true",
+                           help="then rewrite the file so it shrinks (a delete alone frees space for new rows but "
+                                "keeps the file's size)")
+
+
 def run_export(args: argparse.Namespace) -> str:
     filters = TraceFilter(
         since=parse_since(args.since, flag="--since") if args.since is not None else None,
@@ -56,6 +74,18 @@ def run_export(args: argparse.Namespace) -> str:
     result = export_traces(traces, args.output, args.format, filters, oldest_first=args.oldest_first,
                            overwrite=args.overwrite)
     return json.dumps({**result.to_dict(), "traces": str(traces), "filters": filters.words()}, indent=2)
+
+
+def run_prune(args: argparse.Namespace) -> str:
+    if args.older_than is not None:
+        cut = utc_now() - parse_span(args.older_than, flag="--older-than")
+    else:
+        cut = parse_moment(args.before, flag="--before")
+    if args.dry_run and args.compact:
+        raise ValueError("--dry-run changes nothing, so it cannot --compact; drop one of them")
+    report = prune(_existing(args.traces), cut, include_runs=args.include_runs, dry_run=args.dry_run,
+                   compact_file=args.compact)
+    return json.dumps({"traces": str(_existing(args.traces)), **report.to_dict()}, indent=2)
 
 
 def _existing(traces: str | None) -> Path:
