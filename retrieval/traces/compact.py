@@ -28,6 +28,7 @@ from retrieval.traces.store import TraceStore
 
 ATTEMPTS = 3  # checkpoint-then-hold rounds before giving up on a file other processes keep writing
 CHECKPOINT_WAIT = 120.0  # seconds the checkpointer may take
+COMPACT_MEMORY = "256MB"  # DuckDB's memory limit while it copies (measured in docs/traces.md)
 
 
 def compact_path(path: Path) -> Path:
@@ -49,6 +50,8 @@ def compact(path: str | Path) -> None:
                     stray.unlink(missing_ok=True)
                 name = con.execute("SELECT current_database()").fetchone()[0]
                 literal = "'" + str(target).replace("'", "''") + "'"
+                con.execute(f"SET memory_limit = '{COMPACT_MEMORY}'")
+                con.execute("SET threads = 1")
                 con.execute(f"ATTACH {literal} AS lookup_compact")
                 try:
                     con.execute(f'COPY FROM DATABASE "{name}" TO lookup_compact')
