@@ -25,8 +25,10 @@ def _filters(store: TraceStore) -> data.TraceFilters:
     options = data.distinct_values(store)
     c1, c2, c3 = st.columns(3)
     time_range = c1.selectbox("Time range", list(data.TIME_RANGES), key="tr_time", persist_state="session")
-    # interactive calls first: a sweep's hundreds of rows would otherwise bury the analyst's own lookups
-    run = c2.selectbox("Run", [data.NO_RUN, data.ANY, *options["run_id"]], key="tr_run", persist_state="session",
+    # interactive calls by default (data.DEFAULT_RUN, the Export page's default too): a sweep's hundreds of rows
+    # would otherwise bury the analyst's own lookups
+    runs = [data.NO_RUN, data.ANY, *options["run_id"]]
+    run = c2.selectbox("Run", runs, index=runs.index(data.DEFAULT_RUN), key="tr_run", persist_state="session",
                        help="Evaluation runs record every lookup; pick (all) or a run to see them")
     text = c3.text_input("Query contains", key="tr_search", persist_state="session")
     c4, c5, c6 = st.columns(3)
