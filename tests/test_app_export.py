@@ -1,6 +1,7 @@
-"""The Export page (AppTest, on trace files made in SQL): it exports what the Traces page filters with one
-default shared by both, builds a download only when clicked or writes a large export to a file, says how many
-rows a report leaves out, and refuses to pair runs of two datasets as the Compare page does."""
+"""The Export page (AppTest, on trace files made in SQL): it names the file's size, rows and oldest row (as the
+Traces page does), exports what the Traces page filters with one default shared by both, builds a download
+only when clicked or writes a large export to a file, says how many rows a report leaves out, and refuses to
+pair runs of two datasets as the Compare page does."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import re
 import duckdb
 import pandas as pd
 
-from appui.data import trace_export
+from appui.data import file_facts, trace_export
 from appui.data import traces as data
 from retrieval import TraceStore
 from tests.app_helpers import ok, page_text, run_app
@@ -27,6 +28,18 @@ def _interactive(path) -> int:
 def _count_line(at) -> int:
     line = next(m.value for m in at.markdown if "trace(s)**" in m.value)
     return int(re.search(r"\*\*([\d,]+) trace\(s\)\*\*", line).group(1).replace(",", ""))
+
+
+def test_export_and_traces_pages_show_the_files_size_rows_and_oldest_row(env):
+    build_traces(env["traces"], 1_500)
+    facts = file_facts.file_facts(TraceStore(env["traces"]))
+    assert facts.rows == 1_500 and f"{facts.oldest:%Y-%m-%d %H:%M}" == "2026-01-01 00:00"
+    said = (f"Trace file `traces.duckdb` · {file_facts.size_text(facts.bytes)} · 1,500 rows · oldest 2026-01-01 "
+            "00:00 UTC")
+    for page in (EXPORT, TRACES):
+        at = ok(run_app().switch_page(page).run())
+        assert said in [c.value for c in at.caption], page
+    assert file_facts.size_text(641_740_800) == "641.7 MB" and file_facts.size_text(812) == "812 bytes"
 
 
 def test_export_and_traces_share_one_default_filter_interactive_lookups(env):

@@ -126,6 +126,9 @@ def render() -> None:
     st.title("Export")
     if ctx.store is None:
         return
+    facts = state.guarded(lambda: file_facts.file_facts(ctx.store))
+    if facts is not None:
+        st.caption(f"Trace file {facts.words()}")
     what = st.radio("What", [TRACES, RUN, COMPARISON, JUDGEMENTS], key="ex_what", horizontal=True)
     if what == JUDGEMENTS:
         judging.export(ctx)

@@ -9,6 +9,7 @@ import duckdb
 import pandas as pd
 import streamlit as st
 
+from appui.data import file_facts
 from appui.data import sql_sandbox as sql_box
 from appui.data import trace_table as traces_data
 from appui.data import traces as data
@@ -160,6 +161,9 @@ def render() -> None:
     store = ctx.store
     if store is None:
         return
+    facts = state.guarded(lambda: file_facts.file_facts(store))
+    if facts is not None:
+        st.caption(f"Trace file {facts.words()}")
     filters = state.guarded(lambda: _filters(store))
     if filters is None:
         return
