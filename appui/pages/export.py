@@ -34,7 +34,7 @@ def _traces(ctx: state.AppContext, fmt: str) -> None:
                     f"{min(total, trace_export.REPORT_ROWS):,} in full{left}; CSV, Parquet and JSONL hold every row")
         st.download_button(f"Download traces.{extension}", partial(trace_export.report_bytes, ctx.store, filters, fmt),
                            file_name=f"traces.{extension}", mime=mime, key="ex_download", type="primary",
-                           on_click="ignore", help="Built when you click")
+                           on_click="ignore")
     else:
         _data_export(ctx, filters, fmt)
     preview = state.guarded(lambda: data.filter_traces(ctx.store, replace(filters, limit=PREVIEW_ROWS)))
@@ -56,7 +56,7 @@ def _data_export(ctx: state.AppContext, filters: data.TraceFilters, fmt: str) ->
         st.download_button(f"Download traces.{extension}", partial(trace_export.download_bytes, ctx.store, filters,
                                                                    fmt),
                            file_name=f"traces.{extension}", mime=mime, key="ex_download", type="primary",
-                           on_click="ignore", help="DuckDB writes the rows when you click; nothing is held before")
+                           on_click="ignore")
         return
     st.markdown(f"{about}: over the {file_facts.size_text(limit)} a download may hold in the app's memory, so it is "
                 "written to a file on this machine")
@@ -118,7 +118,7 @@ def _reports(ctx: state.AppContext, what: str, fmt: str) -> None:
     extension, mime = data.FORMATS[fmt]
     st.download_button(f"Download {name}.{extension}", partial(_report_bytes, obj, fmt, ctx.store),
                        file_name=f"{name}.{extension}", mime=mime, key="ex_report_download", type="primary",
-                       on_click="ignore", help="Built when you click")
+                       on_click="ignore")
 
 
 def render() -> None:
