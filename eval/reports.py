@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import io
 import json
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from retrieval import TraceStore
-from retrieval import iter_trace_rows as iter_rows
-from retrieval.export import Section, cell_text, csv_safe, html_document, is_ms, json_lines, markdown_document
+from retrieval.export import Section, cell_text, csv_safe, html_document, is_ms, markdown_document
+from retrieval.traces import TraceFilter, export_traces
 
 from .compare import SIGNIFICANCE, Comparison, significance_words
 from .defaults import FORMATS
@@ -55,10 +56,13 @@ def render(obj: RunResult | Comparison, fmt: str, *, store: TraceStore | None = 
 
 
 def export(obj: RunResult | Comparison, fmt: str, path: str | Path, *, store: TraceStore | None = None) -> Path:
-    """Write `render(obj, fmt)` to `path` and return it."""
-    content = render(obj, fmt, store=store)
+    """Write `render(obj, fmt)` to `path` and return it (JSONL: streamed there by DuckDB, never held here)."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
+    if normalize_format(fmt) == "jsonl" and isinstance(obj, (RunResult, Comparison)):
+        export_traces(_store(store), target, "jsonl", _runs(obj), oldest_first=True, overwrite=True)
+        return target
+    content = render(obj, fmt, store=store)
     if isinstance(content, bytes):
         target.write_bytes(content)
     else:
@@ -67,12 +71,22 @@ def export(obj: RunResult | Comparison, fmt: str, path: str | Path, *, store: Tr
 
 
 def _traces(obj: RunResult | Comparison, store: TraceStore | None) -> str:
+    """The run's (or both runs') lookups as JSON lines in time order, JSON columns nested: DuckDB writes them to
+    a temporary file (retrieval's export_traces), read back as the text `render` returns."""
+    with tempfile.TemporaryDirectory(prefix="run-traces-") as folder:
+        out = Path(folder) / "traces.jsonl"
+        export_traces(_store(store), out, "jsonl", _runs(obj), oldest_first=True)
+        return out.read_text(encoding="utf-8")
+
+
+def _store(store: TraceStore | None) -> TraceStore:
     if store is None:
         raise ValueError("the jsonl report holds the run's traces; pass the trace store (--traces)")
-    run_ids = [obj.run_id] if isinstance(obj, RunResult) else [obj.run_a, obj.run_b]
-    frames = [store.query("SELECT * FROM tool_invocation WHERE run_id = ? ORDER BY created_at", [run_id])
-              for run_id in run_ids]
-    return json_lines(row for frame in frames for row in iter_rows(frame))
+    return store
+
+
+def _runs(obj: RunResult | Comparison) -> TraceFilter:
+    return TraceFilter(run_ids=(obj.run_id,) if isinstance(obj, RunResult) else (obj.run_a, obj.run_b))
 
 
 def _flat(frame: pd.DataFrame) -> pd.DataFrame:

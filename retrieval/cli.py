@@ -21,6 +21,7 @@ from retrieval.lookup.orchestrator import lookup_knowledge
 from retrieval.lookup.recorders import combine
 from retrieval.otel.env import tracing_from_env
 from retrieval.paths import default_kb, default_traces
+from retrieval.traces import commands as trace_commands
 from retrieval.traces import exit_drain
 from retrieval.traces.db import TraceStoreError
 from retrieval.traces.exit_drain import ExitDrain
@@ -100,6 +101,8 @@ def build_parser() -> argparse.ArgumentParser:
     backfill.add_argument("--run", default=None, metavar="RUN_ID", help="only the lookups of this evaluation run")
     backfill.add_argument("--otlp-endpoint", default=None, metavar="URL", help=OTLP_HELP.replace("each lookup",
                                                                                                  "the rows"))
+    trace_commands.add_export(traces)
+    trace_commands.add_prune(traces)
     return parser
 
 
@@ -141,6 +144,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _run(args: argparse.Namespace, tracing: list[Tracing]) -> str | None:
     if args.command == "traces":
+        if args.action == "export":
+            return trace_commands.run_export(args)
+        if args.action == "prune":
+            return trace_commands.run_prune(args)
         return _export_otlp(args)
     kb = args.kb or default_kb()
     if args.command == "mcp":

@@ -12,6 +12,7 @@ import duckdb
 import pandas as pd
 import pytest
 
+from appui.data import trace_export
 from appui.data import traces as data
 from appui.widgets import state
 from retrieval import TraceStore
@@ -123,17 +124,20 @@ def test_trace_exports_hold_the_rows_in_every_format(env):
     store = TraceStore(env["traces"])
     at = lookup(run_app(), "rotate an API token")
     lookup(at, "download invoices")
-    frame = data.filter_traces(store, data.TraceFilters(text="invoice"))
-    assert pd.read_csv(io.BytesIO(data.export_traces(frame, "CSV")))["query"].tolist() == ["download invoices"]
-    assert pd.read_parquet(io.BytesIO(data.export_traces(frame, "Parquet"))).shape[0] == 1
-    rows = [json.loads(line) for line in data.export_traces(frame, "JSONL").decode().splitlines()]
+    filters = data.TraceFilters(text="invoice")
+    csv = trace_export.download_bytes(store, filters, "CSV")
+    assert pd.read_csv(io.BytesIO(csv))["query"].tolist() == ["download invoices"]
+    assert pd.read_parquet(io.BytesIO(trace_export.download_bytes(store, filters, "Parquet"))).shape[0] == 1
+    rows = [json.loads(line) for line in trace_export.download_bytes(store, filters, "JSONL").decode().splitlines()]
     assert rows[0]["retrieval_details"]["filter"]["decision"] == "applied"  # JSON columns decoded
-    assert "| download invoices |" in data.export_traces(frame, "Markdown").decode()
-    page = data.export_traces(frame, "HTML").decode()
+    assert "| download invoices |" in trace_export.report_bytes(store, filters, "Markdown").decode()
+    page = trace_export.report_bytes(store, filters, "HTML").decode()
     assert page.startswith("<!DOCTYPE html>") and "<style>" in page and "download invoices" in page
     assert "<script" not in page and "http" not in page  # self-contained
     with pytest.raises(ValueError, match="CSV"):
-        data.export_traces(frame, "xlsx")
+        trace_export.download_bytes(store, filters, "xlsx")
+    with pytest.raises(ValueError, match="not a report"):
+        trace_export.report_bytes(store, filters, "CSV")
 
 
 def test_labelled_set_sweep_comparison_and_reports(env):

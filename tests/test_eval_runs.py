@@ -205,6 +205,19 @@ def test_reports_in_every_format(eval_dataset, store, tmp_path):
     assert export(run, "parquet", tmp_path / "out" / "run.parquet").stat().st_size > 0
 
 
+def test_a_runs_jsonl_report_is_streamed_to_its_file_by_duckdb(eval_dataset, store, tmp_path):
+    run = runs.run_evaluation(eval_dataset, CONFIG, store=store, metrics=METRICS)
+    other = runs.run_evaluation(eval_dataset, CONFIG, store=store, metrics=METRICS)
+    path = export(run, "jsonl", tmp_path / "out" / "traces.jsonl", store=store)
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    assert len(rows) == 6 and {r["run_id"] for r in rows} == {run.run_id}
+    assert isinstance(rows[0]["retrieval_details"]["filter"], dict)  # nested, not text
+    assert [r["created_at"] for r in rows] == sorted(r["created_at"] for r in rows)  # in time order
+    both = export(compare_runs(store, run.run_id, other.run_id), "jsonl", tmp_path / "both.jsonl", store=store)
+    assert [json.loads(line)["run_id"] for line in both.read_text().splitlines()] == [run.run_id] * 6 + \
+        [other.run_id] * 6
+
+
 def test_html_report_is_self_contained_and_escaped(eval_dataset, store):
     run = runs.run_evaluation(eval_dataset, CONFIG.with_overrides({"l1_enabled": False}), store=store, metrics=METRICS)
     page = render(run, "html")

@@ -7,10 +7,18 @@ import io
 import pandas as pd
 import pytest
 
-from appui.data import trace_report
+from appui.data import trace_export, trace_report
 from appui.data import traces as data
-from retrieval import lookup_knowledge
-from retrieval.export import Section, csv_cell, csv_safe, markdown_cell, markdown_document, markdown_table
+from retrieval import ToolInvocation, TraceStore, lookup_knowledge
+from retrieval.export import (
+    FORMULA_STARTS,
+    Section,
+    csv_cell,
+    csv_safe,
+    markdown_cell,
+    markdown_document,
+    markdown_table,
+)
 from tests.markdown_helpers import render_markdown
 
 INJECTIONS = ["[click](javascript:alert(1))", "*bold* and _under_", "`code` ~~gone~~", "# heading", "- item",
@@ -37,10 +45,14 @@ def test_csv_safe_covers_cells_and_column_names_and_keeps_numbers():
     assert frame["query"].tolist() == FORMULAS  # the input frame is not changed
 
 
-def test_app_csv_export_has_no_cell_starting_like_a_formula():
-    frame = pd.DataFrame({"query": FORMULAS, "status": ["ok"] * len(FORMULAS)})
-    exported = pd.read_csv(io.BytesIO(data.export_traces(frame, "CSV")), keep_default_na=False)
-    assert not any(str(v).startswith(("=", "+", "-", "@", "\t", "\r")) for v in exported["query"])
+def test_app_csv_export_has_no_cell_starting_like_a_formula(tmp_path):
+    store = TraceStore(tmp_path / "t.duckdb")
+    store.record_many([ToolInvocation("lookup_knowledge", text, {}, "ok", 1.0, {}, {}, error=text)
+                       for text in FORMULAS])
+    exported = pd.read_csv(io.BytesIO(trace_export.download_bytes(store, data.TraceFilters(), "CSV")),
+                           keep_default_na=False)
+    assert sorted(exported["query"]) == sorted("'" + text for text in FORMULAS)
+    assert not [v for column in ("query", "error") for v in exported[column] if str(v).startswith(FORMULA_STARTS)]
 
 
 @pytest.mark.parametrize(("value", "expected"), [

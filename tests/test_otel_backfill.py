@@ -4,6 +4,7 @@ same spans a live lookup gives, filtered by --since and --run; bad input and a d
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -13,7 +14,8 @@ from retrieval import LookupConfig, TraceStore, lookup_knowledge
 pytest.importorskip("opentelemetry.sdk", reason="the [otel] extra is not installed")
 
 from retrieval.otel import OTLPReceiver, parse_since, plan_spans
-from retrieval.otel.backfill import invocation_of
+from retrieval.otel.backfill import export_stored, invocation_of
+from retrieval.otel.settings import settings_from_env
 from tests.otel_helpers import dead_endpoint, roots, run_cli
 
 
@@ -94,3 +96,23 @@ def test_since_takes_dates_times_and_spans_back():
     assert parse_since("2026-12-01T09:30+01:00", now) == datetime(2026, 12, 1, 8, 30)
     with pytest.raises(ValueError, match="--since takes an ISO date"):
         parse_since("yesterday", now)
+
+
+def test_export_otlp_pages_by_key_sending_rows_of_one_time_exactly_once(index, tmp_path):
+    """Pages of 4 over 30 rows whose created_at come in groups of 7: a page boundary inside a group neither skips
+    nor repeats a row (each page starts after the last (created_at, id) sent, not at an OFFSET)."""
+    store = TraceStore(tmp_path / "t.duckdb")
+    live: list = []
+    lookup_knowledge("invoice", index=index, recorder=live.append)
+    start = datetime(2026, 1, 5, 9, 0, tzinfo=timezone.utc)
+    copies = [replace(live[0], id=f"call-{n:02d}", created_at=start + timedelta(seconds=n // 7)) for n in range(30)]
+    store.record_many(copies[::-1])  # stored out of order
+    store.close()
+    with OTLPReceiver() as receiver:
+        report = export_stored(store.path, settings_from_env({}, endpoint=receiver.url), page=4)
+        sent = {s["attributes"]["lookup.invocation_id"]: s["end_ns"] for s in roots(receiver.spans)}
+        later = export_stored(store.path, settings_from_env({}, endpoint=receiver.url), page=4,
+                              since=datetime(2026, 1, 5, 9, 0, 2))  # the third group on, with a filter
+    assert report.rows == 30 and len(sent) == len(roots(receiver.spans)) - later.rows == 30  # every row, once
+    assert sent == {c.id: plan_spans(c).end_ns for c in copies}
+    assert later.rows == 30 - 14 and later.spans_lost == 0

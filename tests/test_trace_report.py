@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from appui.data import trace_report
+from appui.data import trace_export, trace_report
 from appui.data import traces as data
 from retrieval import LookupConfig, TraceStore, lookup_knowledge
 from tests.markdown_helpers import Rendered, render_markdown
@@ -123,19 +123,24 @@ def test_a_report_of_many_traces_sums_them_up_then_gives_each_in_full(store, ind
     for query in ("download invoices", "rotate an API token", "silence an alert"):
         recorded(store, query, index)
     frame = data.filter_traces(store, data.TraceFilters())
-    shown = render_markdown(data.export_traces(frame, "Markdown", title="lookup_knowledge traces").decode())
+    filters = data.TraceFilters()
+    shown = render_markdown(trace_export.report_bytes(store, filters, "Markdown", title="lookup_knowledge traces")
+                            .decode())
     summary = shown.table("created_at", "status", "latency_ms", "id", "query")
     assert [r["query"] for r in summary] == frame["query"].tolist()
     assert all(re.fullmatch(r"\d+(\.\d)?", r["latency_ms"]) for r in summary)  # ms to 1 decimal
-    assert [h for h in shown.headings if h[0] == 2] == [(2, f"Trace {n}: {q}") for n, q in
-                                                        enumerate(frame["query"], start=1)]
-    page = data.export_traces(frame, "HTML", title="t").decode()
+    assert [h for h in shown.headings if h[0] == 2 and h[1].startswith("Trace ")] == \
+        [(2, f"Trace {n}: {q}") for n, q in enumerate(frame["query"], start=1)]
+    assert shown.table("retrieval_layer", "calls", "share")  # the aggregates of every matching row
+    assert "3 call(s), from " in " ".join(shown.items)
+    page = trace_export.report_bytes(store, filters, "HTML", title="t").decode()
     assert page.count("<h2>Trace ") == 3 and page.count("<h3>Filter decision and why</h3>") == 3
-    rows = [dict(r) for _, r in frame.iterrows()]
-    capped = trace_report.report_sections("t", frame, rows, limit=2)
-    assert [s.title for s in capped if s.level == 2] == [f"Trace {n}: {q}" for n, q in
-                                                         enumerate(frame["query"][:2], start=1)]
-    assert "in full below: the first 2 of 3 traces" in capped[0].lines[1]
+    capped = render_markdown(trace_export.report_bytes(store, filters, "Markdown", rows=2).decode())
+    assert [h for h in capped.headings if h[1].startswith("Trace ")] == \
+        [(2, f"Trace {n}: {q}") for n, q in enumerate(frame["query"][:2], start=1)]
+    assert any("the first 2 of 3 traces" in item and "… and 1 more rows not shown" in item for item in capped.items)
+    assert len(capped.table("created_at", "status", "latency_ms", "id", "query")) == 2
+    assert capped.table("l1_status", "calls", "share")[0]["calls"] == "3"  # the aggregates still count every row
 
 
 def test_a_single_trace_downloads_as_json_too(store, index):

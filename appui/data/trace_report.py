@@ -29,16 +29,24 @@ FORMATS = {"Markdown": ("md", "text/markdown"), "HTML": ("html", "text/html"), "
 
 
 def report_sections(title: str, summary: pd.DataFrame, rows: Sequence[Mapping[str, Any]], *,
-                    limit: int = DETAIL_LIMIT) -> list[Section]:
-    """A report of many traces: the summary table of every row, then the first `limit` traces in full (a
-    report stays readable, and quick to build, however many rows the filters match)."""
+                    limit: int = DETAIL_LIMIT, total: int | None = None, lead: Sequence[Section] = (),
+                    about: str = "") -> list[Section]:
+    """A report of many traces: the `lead` sections (aggregates over every matching row), the summary table of
+    the rows given, then the first `limit` of them in full. `total` is how many rows matched (default: the rows
+    given); the rows left out are counted in words, so a report stays readable, and quick to build, however
+    many rows the filters match. `about` says which rows (the filters in words)."""
+    total = len(rows) if total is None else total
     shown = min(len(rows), limit)
-    lines = [f"{len(rows)} trace(s); the table sums them up, then each trace is given in full: its hints, "
-             "filter rationale, L1 and counts, and every evidence block with its score parts and hit reasons"]
-    if shown < len(rows):
-        lines.append(f"in full below: the first {shown} of {len(rows)} traces in the table's order; narrow the "
-                     "filters on the Traces page, or export JSONL, for the rest")
-    sections = [Section(title, tuple(lines), table=summary)]
+    lines = [f"{total:,} trace(s)" + (f" ({about})" if about else "") + "; the table sums them up, then each "
+             "trace is given in full: its hints, filter rationale, L1 and counts, and every evidence block with "
+             "its score parts and hit reasons"]
+    if shown < total:
+        lines.append(f"in full below: the first {shown:,} of {total:,} traces in the table's order (newest first); "
+                     f"… and {total - shown:,} more rows not shown"
+                     + ("; the aggregates cover every row" if lead else "")
+                     + "; narrow the filters on the Traces page, or export CSV, Parquet or JSONL, for the rest")
+    sections = [Section(title, tuple(lines)), *lead, Section(f"The first {shown:,} traces" if shown < total
+                                                             else "Traces", table=summary.head(shown))]
     for number, row in enumerate(rows[:shown], start=1):
         sections += trace_sections(row, heading=f"Trace {number}: {row.get('query')}", level=2)
     return sections

@@ -1,12 +1,12 @@
-"""Reading the trace store for the pages: filtered traces, the read-only SQL box, diffs, export bytes.
+"""Reading the trace store for the pages: the Traces page's filters (one default for the Traces and Export
+pages), filtered traces, the read-only SQL box, diffs.
 
 Plain functions over `TraceStore` and `LookupResult.to_dict()`, with no Streamlit calls, so they are
-tested directly and reused by the Traces and Export pages.
+tested directly and reused by the Traces and Export pages (whose exports are appui.data.trace_export).
 """
 
 from __future__ import annotations
 
-import io
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -15,15 +15,16 @@ from typing import Any
 import pandas as pd
 
 from appui.data import sql_sandbox as sql_box
-from appui.data import trace_report
 from retrieval import TRACE_TABLE as TABLE
 from retrieval import TraceStore
-from retrieval import iter_trace_rows as iter_rows
-from retrieval.export import csv_safe, html_document, json_lines, markdown_document
+from retrieval.traces import TraceFilter
 
 TIME_RANGES = {"All time": None, "Last hour": timedelta(hours=1), "Last 24 hours": timedelta(days=1),
                "Last 7 days": timedelta(days=7)}
 NO_RUN, ANY = "(interactive lookups)", "(all)"
+# the one default of the Run filter, for the Traces page and the Export page alike (an evaluation's hundreds of
+# rows would otherwise bury the analyst's own lookups, and a new session's export would hold every row)
+DEFAULT_RUN = NO_RUN
 FORMATS = {"CSV": ("csv", "text/csv"), "Parquet": ("parquet", "application/vnd.apache.parquet"),
            "JSONL": ("jsonl", "application/x-ndjson"), "Markdown": ("md", "text/markdown"),
            "HTML": ("html", "text/html")}
@@ -37,10 +38,11 @@ ReadOnlyError = sql_box.SqlRefused  # the SQL box's refusal, under the name the 
 
 @dataclass(frozen=True)
 class TraceFilters:
-    """What the Traces page filters on; `to_sql()` gives a parameterised WHERE clause."""
+    """What the Traces page filters on (the Export page exports the same rows); `core()` is the filter in
+    retrieval's terms, `to_sql()` its parameterised WHERE clause."""
 
     time_range: str = "All time"
-    run: str = ANY
+    run: str = DEFAULT_RUN
     layers: tuple[str, ...] = ()
     l1_statuses: tuple[str, ...] = ()
     decisions: tuple[str, ...] = ()
@@ -48,26 +50,22 @@ class TraceFilters:
     limit: int | None = 1000
     now: datetime | None = field(default=None, compare=False)
 
-    def to_sql(self) -> tuple[str, list[Any]]:
-        clauses, params = [], []
+    def core(self) -> TraceFilter:
+        """The same filter as retrieval's TraceFilter (what the exports and the CLI take); the time range is
+        counted back from `now` (default: the current time)."""
         span = TIME_RANGES.get(self.time_range)
-        if span is not None:
-            clauses.append("created_at >= ?")
-            params.append((self.now or datetime.now(timezone.utc)).replace(tzinfo=None) - span)
-        if self.run == NO_RUN:
-            clauses.append("run_id IS NULL")
-        elif self.run != ANY:
-            clauses.append("run_id = ?")
-            params.append(self.run)
-        for column, values in (("retrieval_layer", self.layers), ("l1_status", self.l1_statuses),
-                               ("filter_decision", self.decisions)):
-            if values:
-                clauses.append(f"{column} IN ({', '.join('?' * len(values))})")
-                params.extend(values)
-        if self.text.strip():
-            clauses.append("query ILIKE ?")
-            params.append(f"%{self.text.strip()}%")
-        return (" WHERE " + " AND ".join(clauses) if clauses else ""), params
+        since = None if span is None else (self.now or datetime.now(timezone.utc)) - span
+        return TraceFilter(since=since, interactive=self.run == NO_RUN,
+                           run_ids=() if self.run in (NO_RUN, ANY) else (self.run,), query_contains=self.text,
+                           layers=tuple(self.layers), l1_statuses=tuple(self.l1_statuses),
+                           decisions=tuple(self.decisions))
+
+    def to_sql(self) -> tuple[str, list[Any]]:
+        return self.core().where()
+
+    def words(self) -> str:
+        """The filters in words: 'interactive lookups · since 2026-01-05 16:00 UTC · query contains 'token''."""
+        return self.core().words()
 
 
 def filter_traces(store: TraceStore, filters: TraceFilters) -> pd.DataFrame:
@@ -131,21 +129,3 @@ def _dig(mapping: Mapping[str, Any], path: Sequence[str]) -> Any:
     for name in path:
         value = (value or {}).get(name)
     return value
-
-
-def export_traces(frame: pd.DataFrame, fmt: str, *, title: str = "Traces") -> bytes:
-    """The filtered `tool_invocation` rows as CSV, Parquet, JSONL, or a report in Markdown or self-contained
-    HTML: the summary table, then each trace in full (appui.data.trace_report)."""
-    if fmt not in FORMATS:
-        raise ValueError(f"unknown export format {fmt!r}; choose one of {', '.join(FORMATS)}")
-    if fmt == "CSV":
-        return csv_safe(frame).to_csv(index=False).encode()
-    if fmt == "Parquet":
-        buffer = io.BytesIO()
-        frame.to_parquet(buffer, index=False)
-        return buffer.getvalue()
-    if fmt == "JSONL":
-        return json_lines(iter_rows(frame)).encode()
-    summary = frame.reindex(columns=[c for c in SUMMARY_COLUMNS if c in frame.columns])
-    sections = trace_report.report_sections(title, summary, list(iter_rows(frame)))
-    return (markdown_document(sections) if fmt == "Markdown" else html_document(sections)).encode()

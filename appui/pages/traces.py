@@ -9,6 +9,7 @@ import duckdb
 import pandas as pd
 import streamlit as st
 
+from appui.data import file_facts
 from appui.data import sql_sandbox as sql_box
 from appui.data import trace_table as traces_data
 from appui.data import traces as data
@@ -25,8 +26,10 @@ def _filters(store: TraceStore) -> data.TraceFilters:
     options = data.distinct_values(store)
     c1, c2, c3 = st.columns(3)
     time_range = c1.selectbox("Time range", list(data.TIME_RANGES), key="tr_time", persist_state="session")
-    # interactive calls first: a sweep's hundreds of rows would otherwise bury the analyst's own lookups
-    run = c2.selectbox("Run", [data.NO_RUN, data.ANY, *options["run_id"]], key="tr_run", persist_state="session",
+    # interactive calls by default (data.DEFAULT_RUN, the Export page's default too): a sweep's hundreds of rows
+    # would otherwise bury the analyst's own lookups
+    runs = [data.NO_RUN, data.ANY, *options["run_id"]]
+    run = c2.selectbox("Run", runs, index=runs.index(data.DEFAULT_RUN), key="tr_run", persist_state="session",
                        help="Evaluation runs record every lookup; pick (all) or a run to see them")
     text = c3.text_input("Query contains", key="tr_search", persist_state="session")
     c4, c5, c6 = st.columns(3)
@@ -193,6 +196,9 @@ def render() -> None:
     store = ctx.store
     if store is None:
         return
+    facts = state.guarded(lambda: file_facts.file_facts(store))
+    if facts is not None:
+        st.caption(f"Trace file {facts.words()}")
     filters = state.guarded(lambda: _filters(store))
     if filters is None:
         return

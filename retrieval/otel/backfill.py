@@ -2,8 +2,9 @@
 times, so an analyst can move a day of traces into Phoenix (or any OTLP back end).
 
 Each row becomes the spans a live lookup gives (plan.py), as its own trace, marked `lookup.backfilled`.
-Rows are read a page at a time, oldest first; after each page the spans are flushed, and the export stops at
-the first page the collector does not take, saying how far it got.
+Rows are read a page at a time, oldest first, each page after the last row sent by its key (created_at, id)
+rather than by OFFSET (which rescans every row before the page: quadratic in the rows); after each page the
+spans are flushed, and the export stops at the first page the collector does not take, saying how far it got.
 """
 
 from __future__ import annotations
@@ -54,15 +55,21 @@ def export_stored(traces: str | Path, settings: OTelSettings, *, since: datetime
     where, params = _where(since, run_id)
     rows = 0
     stopped = False
+    last: tuple[Any, Any] | None = None  # (created_at, id) of the last row sent
     try:
         while True:
-            frame = trace_reader.query(traces, f"SELECT * FROM {TABLE}{where} ORDER BY created_at, id "
-                                               f"LIMIT {int(page)} OFFSET {rows}", params)
+            after = "" if last is None else \
+                (" AND " if where else " WHERE ") + "(created_at > ? OR (created_at = ? AND id > ?))"
+            frame = trace_reader.query(traces, f"SELECT * FROM {TABLE}{where}{after} ORDER BY created_at, id "
+                                               f"LIMIT {int(page)}",
+                                       params + ([] if last is None else [last[0], last[0], last[1]]))
             for record in frame.to_dict(orient="records"):
                 plan = plan_spans(invocation_of(record))
                 emit(tracing.recorder.tracer, replace(plan, attributes={**plan.attributes, "lookup.backfilled": True}),
                      otel_context.Context())
             rows += len(frame)
+            if len(frame):
+                last = (frame["created_at"].iloc[-1].to_pydatetime(), str(frame["id"].iloc[-1]))
             tracing.provider.force_flush()
             if tracing.exporter.lost:
                 stopped = len(frame) == page

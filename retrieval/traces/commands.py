@@ -1,0 +1,95 @@
+"""`python -m retrieval traces export` and `traces prune`: their flags and what they run. Each prints a JSON
+summary on stdout; bad input is a ValueError, which the CLI prints as one `error: …` line and exits 2."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from retrieval.paths import default_traces
+from retrieval.traces.export import FORMATS, export_traces
+from retrieval.traces.filters import TraceFilter
+from retrieval.traces.moments import MOMENT_HELP, SPAN_HELP, parse_moment, parse_since, parse_span, utc_now
+from retrieval.traces.prune import prune
+
+TRACES_HELP = "DuckDB trace file (default: $LOOKUP_KNOWLEDGE_TRACES, else traces.duckdb)"
+
+
+def add_export(commands: argparse._SubParsersAction) -> None:
+    """`traces export`: the Traces page's filters as flags."""
+    export = commands.add_parser("export", help="write stored invocations to a Parquet, CSV or JSON lines file, "
+                                                "streamed by DuckDB (filters as on the app's Traces page)")
+    export.add_argument("--traces", default=None, help=TRACES_HELP)
+    export.add_argument("--format", required=True, choices=list(FORMATS), help="the file's format")
+    export.add_argument("--output", required=True, metavar="FILE", help="the file to write (its folder must exist)")
+    export.add_argument("--overwrite", action="store_true", help="replace FILE if it exists (refused otherwise)")
+    export.add_argument("--oldest-first", action="store_true", help="rows in time order (default: newest first, "
+                                                                    "as the Traces page lists them)")
+    filters = export.add_argument_group("filters (default: every row)")
+    filters.add_argument("--since", default=None, help=f"rows created at or after this: {MOMENT_HELP}, or "
+                                                       f"{SPAN_HELP}")
+    filters.add_argument("--until", default=None, help="rows created before this: an ISO date or time, or a span "
+                                                       "back from now")
+    runs = filters.add_mutually_exclusive_group()
+    runs.add_argument("--interactive", action="store_true", help="only interactive lookups (no evaluation run)")
+    runs.add_argument("--run", action="append", default=[], metavar="RUN_ID",
+                      help="only the lookups of this evaluation run (repeatable)")
+    filters.add_argument("--query-contains", default="", metavar="TEXT", help="the query contains TEXT (any case, "
+                                                                             "taken literally)")
+    filters.add_argument("--layer", action="append", default=[], metavar="LAYER",
+                         help="retrieval_layer is LAYER (repeatable: any of them), e.g. L0, L0+L1")
+    filters.add_argument("--l1-status", action="append", default=[], metavar="STATUS",
+                         help="l1_status is STATUS (repeatable), e.g. ok, empty, failed")
+    filters.add_argument("--filter-decision", action="append", default=[], metavar="DECISION",
+                         help="filter_decision is DECISION (repeatable), e.g. applied, caller, ambiguous")
+
+
+def add_prune(commands: argparse._SubParsersAction) -> None:
+    """`traces prune`: a cut by age or date; runs kept unless asked."""
+    prune_cmd = commands.add_parser("prune", help="remove interactive lookups older than a cut (evaluation runs "
+                                                  "kept unless --include-runs)")
+    prune_cmd.add_argument("--traces", default=None, help=TRACES_HELP)
+    cut = prune_cmd.add_mutually_exclusive_group(required=True)
+    cut.add_argument("--older-than", default=None, metavar="SPAN", help=f"remove rows older than this: {SPAN_HELP}")
+    cut.add_argument("--before", default=None, metavar="DATE", help=f"remove rows created before this: {MOMENT_HELP}")
+    prune_cmd.add_argument("--include-runs", action="store_true",
+                           help="also remove evaluation runs created before the cut, whole: their eval_run, "
+                                "eval_query and eval_query_metric rows and all their lookups")
+    prune_cmd.add_argument("--dry-run", action="store_true", help="count what would go; change nothing")
+    prune_cmd.add_argument("--compact", action="store_true",
+                           help="then rewrite the file so it shrinks (a delete alone frees space for new rows but "
+                                "keeps the file's size)")
+
+
+def run_export(args: argparse.Namespace) -> str:
+    filters = TraceFilter(
+        since=parse_since(args.since, flag="--since") if args.since is not None else None,
+        until=parse_since(args.until, flag="--until") if args.until is not None else None,
+        interactive=args.interactive, run_ids=tuple(args.run), query_contains=args.query_contains,
+        layers=tuple(args.layer), l1_statuses=tuple(args.l1_status), decisions=tuple(args.filter_decision))
+    traces = _existing(args.traces)
+    if Path(args.output).is_file() and not args.overwrite:
+        raise ValueError(f"the export's output {args.output} exists; pass another --output, or --overwrite")
+    result = export_traces(traces, args.output, args.format, filters, oldest_first=args.oldest_first,
+                           overwrite=args.overwrite)
+    return json.dumps({**result.to_dict(), "traces": str(traces), "filters": filters.words()}, indent=2)
+
+
+def run_prune(args: argparse.Namespace) -> str:
+    if args.older_than is not None:
+        cut = utc_now() - parse_span(args.older_than, flag="--older-than")
+    else:
+        cut = parse_moment(args.before, flag="--before")
+    if args.dry_run and args.compact:
+        raise ValueError("--dry-run changes nothing, so it cannot --compact; drop one of them")
+    report = prune(_existing(args.traces), cut, include_runs=args.include_runs, dry_run=args.dry_run,
+                   compact_file=args.compact)
+    return json.dumps({"traces": str(_existing(args.traces)), **report.to_dict()}, indent=2)
+
+
+def _existing(traces: str | None) -> Path:
+    path = Path(traces) if traces else default_traces()
+    if not path.is_file():
+        raise ValueError(f"no trace file at {path}; pass the DuckDB file the lookups were recorded in (--traces)")
+    return path

@@ -1,0 +1,97 @@
+"""Rewriting a trace file so it shrinks: every table copied into a new file, which then takes the old one's name.
+
+DuckDB reuses the blocks deleted rows free but does not give them back (a DELETE, CHECKPOINT or VACUUM left
+the file its size, docs/traces.md), so only a new file is smaller. The swap must never pair the new file
+with the old one's log (`traces.duckdb.wal`): DuckDB would replay it onto the new file (it did, deleting the
+wrong rows, when tried), so:
+
+1. the detached checkpointer (checkpoint.py, in its own session, as every checkpoint of this project) folds
+   the log into the file, and this waits for it;
+2. holding the file (other processes spool meanwhile), with no log left, every table is copied into
+   `<file>.compact`, checkpointed and closed there;
+3. the new file is renamed over the old one while the old one is still held, so nothing writes between.
+
+A kill before 3 leaves the old file whole and a stray `.compact` file (removed by the next compaction); after
+it, the new file is whole.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from retrieval.traces.checkpoint import wal_path
+from retrieval.traces.db import TraceStoreError
+from retrieval.traces.store import TraceStore
+
+ATTEMPTS = 3  # checkpoint-then-hold rounds before giving up on a file other processes keep writing
+CHECKPOINT_WAIT = 120.0  # seconds the checkpointer may take
+COMPACT_MEMORY = "256MB"  # DuckDB's memory limit while it copies (measured in docs/traces.md)
+
+
+def compact_path(path: Path) -> Path:
+    return path.with_name(path.name + ".compact")
+
+
+def compact(path: str | Path) -> None:
+    """Rewrite the trace file at `path` into a new file of only its live rows, and put it in its place."""
+    path = Path(path)
+    target = compact_path(path)
+    for attempt in range(ATTEMPTS):
+        _fold_log(path)
+        store = TraceStore(path, background=False)
+        try:
+            with store.connect(drain=False) as con:
+                if _log_bytes(path):
+                    continue  # another process committed after the checkpoint: fold it again
+                for stray in (target, wal_path(target)):
+                    stray.unlink(missing_ok=True)
+                name = con.execute("SELECT current_database()").fetchone()[0]
+                literal = "'" + str(target).replace("'", "''") + "'"
+                con.execute(f"SET memory_limit = '{COMPACT_MEMORY}'")
+                con.execute("SET threads = 1")
+                con.execute(f"ATTACH {literal} AS lookup_compact")
+                try:
+                    con.execute(f'COPY FROM DATABASE "{name}" TO lookup_compact')
+                    con.execute("CHECKPOINT lookup_compact")
+                finally:
+                    con.execute("DETACH lookup_compact")
+                _fsync(target)
+                os.replace(target, path)  # still holding the old file: no process writes in between
+                return
+        finally:
+            store.detach()
+            if attempt == ATTEMPTS - 1:
+                target.unlink(missing_ok=True)
+    raise TraceStoreError(f"trace file {path} kept being written while it was compacted ({ATTEMPTS} tries); "
+                          "the rows were pruned, try the compaction again when it is quieter")
+
+
+def _fold_log(path: Path) -> None:
+    """Run the checkpointer in its own session and wait for it: the log folded into the file."""
+    if not _log_bytes(path):
+        return
+    paths = [str(Path(__file__).resolve().parents[2]), *(p for p in sys.path if p)]
+    done = subprocess.run([sys.executable, "-S", "-m", "retrieval.traces.checkpoint", str(path)],
+                          start_new_session=True, stdin=subprocess.DEVNULL, capture_output=True,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(paths)}, timeout=CHECKPOINT_WAIT)
+    if done.returncode != 0 and _log_bytes(path):
+        raise TraceStoreError(f"could not fold the log of trace file {path} into it before compacting (another "
+                              "checkpointer or process held it); the rows were pruned, try the compaction again")
+
+
+def _log_bytes(path: Path) -> int:
+    try:
+        return os.stat(wal_path(path)).st_size
+    except FileNotFoundError:
+        return 0
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

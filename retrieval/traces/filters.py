@@ -1,0 +1,88 @@
+"""Which `tool_invocation` rows a read wants, as one parameterised WHERE clause: the Traces page's filters,
+the export command's flags and the exports all say it here, so they cannot select different rows.
+
+Every value a user typed or picked is a bound parameter; only column names (constants) are in the SQL text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+
+@dataclass(frozen=True)
+class TraceFilter:
+    """Rows created in [`since`, `until`) (naive UTC, as `created_at` is stored; aware times are converted), of
+    interactive lookups only (`interactive`) or of the runs `run_ids` (neither: every row), whose query
+    contains `query_contains` (case-insensitive, taken literally: `%` and `_` are plain characters), and
+    whose layer, L1 status and filter decision are among those given (empty: any)."""
+
+    since: datetime | None = None
+    until: datetime | None = None
+    interactive: bool = False
+    run_ids: tuple[str, ...] = ()
+    query_contains: str = ""
+    layers: tuple[str, ...] = ()
+    l1_statuses: tuple[str, ...] = ()
+    decisions: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.interactive and self.run_ids:
+            raise ValueError("a filter takes interactive lookups (no run) or the lookups of runs, not both")
+        for name in ("run_ids", "layers", "l1_statuses", "decisions"):
+            values = getattr(self, name)
+            if isinstance(values, str) or not all(isinstance(v, str) for v in values):
+                raise ValueError(f"{name} takes a tuple of strings, got {values!r}")
+        if self.since is not None and self.until is not None and utc_naive(self.since) >= utc_naive(self.until):
+            raise ValueError(f"the time range is empty: since {self.since} is not before until {self.until}")
+
+    def where(self) -> tuple[str, list[Any]]:
+        """` WHERE …` (or "" for every row) and its parameters, in order."""
+        clauses: list[str] = []
+        params: list[Any] = []
+        if self.since is not None:
+            clauses.append("created_at >= ?")
+            params.append(utc_naive(self.since))
+        if self.until is not None:
+            clauses.append("created_at < ?")
+            params.append(utc_naive(self.until))
+        if self.interactive:
+            clauses.append("run_id IS NULL")
+        elif self.run_ids:
+            clauses.append(_in("run_id", self.run_ids))
+            params.extend(self.run_ids)
+        for column, values in (("retrieval_layer", self.layers), ("l1_status", self.l1_statuses),
+                               ("filter_decision", self.decisions)):
+            if values:
+                clauses.append(_in(column, values))
+                params.extend(values)
+        if self.query_contains.strip():
+            clauses.append("contains(lower(query), lower(?))")
+            params.append(self.query_contains.strip())
+        return (" WHERE " + " AND ".join(clauses) if clauses else ""), params
+
+    def words(self) -> str:
+        """The filter as a reader says it: 'interactive lookups · since 2026-01-05 17:00 UTC · query contains …'."""
+        parts = ["interactive lookups" if self.interactive else
+                 f"run {', '.join(self.run_ids)}" if self.run_ids else "every lookup (interactive and runs)"]
+        if self.since is not None:
+            parts.append(f"since {utc_naive(self.since):%Y-%m-%d %H:%M} UTC")
+        if self.until is not None:
+            parts.append(f"before {utc_naive(self.until):%Y-%m-%d %H:%M} UTC")
+        if self.query_contains.strip():
+            parts.append(f"query contains {self.query_contains.strip()!r}")
+        for label, values in (("layer", self.layers), ("L1 status", self.l1_statuses),
+                              ("filter decision", self.decisions)):
+            if values:
+                parts.append(f"{label} {' or '.join(values)}")
+        return " · ".join(parts)
+
+
+def utc_naive(moment: datetime) -> datetime:
+    """`moment` as naive UTC, as `created_at` is stored (an aware time converted, a naive one taken as UTC)."""
+    return moment.astimezone(timezone.utc).replace(tzinfo=None) if moment.tzinfo is not None else moment
+
+
+def _in(column: str, values: tuple[str, ...]) -> str:
+    return f"{column} IN ({', '.join('?' * len(values))})"
