@@ -146,7 +146,7 @@ def _trace(row: dict, *, key: str = "tr_row") -> None:
 def _nothing_matches(store: TraceStore, filters: data.TraceFilters) -> None:
     """No row matches: say how many rows the filters hide (a file of evaluation runs has no interactive
     lookups, the page's default) and offer them, rather than suggesting the file is empty."""
-    hidden = traces_data.count(store, data.TraceFilters())
+    hidden = traces_data.count(store, data.TraceFilters(run=data.ANY))
     if not hidden:
         st.info("No traces yet. Run a lookup on the Lookup page to record one.")
         return
