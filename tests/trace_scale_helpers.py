@@ -70,7 +70,7 @@ def replicate(path: Path, rows: int, *, run_share: float = 0.1, runs: int = 40, 
         in_runs = round(rows * run_share)
         for seed_run, total in ((False, rows - in_runs), (True, in_runs)):
             for start in range(0, total, block):
-                select = ", ".join(_expression(name, seed_run, runs, days) for name in columns)
+                select = ", ".join(_expression(name, seed_run, runs, days, total) for name in columns)
                 end = start + min(block, total - start)
                 con.execute(f"INSERT INTO {TABLE} SELECT {select} FROM range({start}, {end}) g(i) JOIN {SEED} s "
                             f"ON s.seed_run = {str(seed_run).lower()} AND s.seed_n = g.i % {seeds.get(seed_run, 1)}")
@@ -81,13 +81,14 @@ def replicate(path: Path, rows: int, *, run_share: float = 0.1, runs: int = 40, 
     return Replicated(int(total), int(in_runs), runs if in_runs else 0, Path(path).stat().st_size)
 
 
-def _expression(name: str, seed_run: bool, runs: int, days: int) -> str:
-    """A column of a copied row: new id and time; a run's rows get one of `runs` run ids."""
+def _expression(name: str, seed_run: bool, runs: int, days: int, total: int) -> str:
+    """A column of a copied row: new id; a time that grows with the row's position over `days` (rows are
+    stored in the order drains wrote them, oldest first); a run's rows get one of `runs` run ids."""
     if name == "id":
         return "uuid()::VARCHAR AS id"
     if name == "created_at":
-        return (f"TIMESTAMP '2026-01-01' + to_seconds(((g.i * 7919) % {days * 86_400})::BIGINT) "
-                f"+ to_microseconds((g.i % 1000000)::BIGINT) AS created_at")
+        step = days * 86_400 * 10**6 // max(total, 1)  # microseconds between two rows
+        return f"TIMESTAMP '2026-01-01' + to_microseconds((g.i * {step})::BIGINT) AS created_at"
     if seed_run and name == "run_id":
         return f"'run-' || lpad((g.i % {runs})::VARCHAR, 4, '0') AS run_id"
     if seed_run and name == "query_id":
@@ -107,9 +108,11 @@ PAGES = {"lookup": "appui/pages/lookup.py", "compare": "appui/pages/compare.py",
 
 
 def _peak_mb() -> float:
-    import resource
-
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    """This process's peak RSS (VmHWM), which exec resets; getrusage's ru_maxrss keeps the parent's peak at fork."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
 
 
 def _timed(work) -> dict[str, Any]:
@@ -159,10 +162,20 @@ def drain(path: Path, batch: int) -> dict[str, Any]:
     return _timed(store.flush)
 
 
+def prune_before(path: Path, day: str) -> dict[str, Any]:
+    """`python -m retrieval traces prune --before DAY` (interactive rows only), without compacting."""
+    from datetime import datetime
+
+    from retrieval.traces.prune import prune
+
+    return _timed(lambda: prune(path, datetime.fromisoformat(day)))
+
+
 STEPS = {"render": lambda path, *a: render(path, a[0], all_runs=len(a) > 1),
          "sql": lambda path, name: sql_box(path, name),
          "export": lambda path, out: export_parquet(path, Path(out)),
-         "drain": lambda path, batch: drain(path, int(batch))}
+         "drain": lambda path, batch: drain(path, int(batch)),
+         "prune": lambda path, day: prune_before(path, day)}
 
 
 def run_step(step: str, path: Path, *args: str, timeout: float = 1800) -> dict[str, Any]:

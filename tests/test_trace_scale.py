@@ -1,0 +1,53 @@
+"""The app over a trace file of 50,000 real-shaped rows (tests/trace_scale_helpers.py: real lookups and an
+evaluation run, replicated in DuckDB, ~8.8 kB a row, 10% of runs): every page renders without an error and each
+step's process stays under a memory ceiling. Ceilings, not timing races: the time bound is loose (a page that
+loaded every row would still pass it here; the memory ceiling is what catches that), and docs/benchmarks.md has
+the measured figures at 1,000,000 rows (bench/trace_scale.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.trace_scale_helpers import PAGES, SQL, record_seed_rows, replicate, run_step
+
+ROWS = 50_000
+MEMORY_CEILING_MB = 1024  # the issue's bound at 1M rows is 1.5 GB; at 50k (440 MB of details) the old pages took more
+SECONDS_CEILING = 60.0
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def big_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("scale") / "traces.duckdb"
+    record_seed_rows(path)
+    built = replicate(path, ROWS)
+    assert built.rows == ROWS and built.run_rows == ROWS // 10
+    return path
+
+
+@pytest.mark.parametrize("page", sorted(PAGES))
+def test_every_page_renders_a_50k_row_file_under_the_memory_ceiling(big_file, page):
+    figures = run_step("render", big_file, page)
+    assert "failed" not in figures and figures["errors"] == [], figures
+    assert figures["peak_mb"] < MEMORY_CEILING_MB and figures["seconds"] < SECONDS_CEILING, figures
+
+
+def test_the_traces_page_over_every_run_stays_under_the_memory_ceiling(big_file):
+    figures = run_step("render", big_file, "traces", "all")
+    assert "failed" not in figures and figures["errors"] == [], figures
+    assert figures["peak_mb"] < MEMORY_CEILING_MB, figures
+
+
+@pytest.mark.parametrize("statement", sorted(SQL))
+def test_the_sql_box_reads_a_50k_row_file_in_place_under_the_memory_ceiling(big_file, statement):
+    figures = run_step("sql", big_file, statement)
+    assert "failed" not in figures and figures["peak_mb"] < MEMORY_CEILING_MB, figures
+
+
+def test_a_full_parquet_export_of_a_50k_row_file_streams_under_the_memory_ceiling(big_file, tmp_path):
+    figures = run_step("export", big_file, str(tmp_path / "all.parquet"))
+    assert "failed" not in figures and figures["peak_mb"] < MEMORY_CEILING_MB, figures
+    assert (tmp_path / "all.parquet").stat().st_size > 0
