@@ -8,6 +8,7 @@ import math
 import pandas as pd
 import pytest
 
+from appui.data import trace_export
 from appui.data import traces as data
 from retrieval.export import (
     MISSING,
@@ -15,11 +16,11 @@ from retrieval.export import (
     Section,
     cell_text,
     html_document,
-    html_table,
     json_lines,
     json_object,
     markdown_document,
 )
+from retrieval.lookup.invocation import ToolInvocation
 from tests.markdown_helpers import render_markdown
 
 HOSTILE = "<script>alert(1)</script>\r\nnext | line"
@@ -81,12 +82,14 @@ def test_html_document_escapes_every_text_and_carries_the_one_stylesheet():
     assert page.endswith("<h2>Empty</h2>\n<p><em>none</em></p>\n</body></html>\n")
 
 
-def test_the_app_trace_export_is_the_shared_renderer():
-    frame = pd.DataFrame({"query": [HOSTILE], "status": ["ok"]})
-    page = data.export_traces(frame, "HTML", title="t").decode()
-    shown = frame[["status", "query"]]  # in the Traces table's order (data.SUMMARY_COLUMNS)
+def test_the_app_trace_export_is_the_shared_renderer(store):
+    """The Export page's HTML report (aggregates, then the first rows) is retrieval.export's document: one
+    stylesheet, every text escaped."""
+    store.record_many([ToolInvocation("lookup_knowledge", HOSTILE, {}, "ok", 1.0, {}, {"retrieval_layer": "L1"})])
+    store.flush()
+    page = trace_export.report_bytes(store, data.TraceFilters(run=data.ANY), "HTML", title="t").decode()
     assert page.startswith(html_document([Section("t")]).split("<h1>")[0]) and page.count(STYLESHEET) == 1
-    assert html_table(shown) in page and page.count("<script") == 0
+    assert page.count("<script") == 0 and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
 
 
 def test_json_object_and_json_lines():

@@ -12,7 +12,7 @@ __all__, __getattr__, __dir__ = lazy_exports(__name__, {
     "reader": "iter_rows",
     "filters": "TraceFilter",
     "export": "ExportEstimate ExportResult export_traces estimate_export=estimate EXPORT_FORMATS=FORMATS",
-    "prune": "PruneReport prune file_size",
+    "prune": "PruneReport prune_traces=prune file_size",
     "moments": "parse_moment parse_since parse_span",
     "parts": "LoadedParts TracePartWarning load_parts part_files run_folder write_part",
 })
