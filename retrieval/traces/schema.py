@@ -24,12 +24,12 @@ TABLE = "tool_invocation"
 COLUMNS = ("id", "created_at", "tool_name", "query", "arguments", "status", "error", "latency_ms",
            "retrieval_layer", "filter_decision", "l1_status", "l0_match_count", "l1_candidate_count",
            "candidate_count", "evidence_count", "run_id", "query_id", "config", "retrieval_details",
-           *PROVENANCE_COLUMNS, "tags")
+           *PROVENANCE_COLUMNS, "tags", "host", "pid")
 V1_COLUMNS = COLUMNS[:19]
 JSON_COLUMNS = ("arguments", "config", "retrieval_details", "index_settings", "tags")
 COLUMN_TYPES = ("VARCHAR", "TIMESTAMP", "VARCHAR", "VARCHAR", "JSON", "VARCHAR", "VARCHAR", "DOUBLE",
                 "VARCHAR", "VARCHAR", "VARCHAR", "INTEGER", "INTEGER", "INTEGER", "INTEGER", "VARCHAR", "VARCHAR",
-                "JSON", "JSON", "VARCHAR", "VARCHAR", "INTEGER", "INTEGER", "JSON", "JSON")
+                "JSON", "JSON", "VARCHAR", "VARCHAR", "INTEGER", "INTEGER", "JSON", "JSON", "VARCHAR", "INTEGER")
 
 MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
     (1, (
@@ -113,6 +113,12 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
     # LIBRARIES), recorded with each evaluation run; runs stored before read null ("not recorded")
     (8, (
         "ALTER TABLE eval_run ADD COLUMN IF NOT EXISTS library_versions JSON",
+    )),
+    # v9 (many hosts): which host ($LOOKUP_KNOWLEDGE_HOST, else the host name) and which process recorded each call,
+    # so several trace files read as one still say where each row came from; rows stored before read null
+    (9, (
+        f"ALTER TABLE {TABLE} ADD COLUMN IF NOT EXISTS host VARCHAR",
+        f"ALTER TABLE {TABLE} ADD COLUMN IF NOT EXISTS pid INTEGER",
     )),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
