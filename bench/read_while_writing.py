@@ -80,17 +80,27 @@ def _probe(path: str, seconds: float, every: float = 0.002) -> dict[str, float]:
     """The share of F_GETLK samples that found a write lock on `path` (none taken by the probe)."""
     fd = os.open(path, os.O_RDONLY)
     held = total = 0
+    holders: dict[str, int] = {}
     end = time.monotonic() + seconds
     try:
         while time.monotonic() < end:
             query = struct.pack("hhqqi", fcntl.F_RDLCK, 0, 0, 0, 0)
-            kind = struct.unpack("hhqqi", fcntl.fcntl(fd, fcntl.F_GETLK, query))[0]
+            kind, _, _, _, pid = struct.unpack("hhqqi", fcntl.fcntl(fd, fcntl.F_GETLK, query))
             total += 1
-            held += kind == fcntl.F_WRLCK
+            if kind == fcntl.F_WRLCK:
+                held += 1
+                holders[_command(pid)] = holders.get(_command(pid), 0) + 1
             time.sleep(every)
     finally:
         os.close(fd)
-    return {"samples": total, "write_lock_share": held / max(total, 1)}
+    return {"samples": total, "write_lock_share": held / max(total, 1), "holders": holders}
+
+
+def _command(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()[-80:].strip()
+    except OSError:
+        return f"pid {pid} (gone)"
 
 
 def main() -> None:

@@ -24,7 +24,6 @@ from retrieval.paths import default_kb, default_traces
 from retrieval.traces import exit_drain
 from retrieval.traces.db import TraceStoreError
 from retrieval.traces.exit_drain import ExitDrain
-from retrieval.traces.file import TraceSpoolRejectedWarning
 from retrieval.traces.store import TraceStore
 from retrieval.traces.writer import TraceStoreLockedWarning
 
@@ -184,17 +183,17 @@ def _run(args: argparse.Namespace, tracing: list[Tracing]) -> str | None:
 
 
 def _drain_at_exit(store: TraceStore, helper: ExitDrain) -> None:
-    """The helper's drain; a held lock leaves the row spooled (one warning line naming the holder), a file
-    it cannot use is this command's error, and a helper that failed is replaced by a drain here."""
+    """Hand the row to the helper, which drains it after this command has exited (the keeper: trace_keeper).
+    A file another process held for the lock timeout leaves the row waiting (one warning line naming the
+    holder); a file the helper cannot use is this command's error; a helper that failed is replaced by a
+    drain here."""
     outcome = helper.finish()
     if outcome.status == "ok":
-        for note in filter(None, outcome.message.split("; ")):
-            warnings.warn(note, TraceSpoolRejectedWarning, stacklevel=2)
         store.detach()
     elif outcome.status == "locked":
         store.detach()
-        warnings.warn(f"{outcome.message}; the row is kept in {store.spool_path.name} beside it and added by "
-                      f"the next write", TraceStoreLockedWarning, stacklevel=2)
+        warnings.warn(f"{outcome.message}; the row is kept in {store.spool_path.name} beside it and arrives when it "
+                      f"lets go", TraceStoreLockedWarning, stacklevel=2)
     elif outcome.status == "error":
         store.detach()
         raise TraceStoreError(outcome.message)

@@ -124,12 +124,13 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
 
-def migrate(con: duckdb.DuckDBPyConnection, path: Path) -> None:
-    """Bring the file to SCHEMA_VERSION; refuse newer files and foreign `tool_invocation` tables."""
+def needs_migration(con: duckdb.DuckDBPyConnection, path: Path) -> bool:
+    """Whether the file lacks migrations this tool applies (read only: a read-only connection can ask); a
+    newer file or a foreign `tool_invocation` table is refused with a TraceStoreError."""
     existing = _columns(con)
     current = _version(con)
     if current == SCHEMA_VERSION and not sorted(set(COLUMNS) - set(existing)):
-        return  # up to date: no transaction, no write
+        return False
     if current > SCHEMA_VERSION:
         raise TraceStoreError(f"trace file {path} has schema v{current}, newer than this tool's "
                               f"v{SCHEMA_VERSION}; upgrade lookup-knowledge or use another --traces file")
@@ -138,6 +139,15 @@ def migrate(con: duckdb.DuckDBPyConnection, path: Path) -> None:
         lacks = f"columns {', '.join(missing)}" if missing else "its schema_version table"
         raise TraceStoreError(f"trace file {path} has a {TABLE} table that is not this tool's (it lacks "
                               f"{lacks}); {ADVICE}")
+    return True
+
+
+def migrate(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    """Bring the file to SCHEMA_VERSION; refuse newer files and foreign `tool_invocation` tables. The file's
+    `tool_invocation` must be a table (folded: trace_view), as every file before v9 is."""
+    if not needs_migration(con, path):
+        return  # up to date: no transaction, no write
+    current = _version(con)
     con.execute("BEGIN TRANSACTION")
     con.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL, applied_at TIMESTAMP)")
     for version, statements in MIGRATIONS:
