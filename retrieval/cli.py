@@ -20,7 +20,7 @@ from retrieval.index.build import KnowledgeIndex, open_index
 from retrieval.lookup.orchestrator import lookup_knowledge
 from retrieval.lookup.recorders import combine
 from retrieval.otel.env import tracing_from_env
-from retrieval.paths import default_kb, default_traces
+from retrieval.paths import default_kb, default_traces, trace_sources
 from retrieval.traces import exit_drain
 from retrieval.traces.db import TraceStoreError
 from retrieval.traces.exit_drain import ExitDrain
@@ -93,7 +93,8 @@ def build_parser() -> argparse.ArgumentParser:
     traces = commands.add_parser("traces", help="work on a trace file").add_subparsers(dest="action", required=True)
     backfill = traces.add_parser("export-otlp", help="send stored invocations to an OTLP collector as spans, with "
                                                      "their original timestamps")
-    backfill.add_argument("--traces", default=None, help="DuckDB trace file (default: traces.duckdb)")
+    backfill.add_argument("--traces", default=None, help="DuckDB trace file, or a folder of them read as one "
+                                                         "(default: $LOOKUP_KNOWLEDGE_TRACES, else traces.duckdb)")
     backfill.add_argument("--since", default=None, help="only rows created at or after this: an ISO date or time "
                                                         "(UTC unless it has an offset), or 90m, 24h, 7d, 2w")
     backfill.add_argument("--run", default=None, metavar="RUN_ID", help="only the lookups of this evaluation run")
@@ -234,7 +235,7 @@ def _export_otlp(args: argparse.Namespace) -> str:
     since = parse_since(args.since) if args.since is not None else None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        report = export_stored(args.traces or default_traces(), settings, since=since, run_id=args.run)
+        report = export_stored(args.traces or trace_sources(), settings, since=since, run_id=args.run)
     for warning in caught:
         print(f"warning: {warning.message}", file=sys.stderr)
     if report.spans_lost and not report.spans_sent:

@@ -177,8 +177,12 @@ def run(tables: Mapping[str, pd.DataFrame], sql: str, *, max_rows: int = 10_000,
 
 def snapshot(query: Callable[[str], pd.DataFrame]) -> dict[str, pd.DataFrame]:
     """Every table of the trace file's main schema, read through `query` (e.g. `TraceStore.query`)."""
-    names = query("SELECT table_name FROM information_schema.tables WHERE table_schema = 'main' "
-                  "AND table_type = 'BASE TABLE' ORDER BY 1")["table_name"]
+    # tool_invocation is a view while the trace file has live parts (its rows then also in tool_invocation_packed),
+    # and several trace files read as one are temporary views
+    names = query("SELECT DISTINCT table_name FROM information_schema.tables WHERE table_schema = 'main' "
+                  "AND table_catalog IN (current_database(), 'temp') AND table_name <> 'tool_invocation_packed' "
+                  "AND (table_type = 'BASE TABLE' OR table_catalog = 'temp' OR table_name = 'tool_invocation') "
+                  "ORDER BY 1")["table_name"]
     return {str(name): query(f"SELECT * FROM {_quote(str(name))}") for name in names}
 
 

@@ -29,7 +29,7 @@ FORMATS = {"CSV": ("csv", "text/csv"), "Parquet": ("parquet", "application/vnd.a
            "HTML": ("html", "text/html")}
 # status, latency and id first: at the end of the row, a narrow window scrolled them out of sight
 SUMMARY_COLUMNS = ["created_at", "status", "latency_ms", "id", "query", "retrieval_layer", "filter_decision",
-                   "l1_status", "l0_match_count", "l1_candidate_count", "evidence_count", "run_id"]
+                   "l1_status", "l0_match_count", "l1_candidate_count", "evidence_count", "run_id", "host", "pid"]
 
 
 ReadOnlyError = sql_box.SqlRefused  # the SQL box's refusal, under the name the pages and tests use
@@ -47,6 +47,7 @@ class TraceFilters:
     text: str = ""
     limit: int | None = 1000
     now: datetime | None = field(default=None, compare=False)
+    hosts: tuple[str, ...] = ()  # the hosts whose rows to keep (schema v9's `host`); none: every host
 
     def to_sql(self) -> tuple[str, list[Any]]:
         clauses, params = [], []
@@ -60,7 +61,7 @@ class TraceFilters:
             clauses.append("run_id = ?")
             params.append(self.run)
         for column, values in (("retrieval_layer", self.layers), ("l1_status", self.l1_statuses),
-                               ("filter_decision", self.decisions)):
+                               ("filter_decision", self.decisions), ("host", self.hosts)):
             if values:
                 clauses.append(f"{column} IN ({', '.join('?' * len(values))})")
                 params.extend(values)
@@ -78,9 +79,9 @@ def filter_traces(store: TraceStore, filters: TraceFilters) -> pd.DataFrame:
 
 
 def distinct_values(store: TraceStore) -> dict[str, list[str]]:
-    """The values the Traces filters offer: layers, L1 statuses, filter decisions, run ids."""
+    """The values the Traces filters offer: layers, L1 statuses, filter decisions, run ids, hosts."""
     out = {}
-    for column in ("retrieval_layer", "l1_status", "filter_decision", "run_id"):
+    for column in ("retrieval_layer", "l1_status", "filter_decision", "run_id", "host"):
         frame = store.query(f"SELECT DISTINCT {column} AS v FROM {TABLE} WHERE {column} IS NOT NULL ORDER BY 1")
         out[column] = [str(v) for v in frame["v"]]
     return out

@@ -45,7 +45,12 @@ class TraceStoreWriteWarning(UserWarning):
 
 
 class TraceStoreLockedWarning(TraceStoreWriteWarning):
-    """Rows wait in the spool because another process held the trace file's lock for too long."""
+    """Rows wait (spooled, or drained but not shown) because another process held the trace file's lock for too
+    long; `holder` names it ('process 1234 (duckdb)') when known."""
+
+    def __init__(self, message: str, holder: str = "") -> None:
+        super().__init__(message)
+        self.holder = holder
 
 
 class TraceWriter:
@@ -277,7 +282,8 @@ class TraceWriter:
         where = ", ".join(str(p.name) for p in self.spool_files())
         if self._hidden:
             where = ", ".join(filter(None, [where, trace_live.live_dir(self.path).name + "/"]))
-        kind = TraceStoreLockedWarning if locked else TraceStoreWriteWarning
         tail = "arrive when it lets go" if locked else "are added by the next write"
-        warnings.warn(f"{exc}; recorded rows are kept in {where or 'memory'} beside it and {tail}",
-                      kind, stacklevel=3)
+        text = f"{exc}; recorded rows are kept in {where or 'memory'} beside it and {tail}"
+        warning = (TraceStoreLockedWarning(text, getattr(exc, "holder", "")) if locked
+                   else TraceStoreWriteWarning(text))
+        warnings.warn(warning, stacklevel=3)
