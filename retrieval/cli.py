@@ -12,6 +12,7 @@ import sys
 import warnings
 from collections.abc import Sequence
 from dataclasses import fields
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from retrieval.agent.tool import tool_definition
@@ -100,6 +101,12 @@ def build_parser() -> argparse.ArgumentParser:
     backfill.add_argument("--run", default=None, metavar="RUN_ID", help="only the lookups of this evaluation run")
     backfill.add_argument("--otlp-endpoint", default=None, metavar="URL", help=OTLP_HELP.replace("each lookup",
                                                                                                  "the rows"))
+    pack = traces.add_parser("pack", help="fold the live parts and DuckDB's log into the trace file now, so the file "
+                                          "alone holds every row (to copy it)")
+    pack.add_argument("--traces", default=None, help="DuckDB trace file (default: traces.duckdb)")
+    pack.add_argument("--lock-timeout", type=float, default=exit_drain.LOCK_TIMEOUT, metavar="SECONDS",
+                      help="how long to wait for a trace file another process holds "
+                           f"(default {exit_drain.LOCK_TIMEOUT:g})")
     return parser
 
 
@@ -141,7 +148,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _run(args: argparse.Namespace, tracing: list[Tracing]) -> str | None:
     if args.command == "traces":
-        return _export_otlp(args)
+        return _pack(args) if args.action == "pack" else _export_otlp(args)
     kb = args.kb or default_kb()
     if args.command == "mcp":
         return _serve_mcp(args, kb)
@@ -242,3 +249,24 @@ def _export_otlp(args: argparse.Namespace) -> str:
         raise ValueError(f"no span reached {settings.endpoint} ({report.rows} row(s) read); is the collector "
                          f"running and listening for OTLP over HTTP there?")
     return json.dumps({"endpoint": settings.endpoint, **report.to_dict()}, indent=2)
+
+
+def _pack(args: argparse.Namespace) -> str:
+    """`traces pack`: fold the live parts and the log into the file now; what it folded, as JSON."""
+    from retrieval.traces.checkpoint import wal_path
+    from retrieval.traces.db import TraceStoreLocked, file_holder
+    from retrieval.traces.keeper import pack
+
+    path = Path(args.traces or default_traces())
+    if not path.is_file():
+        raise ValueError(f"no trace file at {path}; pass the DuckDB file the lookups were recorded in (--traces)")
+    if not args.lock_timeout >= 0:
+        raise ValueError(f"--lock-timeout takes seconds, 0 or more, got {args.lock_timeout}")
+    packed = pack(path, timeout=args.lock_timeout)
+    if packed is None:
+        holder = file_holder(path) or "another process"
+        raise TraceStoreLocked(f"trace file {path} is locked by {holder} for over {args.lock_timeout:g}s; nothing "
+                               f"was folded", holder)
+    log = wal_path(path)
+    return json.dumps({"trace_file": str(path), "folded_rows": packed.rows, "folded_parts": packed.parts,
+                       "log_bytes": log.stat().st_size if log.exists() else 0}, indent=2)

@@ -13,8 +13,8 @@ from pathlib import Path
 from retrieval import TraceStore, lookup_knowledge
 
 FORK = multiprocessing.get_context("fork")
-WRITERS, SECONDS = 4, 11.0
-WARM_UP = 1.0  # seconds the writers record before the plain client starts: their first drain makes the live
+WRITERS, SECONDS = 4, 12.0
+WARM_UP = 2.0  # seconds the writers record before the plain client starts: their first drain makes the live
 # view, the one moment the write lock is taken (about 20 ms, more on a saturated machine; docs/traces.md)
 QUERIES = ("PagerDuty escalation", "silence alerts", "download invoices", "rotate an API token", "retention")
 READER_LOCK_TIMEOUT = 3.0  # as the app's Traces page (appui.widgets.state.LOCK_TIMEOUT)

@@ -203,6 +203,7 @@ def _serve(path: Path, lock_timeout: float, requests: TextIO, answers: TextIO) -
     for stream in (requests, answers):
         with contextlib.suppress(OSError):
             stream.close()
+    keeper.detach_stdio()  # now: the command's caller waits for its stdout and stderr to close, not for this
     spool = Spool(spool_path(path))
     while True:  # the keeper's lock, or the row drained by the keeper that holds it
         fd = keeper.take_lock(path)
@@ -214,7 +215,6 @@ def _serve(path: Path, lock_timeout: float, requests: TextIO, answers: TextIO) -
     try:
         with contextlib.suppress(OSError):
             os.setsid()  # the command's terminal and process group may go; the keeper stays
-        keeper.detach_stdio()
         try:
             return keeper.run(path)
         except Exception:  # noqa: BLE001 - detached: nobody reads a traceback; the next drain starts a keeper

@@ -36,6 +36,8 @@ IDLE = float(os.environ.get("LOOKUP_KNOWLEDGE_PACK_IDLE") or 1.5)  # seconds wit
 POLL = 0.1  # seconds between the keeper's looks at the spool and the live folder
 MAX_WAIT = 3600.0  # seconds the keeper keeps trying a held file; the next drain starts another one
 SHOW_WAIT = 0.25  # seconds a drain waits for the file to make the live view (the file is free far more often)
+MAX_LIVE_PARTS = 240  # parts (4 minutes of drains at full speed) past which the oldest are folded while writers work
+FOLD_CHUNK = 60  # parts folded at a time then: the write lock held for about a minute's rows, not all of them
 _started: list[subprocess.Popen] = []  # children not yet collected (polled on each start)
 
 
@@ -110,6 +112,8 @@ def run(path: Path, *, idle: float | None = None) -> int:
             elif held is None and trace_live.part_files(path) and not trace_live.is_marked_live(path):
                 with contextlib.suppress(trace_db.TraceStoreError):
                     show_live(path, SHOW_WAIT)
+            if held is None and len(trace_live.part_files(path)) > MAX_LIVE_PARTS:
+                pack(path, timeout=0.0, turn_wait=1.0, oldest=FOLD_CHUNK)
             if now - changed >= idle and not spool.has_rows():
                 if not _needs_fold(path):
                     return 0
@@ -133,9 +137,9 @@ class Packed:
     parts: int
 
 
-def pack(path: Path, *, timeout: float, turn_wait: float = 10.0) -> Packed | None:
-    """Fold the live parts into `tool_invocation` and checkpoint the file now; None when the file (within
-    `timeout`) or the drain turn (within `turn_wait`) stayed taken."""
+def pack(path: Path, *, timeout: float, turn_wait: float = 10.0, oldest: int | None = None) -> Packed | None:
+    """Fold the live parts (only the `oldest` so many, if given) into `tool_invocation` and checkpoint the file
+    now; None when the file (within `timeout`) or the drain turn (within `turn_wait`) stayed taken."""
     with trace_db.write_guard(path):
         try:
             con = trace_db.connect(path, timeout=timeout)
@@ -146,8 +150,8 @@ def pack(path: Path, *, timeout: float, turn_wait: float = 10.0) -> Packed | Non
             if not turn.take(turn_wait):
                 return None
             try:
-                parts = len(trace_live.part_files(path))
-                rows = trace_view.fold(con, path)
+                parts = min(len(trace_live.part_files(path)), oldest or 2**31)
+                rows = trace_view.fold(con, path, oldest=oldest)
                 migrate_once(con, path)
             finally:
                 turn.release()

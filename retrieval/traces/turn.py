@@ -83,7 +83,16 @@ class DrainTurn:
 
     def _open(self) -> int:
         try:
-            return os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            pass
+        except OSError:
+            return -1
+        else:
+            os.utime(fd, (0, 0))  # no drain yet: a paced drain need not wait
+            return fd
+        try:
+            return os.open(self.path, os.O_RDWR)
         except OSError:
             return -1
 

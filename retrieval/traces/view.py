@@ -13,6 +13,7 @@ sees a part both folded and in the folder. Both run with the drain turn held (tr
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -71,27 +72,33 @@ def go_live(con: duckdb.DuckDBPyConnection, path: Path) -> bool:
     return True
 
 
-def fold(con: duckdb.DuckDBPyConnection, path: Path) -> int:
-    """Fold the live parts of `path` into `tool_invocation`, a table again; returns the rows inserted. The
-    caller holds the drain turn and `con` (read-write). Parts are removed after the commit, before `con`
-    closes: no reader can be between the two."""
+def fold(con: duckdb.DuckDBPyConnection, path: Path, *, oldest: int | None = None) -> int:
+    """Fold the live parts of `path` into `tool_invocation`, a table again; returns the rows inserted. With
+    `oldest`, only that many of the oldest parts, and the view stays (writers are busy: a short hold of the
+    lock now and then keeps the folder from growing without end). The caller holds the drain turn and `con`
+    (read-write). Parts are removed after the commit, before `con` closes: no reader can be between the two."""
     parts = trace_live.part_files(path)
     live = is_live(con)
     if not parts and not live:
         return 0
+    whole = oldest is None or len(parts) <= oldest
+    if whole:
+        trace_live.unmark_live(path)  # before the commit: a marker without the view would hide the next parts
+    else:
+        parts = sorted(parts, key=_mtime)[:oldest]  # the rest stay in the live view
+    target = PACKED if live and not whole else TABLE
     names = [trace_live.part_name(part) for part in parts]
     done = _ledgered(con, names)
     todo = [part for part, name in zip(parts, names, strict=True) if name not in done]
-    trace_live.unmark_live(path)  # before the commit: a marker without the view would hide the next parts
     inserted = 0
     con.execute("BEGIN TRANSACTION")
     try:
-        if live:
+        if live and whole:
             con.execute(f"DROP VIEW {TABLE}")
             con.execute(f"ALTER TABLE {PACKED} RENAME TO {TABLE}")
         if todo:
             sources = "[" + ", ".join(sql_literal(str(part)) for part in todo) + "]"
-            inserted = con.execute(f"INSERT INTO {TABLE} BY NAME SELECT {_typed('p')} FROM {_parts(sources)} AS p "
+            inserted = con.execute(f"INSERT INTO {target} BY NAME SELECT {_typed('p')} FROM {_parts(sources)} AS p "
                                    f"QUALIFY row_number() OVER (PARTITION BY p.id) = 1").fetchone()[0]
             values = ", ".join(f"({sql_literal(trace_live.part_name(part))}, now()::TIMESTAMP)" for part in todo)
             con.execute(f"INSERT INTO {LEDGER} VALUES {values}")
@@ -103,7 +110,17 @@ def fold(con: duckdb.DuckDBPyConnection, path: Path) -> int:
     for part in parts:  # and the batch a killed drainer left behind after writing its part, if any
         _remove_batch(path, trace_live.part_name(part))
         part.unlink(missing_ok=True)
+    if whole:
+        with contextlib.suppress(OSError):  # the emptied folder (not if a temporary part is in it)
+            trace_live.live_dir(path).rmdir()
     return int(inserted)
+
+
+def _mtime(part: Path) -> float:
+    try:
+        return part.stat().st_mtime
+    except FileNotFoundError:
+        return 0.0
 
 
 def _remove_batch(path: Path, name: str) -> None:
