@@ -27,10 +27,7 @@ sys.path.insert(0, str(ROOT))
 
 from retrieval import TraceStore, lookup_knowledge, open_index  # noqa: E402
 from retrieval.paths import SAMPLE_KB  # noqa: E402
-from retrieval.traces.db import CONNECT_CONFIG  # noqa: E402
-from retrieval.traces.ingest import select, sql_literal  # noqa: E402
-from retrieval.traces.keeper import pack  # noqa: E402
-from retrieval.traces.rows import encode  # noqa: E402
+from retrieval.traces import pack  # noqa: E402
 
 QUERIES = ("PagerDuty escalation", "silence alerts", "download invoices", "rotate an API token", "retention")
 
@@ -49,24 +46,26 @@ def main(argv: list[str] | None = None) -> int:
         lookup_knowledge(QUERIES[len(rows) % len(QUERIES)], index=index, recorder=rows.append)
     with tempfile.TemporaryDirectory() as name:
         folder = Path(name)
-        path = folder / "t.duckdb"
+        path, source = folder / "t.duckdb", folder / "source.duckdb"
         TraceStore(path).close()
-        pack(path, timeout=10)
-        lines = folder / "rows.jsonl"
-        lines.write_bytes(b"".join(encode(row) for row in rows))
-        megabytes = lines.stat().st_size / 1e6
-        staged = duckdb.connect(":memory:", config=dict(CONNECT_CONFIG))
-        staged.execute(f"CREATE TABLE staged AS {select([str(lines)])}")  # parsed and checked, outside any lock
+        with TraceStore(source) as store:  # the rows as the trace store stores them: its types, its JSON text
+            store.record_many(rows)
+        pack(source, timeout=10)
+        megabytes = _spooled_mb(rows)
+        staged = duckdb.connect(":memory:")
+        staged.execute(f"ATTACH '{source}' AS source (READ_ONLY)")
+        staged.execute("CREATE TABLE staged AS SELECT * FROM source.tool_invocation")  # outside any lock
+        staged.execute("DETACH source")
         held, folded = [], []
         for _ in range(args.rounds):
             started = time.perf_counter()
-            staged.execute(f"ATTACH {sql_literal(str(path))} AS t")
+            staged.execute(f"ATTACH '{path}' AS t")
             staged.execute("BEGIN TRANSACTION")
             staged.execute("INSERT INTO t.tool_invocation BY NAME SELECT * FROM staged")
             staged.execute("COMMIT")
             staged.execute("DETACH t")
             held.append(time.perf_counter() - started)
-            con = duckdb.connect(str(path), config=dict(CONNECT_CONFIG))
+            con = duckdb.connect(str(path))
             started = time.perf_counter()
             con.execute("CHECKPOINT")
             folded.append(time.perf_counter() - started)
@@ -80,6 +79,16 @@ def main(argv: list[str] | None = None) -> int:
                           "rate_rows_per_s": round(args.rate, 1), "least_write_lock_share": round(share, 3)},
                          indent=2))
     return 0
+
+
+def _spooled_mb(rows: list) -> float:
+    """The rows' size as spool lines (what a drain reads), in MB."""
+    with tempfile.TemporaryDirectory() as name:
+        store = TraceStore(Path(name) / "size.duckdb", background=False)
+        store.record_many(rows)
+        size = store.spool_path.stat().st_size
+        store.detach()
+    return size / 1e6
 
 
 if __name__ == "__main__":

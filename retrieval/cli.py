@@ -25,6 +25,7 @@ from retrieval.paths import default_kb, default_traces, trace_sources
 from retrieval.traces import exit_drain
 from retrieval.traces.db import TraceStoreError
 from retrieval.traces.exit_drain import ExitDrain
+from retrieval.traces.keeperlock import ensure as keeper_ensure
 from retrieval.traces.store import TraceStore
 from retrieval.traces.writer import TraceStoreLockedWarning
 
@@ -174,6 +175,9 @@ def _run(args: argparse.Namespace, tracing: list[Tracing]) -> str | None:
         finally:
             if helper is not None:
                 helper.close()
+        if store is not None and helper is None:  # a keeper was at work: it drains the row
+            store.detach()
+            keeper_ensure(store.path)  # unless it has gone meanwhile (it looks at the spool once more first)
         for warning in caught:
             print(f"warning: {warning.message}", file=sys.stderr)
         if index.kb.problems:  # the count is in retrieval_details.kb; the names go to stderr

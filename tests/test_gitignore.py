@@ -58,6 +58,7 @@ def test_a_lookup_while_another_process_holds_the_file_leaves_its_row_ignored(tm
     traces = repo / "traces.duckdb"
     with repos.Watcher(repo) as watcher:
         run(repo, "retrieval", "lookup", QUERIES[0], "--kb", str(repos.SAMPLE))
+        repos.wait_for_keeper(traces)  # (while one is at work, a lookup leaves its row to it, checking nothing)
         with held_trace_file(traces):
             done = run(repo, "retrieval", "lookup", QUERIES[1], "--kb", str(repos.SAMPLE), "--lock-timeout", "0.5")
             assert "is locked by process" in done.stderr

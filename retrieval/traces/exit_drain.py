@@ -7,8 +7,9 @@ imports DuckDB, checks (and makes or migrates) the file, and says so, beside the
 When the row is spooled the command tells it and exits at once: it does not wait for a drain. The child then
 becomes the file's keeper (trace_keeper) in its own session: it drains the row into the live folder, where
 a plain DuckDB client sees it within about a second, and folds it into the file once writers are idle. If
-another keeper runs, that one drains it (the child waits until the row has left the spool, or until it
-can take over). The protocol is one line each way: the child says `ready`, `locked: …` (another process
+another keeper runs, that one drains it; and when one runs before the command starts, no helper is started
+at all: the command spools its row and leaves it to that keeper (trace_keeperlock says how neither misses
+the other). The protocol is one line each way: the child says `ready`, `locked: …` (another process
 held the file for the lock timeout: the row waits and arrives when it lets go) or `error: …` (a file it
 cannot use); the command answers `drain` once its row is spooled (or just goes away).
 
@@ -22,14 +23,14 @@ import contextlib
 import os
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from retrieval.traces.keeperlock import running as keeper_running
+
 OK, LOCKED, ERROR, FAILED = "ok", "locked", "error", "failed"
 LOCK_TIMEOUT = 10.0  # the trace writer's default
-HANDOVER_POLL = 0.05  # seconds between the helper's looks while another keeper holds the file's keeper lock
 _prestarted: dict[tuple[str, float], ExitDrain] = {}
 
 
@@ -61,13 +62,19 @@ def prestart(argv: list[str]) -> None:
         timeout = float(flags["--lock-timeout"])
     except ValueError:
         return  # the command refuses the flag itself
+    if keeper_running(Path(flags["--traces"])):
+        return  # the keeper at work drains the row: no helper (`take` says so)
     _prestarted[(str(Path(flags["--traces"])), timeout)] = ExitDrain(Path(flags["--traces"]), timeout, fork=True)
 
 
-def take(path: Path, lock_timeout: float) -> ExitDrain:
+def take(path: Path, lock_timeout: float) -> ExitDrain | None:
     """The helper prestarted for `path` and `lock_timeout`, or a new one (spawned: this process may hold
-    threads or DuckDB state, which a fork must not copy)."""
-    return _prestarted.pop((str(path), float(lock_timeout)), None) or ExitDrain(path, lock_timeout)
+    threads or DuckDB state, which a fork must not copy); None when a keeper of the file is at work: it
+    drains the row (the caller starts one after spooling if it has gone meanwhile)."""
+    prestarted = _prestarted.pop((str(path), float(lock_timeout)), None)
+    if prestarted is not None:
+        return prestarted
+    return None if keeper_running(path) else ExitDrain(path, lock_timeout)
 
 
 class ExitDrain:
@@ -176,8 +183,7 @@ def _serve(path: Path, lock_timeout: float, requests: TextIO, answers: TextIO) -
     away), become the file's keeper, or leave the row to the keeper that runs."""
     from retrieval.traces import keeper
     from retrieval.traces.db import TraceStoreError, TraceStoreLocked, one_line
-    from retrieval.traces.file import open_checked, spool_path
-    from retrieval.traces.spool import Spool
+    from retrieval.traces.file import open_checked
 
     if not sys._xoptions.get("importtime"):  # (-X importtime's report is kept: a test reads the helper's imports)
         _quiet_stderr()  # the command's stderr is the user's: one line per problem, said by the command itself
@@ -204,23 +210,12 @@ def _serve(path: Path, lock_timeout: float, requests: TextIO, answers: TextIO) -
         with contextlib.suppress(OSError):
             stream.close()
     keeper.detach_stdio()  # now: the command's caller waits for its stdout and stderr to close, not for this
-    spool = Spool(spool_path(path))
-    while True:  # the keeper's lock, or the row drained by the keeper that holds it
-        fd = keeper.take_lock(path)
-        if fd >= 0:
-            break
-        if not spool.has_rows():
-            return 0
-        time.sleep(HANDOVER_POLL)
-    try:
-        with contextlib.suppress(OSError):
-            os.setsid()  # the command's terminal and process group may go; the keeper stays
-        try:
-            return keeper.run(path)
-        except Exception:  # noqa: BLE001 - detached: nobody reads a traceback; the next drain starts a keeper
-            return 1
-    finally:
-        os.close(fd)
+    fd = keeper.take_lock(path)
+    if fd < 0:
+        return 0  # a keeper is at work: it drains the row (it looks at the spool again before it lets go)
+    with contextlib.suppress(OSError):
+        os.setsid()  # the command's terminal and process group may go; the keeper stays
+    return keeper.serve(path, fd)
 
 
 if __name__ == "__main__":

@@ -15,9 +15,7 @@ file). Its loop, every POLL seconds:
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
-import subprocess
 import sys
 import time
 from collections import deque
@@ -28,9 +26,13 @@ from retrieval.traces import db as trace_db
 from retrieval.traces import live as trace_live
 from retrieval.traces import view as trace_view
 from retrieval.traces.file import migrate_once, spool_path
+from retrieval.traces.keeperlock import ensure, lock_path, running, take_lock
 from retrieval.traces.livedrain import drain_once, show_live
 from retrieval.traces.spool import Spool
 from retrieval.traces.turn import DrainTurn
+
+__all__ = ["FOLD_CHUNK", "IDLE", "MAX_LIVE_PARTS", "Packed", "detach_stdio", "ensure", "lock_path", "pack", "run",
+           "running", "serve", "take_lock"]
 
 IDLE = float(os.environ.get("LOOKUP_KNOWLEDGE_PACK_IDLE") or 1.5)  # seconds without new rows before the fold
 POLL = 0.1  # seconds between the keeper's looks at the spool and the live folder
@@ -38,60 +40,6 @@ MAX_WAIT = 3600.0  # seconds the keeper keeps trying a held file; the next drain
 SHOW_WAIT = 0.25  # seconds a drain waits for the file to make the live view (the file is free far more often)
 MAX_LIVE_PARTS = 240  # parts (4 minutes of drains at full speed) past which the oldest are folded while writers work
 FOLD_CHUNK = 60  # parts folded at a time then: the write lock held for about a minute's rows, not all of them
-_started: list[subprocess.Popen] = []  # children not yet collected (polled on each start)
-
-
-def lock_path(path: Path) -> Path:
-    """The keeper's lock file beside trace file `path` (left in place)."""
-    return path.with_name(path.name + ".keeper.lock")
-
-
-def running(path: Path) -> bool:
-    """Whether a keeper of `path` runs now (it holds the lock file)."""
-    try:
-        fd = os.open(lock_path(path), os.O_RDONLY)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
-    return False
-
-
-def ensure(path: Path) -> bool:
-    """Start a keeper for `path` unless one runs; True if one was started."""
-    if running(path):
-        return False
-    for child in list(_started):
-        if child.poll() is not None:
-            _started.remove(child)
-    holder = str(Path(__file__).resolve().parents[2])  # the folder holding `retrieval`
-    paths = [holder, *(p for p in sys.path if p)]  # -S skips `site`: the child gets this process's sys.path
-    try:
-        _started.append(subprocess.Popen(
-            [sys.executable, "-S", "-m", "retrieval.traces.keeper", str(path)], start_new_session=True,
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            env={**os.environ, "PYTHONPATH": os.pathsep.join(paths)}))
-    except OSError:
-        return False  # the next drain tries again
-    return True
-
-
-def take_lock(path: Path) -> int:
-    """The keeper's lock of `path` as an open descriptor, or -1 when another keeper holds it."""
-    try:
-        fd = os.open(lock_path(path), os.O_WRONLY | os.O_CREAT, 0o644)
-    except OSError:
-        return -1
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        return -1
-    return fd
 
 
 def run(path: Path, *, idle: float | None = None) -> int:
@@ -196,17 +144,33 @@ def detach_stdio() -> None:
         os.close(devnull)
 
 
+def serve(path: Path, fd: int) -> int:
+    """Keep `path` while holding its keeper lock `fd`, and hand over on the way out: rows spooled after the last
+    look (by a writer that saw this keeper at work, and so started none) keep it, or the next keeper, going."""
+    spool = Spool(spool_path(path))
+    try:
+        while True:
+            try:
+                code = run(path)
+            except Exception:  # noqa: BLE001 - detached: nobody reads a traceback; the next drain starts another
+                code = 1
+            os.close(fd)
+            fd = -1
+            if not spool.has_rows() or not path.exists():
+                return code
+            fd = take_lock(path)
+            if fd < 0:
+                return code  # another keeper took over
+    finally:
+        spool.close()
+        if fd >= 0:
+            os.close(fd)
+
+
 def main(argv: list[str]) -> int:
     path = Path(argv[0])
     fd = take_lock(path)
-    if fd < 0:
-        return 0  # another keeper runs
-    try:
-        return run(path)
-    except Exception:  # noqa: BLE001 - a detached process: nobody reads its traceback; the next drain starts another
-        return 1
-    finally:
-        os.close(fd)
+    return 0 if fd < 0 else serve(path, fd)  # (another keeper runs)
 
 
 if __name__ == "__main__":
