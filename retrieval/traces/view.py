@@ -54,11 +54,14 @@ def view_sql(pattern: str) -> str:
 
 
 def go_live(con: duckdb.DuckDBPyConnection, path: Path) -> bool:
-    """Make `tool_invocation` the live view of `path` (again, harmlessly, if it is); False when the folder's
-    path cannot be globbed (the parts then wait for the next fold)."""
+    """Make `tool_invocation` the live view of `path` (again, harmlessly, if it is), unless the live folder has
+    no part (a view over none would fail to read); False when the folder's path cannot be globbed (the parts
+    then wait for the next fold)."""
     pattern = trace_live.view_pattern(path)
     if pattern is None:
         return False
+    if not trace_live.part_files(path):  # folded meanwhile (parts are only removed under this lock): no view
+        return True
     con.execute("BEGIN TRANSACTION")
     try:
         if not is_live(con):
