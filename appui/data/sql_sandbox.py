@@ -38,6 +38,7 @@ from appui.data.sql_allow_list import (
     strip_leading_comments,
 )
 from retrieval.traces import TABLE, TraceStoreError, check_file, is_busy_error, is_lock_error, lock_holder, one_line
+from retrieval.traces.live import live_dir
 
 __all__ = ["DENIED_FUNCTIONS", "DENIED_PREFIXES", "SAFE_TABLE_FUNCTIONS", "SqlBoxUnavailable", "SqlLimitExceeded",
            "SqlRefused", "SqlResult", "check_statement", "run", "sandbox", "strip_leading_comments"]
@@ -114,12 +115,21 @@ def sandbox(path: str | os.PathLike[str], *, busy_timeout_s: float = BUSY_TIMEOU
         time.sleep(min(delay * (0.5 + random.random()), max(deadline - time.monotonic(), 0.0)))
         delay = min(delay * 2, 0.1)
     try:
+        _allow_live_parts(con, path)
         _seal(con)
         _require_table(con, path)
     except BaseException:
         con.close()
         raise
     return con
+
+
+def _allow_live_parts(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    """While writers work, `tool_invocation` is a view over the file's rows and the Parquet parts in its live
+    folder (retrieval.traces.view): the one folder the sealed connection may still read, by DuckDB's
+    `allowed_directories` (set before external access goes off, then locked with the rest)."""
+    folder = str(live_dir(path).resolve()).replace("'", "''")
+    con.execute(f"SET allowed_directories = ['{folder}/']")
 
 
 def _seal(con: duckdb.DuckDBPyConnection) -> None:

@@ -1,5 +1,5 @@
 """The background drainer: one daemon thread per process moves spooled rows of every open TraceStore
-into DuckDB, in batches, and `atexit` flushes what is left.
+into the live folder (trace_live), in batches, and `atexit` flushes what is left.
 
 Stores register themselves weakly (a forgotten store is not kept alive), and the spool of a store that
 was garbage-collected with rows waiting is drained at exit all the same. The thread wakes every
@@ -103,21 +103,26 @@ class _Drainer:
 
 
 def _drain_file(path: Path) -> None:
-    """Move what waits in `path`'s spool into the table (a forgotten store's rows); a warning if it cannot."""
+    """Move what waits in `path`'s spool into the live folder and show it (a forgotten store's rows); a warning
+    if it cannot."""
     from collections import deque
 
+    from retrieval.traces import keeper
     from retrieval.traces.db import TraceStoreError
-    from retrieval.traces.file import open_drained, spool_path
+    from retrieval.traces.file import spool_path
+    from retrieval.traces.livedrain import drain_once
     from retrieval.traces.spool import Spool
 
     spool = Spool(spool_path(path))
     try:
         if spool.has_rows():
-            with open_drained(path, spool, deque(), timeout=EXIT_TIMEOUT):
-                pass
+            drained = drain_once(path, spool, deque(), show_wait=EXIT_TIMEOUT, turn_wait=EXIT_TIMEOUT)
+            if not drained.shown:
+                raise TraceStoreError(f"trace file {path} is locked by {drained.held_by}")
+            keeper.ensure(path)
     except (TraceStoreError, OSError) as exc:
-        warnings.warn(f"{exc}; recorded rows are kept in {spool_path(path).name} beside it and added by the next "
-                      f"write", RuntimeWarning, stacklevel=2)
+        warnings.warn(f"{exc}; recorded rows are kept beside it ({spool_path(path).name} or {path.name}.live/) and "
+                      f"arrive when it lets go", RuntimeWarning, stacklevel=2)
     finally:
         spool.close()
 
