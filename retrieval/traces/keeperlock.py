@@ -56,6 +56,12 @@ def ensure(path: Path) -> bool:
     return True
 
 
+def started_here(path: Path) -> list[subprocess.Popen]:
+    """The keepers of `path` this process started that may still run (a caller that must see the file settle
+    waits for them: a keeper only takes its lock some time after it is started)."""
+    return [child for child in _started if child.args[-1] == str(path) and child.poll() is None]
+
+
 def take_lock(path: Path) -> int:
     """The keeper's lock of `path` as an open descriptor, or -1 when another keeper holds it."""
     try:
