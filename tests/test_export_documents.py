@@ -8,6 +8,7 @@ import math
 import pandas as pd
 import pytest
 
+from appui.data import trace_export
 from appui.data import traces as data
 from retrieval.export import (
     MISSING,
@@ -20,6 +21,7 @@ from retrieval.export import (
     json_object,
     markdown_document,
 )
+from retrieval.lookup.invocation import ToolInvocation
 from tests.markdown_helpers import render_markdown
 
 HOSTILE = "<script>alert(1)</script>\r\nnext | line"
@@ -81,10 +83,12 @@ def test_html_document_escapes_every_text_and_carries_the_one_stylesheet():
     assert page.endswith("<h2>Empty</h2>\n<p><em>none</em></p>\n</body></html>\n")
 
 
-def test_the_app_trace_export_is_the_shared_renderer():
-    frame = pd.DataFrame({"query": [HOSTILE], "status": ["ok"]})
-    page = data.export_traces(frame, "HTML", title="t").decode()
-    shown = frame[["status", "query"]]  # in the Traces table's order (data.SUMMARY_COLUMNS)
+def test_the_app_trace_export_is_the_shared_renderer(store):
+    store.record(ToolInvocation("lookup_knowledge", HOSTILE, {}, "ok", 1.0, {}, {"retrieval_layer": "L0"}))
+    filters = data.TraceFilters()
+    page = trace_export.report_bytes(store, filters, "HTML", title="t").decode()
+    first = store.query("SELECT * FROM tool_invocation")
+    shown = first[[c for c in data.SUMMARY_COLUMNS if c in first.columns]]  # in the Traces table's order
     assert page.startswith(html_document([Section("t")]).split("<h1>")[0]) and page.count(STYLESHEET) == 1
     assert html_table(shown) in page and page.count("<script") == 0
 
