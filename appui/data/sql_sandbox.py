@@ -37,8 +37,16 @@ from appui.data.sql_allow_list import (
     check_statement,
     strip_leading_comments,
 )
-from retrieval.traces import TABLE, TraceStoreError, check_file, is_busy_error, is_lock_error, lock_holder, one_line
-from retrieval.traces.live import live_dir
+from retrieval.traces import (
+    TABLE,
+    TraceStoreError,
+    check_file,
+    is_busy_error,
+    is_lock_error,
+    live_dir,
+    lock_holder,
+    one_line,
+)
 
 __all__ = ["DENIED_FUNCTIONS", "DENIED_PREFIXES", "SAFE_TABLE_FUNCTIONS", "SqlBoxUnavailable", "SqlLimitExceeded",
            "SqlRefused", "SqlResult", "check_statement", "run", "sandbox", "strip_leading_comments"]

@@ -18,4 +18,5 @@ __all__, __getattr__, __dir__ = lazy_exports(__name__, {
     "sources": "expand_sources=expand",
     "status": "Waiting waiting held_message",
     "keeper": "Packed pack",
+    "live": "live_dir",
 })
