@@ -6,26 +6,15 @@ the measured figures at 1,000,000 rows (bench/trace_scale.py)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from tests.trace_scale_helpers import PAGES, SQL, record_seed_rows, replicate, run_step
+from tests.trace_scale_helpers import PAGES, SQL, run_step
 
 ROWS = 50_000
 MEMORY_CEILING_MB = 1024  # the issue's bound at 1M rows is 1.5 GB; at 50k (440 MB of details) the old pages took more
 SECONDS_CEILING = 60.0
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="module")
-def big_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("scale") / "traces.duckdb"
-    record_seed_rows(path)
-    built = replicate(path, ROWS)
-    assert built.rows == ROWS and built.run_rows == ROWS // 10
-    return path
 
 
 @pytest.mark.parametrize("page", sorted(PAGES))
