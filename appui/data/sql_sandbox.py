@@ -135,9 +135,16 @@ def sandbox(path: str | os.PathLike[str], *, busy_timeout_s: float = BUSY_TIMEOU
 def _allow_live_parts(con: duckdb.DuckDBPyConnection, path: Path) -> None:
     """While writers work, `tool_invocation` is a view over the file's rows and the Parquet parts in its live
     folder (retrieval.traces.view): the one folder the sealed connection may still read, by DuckDB's
-    `allowed_directories` (set before external access goes off, then locked with the rest)."""
-    folder = str(live_dir(path).resolve()).replace("'", "''")
-    con.execute(f"SET allowed_directories = ['{folder}/']")
+    `allowed_directories` (set before external access goes off, then locked with the rest). A second SQL-box
+    connection to the file shares the first's DuckDB instance, already locked: its SET is refused, and the
+    setting read back must be the same folder."""
+    folder = f"{live_dir(path).resolve()}/"
+    with contextlib.suppress(duckdb.Error):
+        con.execute("SET allowed_directories = ['{}']".format(folder.replace("'", "''")))
+    allowed = con.execute("SELECT current_setting('allowed_directories')").fetchone()[0]
+    if list(allowed or []) != [folder]:
+        raise SqlBoxUnavailable(f"the SQL box stays closed: DuckDB {duckdb.__version__} did not limit file reads "
+                                f"to {folder} (allowed_directories is {allowed})")
 
 
 def _seal(con: duckdb.DuckDBPyConnection) -> None:
