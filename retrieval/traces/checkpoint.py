@@ -1,4 +1,5 @@
-"""Folding the trace file's write-ahead log into the file, which only the keeper does (trace_keeper).
+"""Folding the trace file's write-ahead log into the file, which only detached processes do: the keeper
+(trace_keeper), and this module run by itself for a compaction (trace_compact).
 
 DuckDB keeps its metadata in one block and a checkpoint rewrites it in place; a SIGKILL inside that write
 (a large `write()` cut short) left files no client could open (`Corrupt database file: computed checksum
@@ -10,6 +11,7 @@ the live folder into the file and checkpoints it once writers are idle. `checkpo
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 LOCK_TIMEOUT = 60.0  # seconds `checkpoint` waits for the file
@@ -26,3 +28,14 @@ def checkpoint(path: Path, timeout: float = LOCK_TIMEOUT) -> bool:
     from retrieval.traces.keeper import pack
 
     return pack(path, timeout=timeout) is not None
+
+
+def main(argv: list[str]) -> int:
+    """`python -m retrieval.traces.checkpoint FILE`: the fold and checkpoint, in a process of its own (compact.py
+    starts it in a new session, so no kill of its caller lands inside the CHECKPOINT); 1 if the file stayed
+    locked."""
+    return 0 if checkpoint(Path(argv[0])) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
