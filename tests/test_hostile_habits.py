@@ -38,7 +38,6 @@ SWALLOWING = {
     "retrieval/lookup/recorders.py",  # one recorder's failure must not skip the others (raised after them)
     "retrieval/otel/export.py",  # an exporter's bug must not stop the batch thread
     "retrieval/otel/recorder.py",  # a trace must never fail the lookup it describes
-    "retrieval/traces/keeper.py",  # the detached keeper (no one reads its traceback) still hands over on a failure
 }
 
 

@@ -95,18 +95,20 @@ def check_file(path: Path) -> None:
         raise TraceStoreError(f"cannot open trace file {path}: it is {kind} a DuckDB database; {ADVICE}")
 
 
-def connect(path: Path, *, timeout: float, threads: int | None = None,
-            read_only: bool = False) -> duckdb.DuckDBPyConnection:
+def connect(path: Path, *, timeout: float, threads: int | None = None, read_only: bool = False,
+            poll: float | None = None) -> duckdb.DuckDBPyConnection:
     """A read-write connection (or a `read_only` one), retried with jittered backoff while the lock is held, up
-    to `timeout` s. `threads=1` keeps DuckDB's work on the calling thread (a background drain beside lookups).
-    A read-write connection of this project is opened under `write_guard` (one per file and process at a time)."""
+    to `timeout` s; with `poll`, every `poll` s (jittered) instead, to catch the gaps between readers that keep
+    the file open one after another. `threads=1` keeps DuckDB's work on the calling thread (a background drain
+    beside lookups). A read-write connection of this project is opened under `write_guard` (one per file and
+    process at a time)."""
     import duckdb
 
     check_file(path)
     config: dict[str, object] = dict(CONNECT_CONFIG)
     if threads is not None:
         config["threads"] = threads
-    deadline, delay = time.monotonic() + timeout, 0.002
+    deadline, delay = time.monotonic() + timeout, poll or 0.002
     while True:
         try:
             if read_only:
@@ -122,7 +124,7 @@ def connect(path: Path, *, timeout: float, threads: int | None = None,
                 raise TraceStoreLocked(f"trace file {path} is locked by {holder} for over {timeout:.1f}s",
                                        holder) from None
         time.sleep(min(delay * (0.5 + random.random()), max(deadline - time.monotonic(), 0.0)))
-        delay = min(delay * 2, 0.1)
+        delay = delay if poll else min(delay * 2, 0.1)
 
 
 _GUARDS: dict[str, threading.RLock] = {}
@@ -174,6 +176,22 @@ def file_holder(path: Path) -> str | None:
     if kind == fcntl.F_UNLCK:
         return None
     return process_name(pid)
+
+
+def write_held(path: Path) -> bool:
+    """Whether another process holds `path` read-write now (a read lock's query meets only write locks); asked of
+    the kernel, no lock taken."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        query = struct.pack("hhqqi", fcntl.F_RDLCK, os.SEEK_SET, 0, 0, 0)
+        return struct.unpack("hhqqi", fcntl.fcntl(fd, fcntl.F_GETLK, query))[0] != fcntl.F_UNLCK
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 def process_name(pid: int) -> str:

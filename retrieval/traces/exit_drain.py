@@ -99,6 +99,7 @@ class ExitDrain:
                 os.nice(10)  # the command's own work comes first; this one fills the gaps until it is needed
                 os.close(to_child)
                 os.close(from_child)
+                _drop_stdin_stdout()  # the command's caller waits for its stdout to close, never for this helper
                 with os.fdopen(from_parent, "r") as requests, os.fdopen(to_parent, "w") as answers:
                     code = _serve(self.path, lock_timeout, requests, answers)
             finally:
@@ -166,6 +167,15 @@ def _parsed(line: str) -> Outcome:
     if status in (OK, LOCKED, ERROR):
         return Outcome(status, message)
     return Outcome(FAILED, f"the drain helper answered {line!r:.80}")
+
+
+def _drop_stdin_stdout() -> None:
+    """Point the forked helper's stdin and stdout (the command's) at /dev/null: it talks through its own pipes."""
+    with contextlib.suppress(OSError):
+        devnull = os.open(os.devnull, os.O_RDWR)
+        os.dup2(devnull, 0)
+        os.dup2(devnull, 1)
+        os.close(devnull)
 
 
 def _quiet_stderr() -> None:

@@ -27,9 +27,9 @@ from retrieval.traces import live as trace_live
 from retrieval.traces import view as trace_view
 from retrieval.traces.file import migrate_once, spool_path
 from retrieval.traces.keeperlock import ensure, lock_path, running, take_lock
-from retrieval.traces.livedrain import drain_once, show_live
+from retrieval.traces.livedrain import SHOW_POLL, drain_once, show_live
 from retrieval.traces.spool import Spool
-from retrieval.traces.turn import DrainTurn
+from retrieval.traces.turn import Backoff, DrainTurn
 
 __all__ = ["FOLD_CHUNK", "IDLE", "MAX_LIVE_PARTS", "Packed", "detach_stdio", "ensure", "lock_path", "pack", "run",
            "running", "serve", "take_lock"]
@@ -38,6 +38,8 @@ IDLE = float(os.environ.get("LOOKUP_KNOWLEDGE_PACK_IDLE") or 1.5)  # seconds wit
 POLL = 0.1  # seconds between the keeper's looks at the spool and the live folder
 MAX_WAIT = 3600.0  # seconds the keeper keeps trying a held file; the next drain starts another one
 SHOW_WAIT = 0.25  # seconds a drain waits for the file to make the live view (the file is free far more often)
+KEEPER_WAIT = 1.0  # seconds the keeper (holding no turn) waits for a gap between readers to take the write lock
+LOCK_BACKOFF = 5.0  # seconds, at most, between the keeper's waits while readers keep the file (an analyst's shell)
 MAX_LIVE_PARTS = 240  # parts (4 minutes of drains at full speed) past which the oldest are folded while writers work
 FOLD_CHUNK = 60  # parts folded at a time then: the write lock held for about a minute's rows, not all of them
 
@@ -48,24 +50,25 @@ def run(path: Path, *, idle: float | None = None) -> int:
     idle = IDLE if idle is None else idle
     spool = Spool(spool_path(path))
     seen, changed, held_since = None, time.monotonic(), None
+    lock = Backoff()  # after a wait for the write lock in vain (readers all along), the next is a while off
     try:
         while path.exists():
             now = time.monotonic()
             state = _activity(path, spool)
             if state != seen:
                 seen, changed = state, now
-            held = trace_db.file_holder(path)  # asked of the kernel: no lock taken, no DuckDB opened
+            free = lock.due() and not trace_db.write_held(path)  # the kernel asked: no lock taken, no DuckDB
             if spool.has_rows():
-                _drain(path, spool, show=held is None)
-            elif held is None and trace_live.part_files(path) and not trace_live.is_marked_live(path):
-                with contextlib.suppress(trace_db.TraceStoreError):
-                    show_live(path, SHOW_WAIT)
-            if held is None and len(trace_live.part_files(path)) > MAX_LIVE_PARTS:
-                pack(path, timeout=0.0, turn_wait=1.0, oldest=FOLD_CHUNK)
+                _drain(path, spool, show=free)
+            elif free and trace_live.part_files(path) and not trace_live.is_marked_live(path):
+                with contextlib.suppress(trace_db.TraceStoreError):  # between readers, who may follow closely
+                    _tried(lock, show_live(path, KEEPER_WAIT))
+            if free and len(trace_live.part_files(path)) > MAX_LIVE_PARTS:
+                _tried(lock, pack(path, timeout=KEEPER_WAIT, turn_wait=1.0, oldest=FOLD_CHUNK) is not None)
             if now - changed >= idle and not spool.has_rows():
                 if not _needs_fold(path):
                     return 0
-                if held is None and pack(path, timeout=0.0, turn_wait=1.0) is not None:
+                if free and _tried(lock, pack(path, timeout=KEEPER_WAIT, turn_wait=1.0) is not None):
                     held_since = None
                     continue
                 held_since = held_since or now
@@ -90,7 +93,7 @@ def pack(path: Path, *, timeout: float, turn_wait: float = 10.0, oldest: int | N
     now; None when the file (within `timeout`) or the drain turn (within `turn_wait`) stayed taken."""
     with trace_db.write_guard(path):
         try:
-            con = trace_db.connect(path, timeout=timeout)
+            con = trace_db.connect(path, timeout=timeout, poll=SHOW_POLL)
         except trace_db.TraceStoreLocked:
             return None
         try:
@@ -116,6 +119,15 @@ def _drain(path: Path, spool: Spool, *, show: bool) -> None:
     drainer has the turn (it takes these rows too) or the file is held (tried again next time)."""
     with contextlib.suppress(trace_db.TraceStoreError, OSError):
         drain_once(path, spool, deque(), show_wait=SHOW_WAIT if show else 0.0, paced=True)
+
+
+def _tried(lock: Backoff, done: bool) -> bool:
+    """Note how a wait for the write lock went (in vain: back off, up to LOCK_BACKOFF); returns `done`."""
+    if done:
+        lock.reset()
+    else:
+        lock.fail(LOCK_BACKOFF)
+    return done
 
 
 def _needs_fold(path: Path) -> bool:
@@ -152,7 +164,7 @@ def serve(path: Path, fd: int) -> int:
         while True:
             try:
                 code = run(path)
-            except Exception:  # noqa: BLE001 - detached: nobody reads a traceback; the next drain starts another
+            except (trace_db.TraceStoreError, OSError):  # a broken or vanished file: nothing to keep
                 code = 1
             os.close(fd)
             fd = -1

@@ -20,6 +20,7 @@ from retrieval.traces.spool import Spool
 from retrieval.traces.turn import DrainTurn
 
 ANOTHER_DRAINER = "another drainer of this file"
+SHOW_POLL = 0.004  # seconds between tries for the write lock that makes the live view: readers leave short gaps
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,7 @@ def show_live(path: Path, timeout: float) -> bool:
         return True
     try:
         with trace_db.write_guard(path, timeout):
-            con = trace_db.connect(path, timeout=timeout, threads=1)
+            con = trace_db.connect(path, timeout=timeout, threads=1, poll=SHOW_POLL)
             try:
                 migrate_once(con, path)
                 trace_view.go_live(con, path)

@@ -39,7 +39,8 @@ def connect(target: Target, timeout: float | None = None) -> Iterator[duckdb.Duc
     """A short read-only connection to the trace file (or, for several files, an in-memory one over all of
     them); retried while another process holds the file read-write, up to `timeout`, then TraceStoreLocked
     naming the holder."""
-    timeout = LOCK_TIMEOUT if timeout is None else timeout
+    if timeout is None:  # a writer's own lock timeout (the app's: 3 s), else LOCK_TIMEOUT
+        timeout = target.lock_timeout if isinstance(target, TraceWriter) else LOCK_TIMEOUT
     if isinstance(target, TraceWriter):
         if target.has_unshown_rows():
             target.flush(timeout)  # this writer's own rows first: a read sees what its process recorded

@@ -107,8 +107,9 @@ class Backoff:
     def due(self) -> bool:
         return time.monotonic() >= self.until
 
-    def fail(self) -> None:
-        self.delay = min(max(self.delay * 2, 0.25), 1.0)
+    def fail(self, most: float = 1.0) -> None:
+        """Wait longer before the next try: twice as long as the last (from 0.25 s), up to `most` seconds."""
+        self.delay = min(max(self.delay * 2, 0.25), most)
         self.until = time.monotonic() + self.delay * (0.5 + random.random())
 
     def wait(self, seconds: float) -> None:

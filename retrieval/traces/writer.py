@@ -279,7 +279,7 @@ class TraceWriter:
         if key == self._warned and not force:
             return
         self._warned = key
-        where = ", ".join(str(p.name) for p in self.spool_files())
+        where = ", ".join(str(p.name) for p in self._spool.pending_files())
         if self._hidden:
             where = ", ".join(filter(None, [where, trace_live.live_dir(self.path).name + "/"]))
         tail = "arrive when it lets go" if locked else "are added by the next write"
