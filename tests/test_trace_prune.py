@@ -11,7 +11,7 @@ import pytest
 
 from retrieval import TraceStore
 from retrieval.lookup.invocation import ToolInvocation
-from retrieval.traces import prune
+from retrieval.traces.prune import prune
 from tests.export_helpers import START, add_run, build_traces, counts, folded, run_cli, summary
 
 NOW = datetime.now(timezone.utc).replace(tzinfo=None)
