@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import math
+import time
 
 import pytest
 
+from retrieval import lookup_knowledge
 from retrieval.kb.model import Chunk
 from retrieval.l1.results import L1Candidate, L1Result
 from retrieval.lookup.guard import GuardedCall, L1BadResult, guarded_search, validated
@@ -39,3 +41,25 @@ def test_quick_answer_skips_the_search_and_none_falls_through():
     assert guarded_search(search, 1000, lambda: None).result == L1Result((), 0, 0) and searched
     failed = guarded_search(search, 1000, lambda: 1 / 0)
     assert isinstance(failed, GuardedCall) and isinstance(failed.error, ZeroDivisionError)
+
+
+def _forked_lookup(index, answers) -> None:
+    started = time.perf_counter()
+    result = lookup_knowledge("rotate an API token", index=index)
+    answers.send((result.retrieval_details["l1"]["status"], time.perf_counter() - started))
+
+
+def test_a_forked_process_searches_l1_though_its_parent_had_idle_workers(index):
+    """A child forked after lookups inherits the parent's idle workers but none of their threads: it must start
+    its own, not hand L1 calls to a thread that is not there (each then timed out, and L0 answered alone)."""
+    import multiprocessing
+
+    for _ in range(3):
+        lookup_knowledge("rotate an API token", index=index)  # the parent has idle workers now
+    fork = multiprocessing.get_context("fork")
+    receive, send = fork.Pipe(duplex=False)
+    child = fork.Process(target=_forked_lookup, args=(index, send))
+    child.start()
+    status, seconds = receive.recv()
+    child.join(30)
+    assert status == "ok" and seconds < 1.0, (status, seconds)

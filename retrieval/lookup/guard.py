@@ -9,6 +9,7 @@ is dropped, and the thread serves later calls once it is free.
 from __future__ import annotations
 
 import math
+import os
 import queue
 import threading
 from collections.abc import Callable
@@ -94,6 +95,17 @@ class _Worker:
 MAX_IDLE_WORKERS = 8
 _IDLE: list[_Worker] = []
 _IDLE_LOCK = threading.Lock()
+
+
+def _forget_workers_after_fork() -> None:
+    """A forked child has none of its parent's threads: an idle worker it inherited would never run a job, and
+    every L1 call would wait out its time limit (a forked trace writer fell back to L0 after 1-2 s a lookup)."""
+    global _IDLE_LOCK
+    _IDLE.clear()
+    _IDLE_LOCK = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_workers_after_fork)
 
 
 def _idle_worker() -> _Worker:
