@@ -18,7 +18,7 @@ from scipy import stats
 
 from retrieval import TraceStore
 
-from .storage import load_per_query, load_run_row
+from .storage import load_per_query, load_run_row, run_bases
 from .versions import WORKERS_KEY, VersionNote, library_diff, recorded, version_notes
 
 PERMUTATIONS = 10_000
@@ -106,17 +106,14 @@ def compare_runs(store: TraceStore, run_a: str, run_b: str, *, metrics: list[str
     return Comparison(row_a["run_id"], row_b["run_id"], names[0], summary, table,
                       _config_diff(row_a["config"], row_b["config"]), (row_a["dataset"], row_b["dataset"]), unpaired,
                       library_diff(*versions), versions, workers,
-                      (_kb_fingerprint(store, row_a["run_id"]), _kb_fingerprint(store, row_b["run_id"])))
+                      _kb_fingerprints(store, row_a["run_id"], row_b["run_id"]))
 
 
-def _kb_fingerprint(store: TraceStore, run_id: str) -> str | None:
-    """The knowledge base a run's lookups were made on, through its query rows (a replay's `recorded-…` run
-    points at recorded calls), else its own rows; None when it has none."""
-    found = store.query("SELECT any_value(kb_fingerprint) AS f FROM (SELECT t.kb_fingerprint FROM eval_query q "
-                        "JOIN tool_invocation t ON t.id = q.invocation_id WHERE q.run_id = ? UNION ALL "
-                        "SELECT kb_fingerprint FROM tool_invocation WHERE run_id = ?)", [run_id, run_id])
-    value = found["f"].iloc[0] if len(found) else None
-    return value if isinstance(value, str) else None
+def _kb_fingerprints(store: TraceStore, run_a: str, run_b: str) -> tuple[str | None, str | None]:
+    """The knowledge base each run's lookups were made on (None: a run with none)."""
+    found = run_bases(store, [run_a, run_b])
+    bases = {r: f for r, f in zip(found["run_id"], found["kb_fingerprint"], strict=True) if isinstance(f, str)}
+    return bases.get(run_a), bases.get(run_b)
 
 
 def paired_statistics(a: pd.Series | np.ndarray, b: pd.Series | np.ndarray, *, permutations: int = PERMUTATIONS,

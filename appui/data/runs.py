@@ -12,6 +12,7 @@ from typing import Any
 
 import pandas as pd
 
+from eval import storage
 from retrieval import TraceStore
 
 LEAD = ["query", "rank A → B", "Δ", "filter A", "filter B", "true category"]
@@ -27,12 +28,7 @@ def run_table(store: TraceStore, runs: pd.DataFrame) -> pd.DataFrame:
     if runs.empty:
         return runs.assign(dataset_path=[], kb_fingerprint=[], group=[])
     paths = store.query("SELECT run_id, dataset_path FROM eval_run")
-    # the base of a run's lookups, found through its query rows (a replay's `recorded-…` run has no
-    # lookups of its own: its rows point at the recorded calls), else through its run id
-    bases = store.query("SELECT run_id, any_value(kb_fingerprint) AS kb_fingerprint FROM ("
-                        "SELECT q.run_id, t.kb_fingerprint FROM eval_query q JOIN tool_invocation t "
-                        "ON t.id = q.invocation_id UNION ALL SELECT run_id, kb_fingerprint FROM tool_invocation "
-                        "WHERE run_id IS NOT NULL) GROUP BY run_id")
+    bases = storage.run_bases(store)
     table = runs.merge(paths, on="run_id", how="left").merge(bases, on="run_id", how="left")
     table["group"] = [_group(d, p, f) for d, p, f in zip(table["dataset"], table["dataset_path"],
                                                          table["kb_fingerprint"], strict=True)]
