@@ -53,8 +53,6 @@ class SoakResult:
 
 def run_soak(folder: Path, *, kills: int, seed: int = 0, window: float = 0.4) -> SoakResult:
     """Kill writers and drainers of `folder/soak.duckdb` until `kills` processes were SIGKILLed."""
-    import duckdb
-
     from retrieval import TraceStore
 
     rng = random.Random(seed)
@@ -92,8 +90,7 @@ def run_soak(folder: Path, *, kills: int, seed: int = 0, window: float = 0.4) ->
     acked: set[str] = set()
     for log in folder.glob("*.acked"):
         acked.update(line for line in log.read_text().splitlines() if line)
-    with duckdb.connect(str(path), read_only=True) as con:
-        ids = [row[0] for row in con.execute("SELECT id FROM tool_invocation").fetchall()]
+    ids = _stored_ids(path)
     rejected = path.with_name(path.name + ".pending.jsonl.rejected.jsonl")
     result.acknowledged, result.stored = len(acked), len(ids)
     result.lost = len(acked - set(ids))
@@ -123,6 +120,22 @@ def _unreadable(path: Path, patience: float = 60.0) -> str:
             time.sleep(0.05)
         except duckdb.Error as exc:
             return f"{type(exc).__name__}: {exc}"
+
+
+def _stored_ids(path: Path, patience: float = 60.0) -> list[str]:
+    """Every id in `path`'s table, read as `_unreadable` reads: the detached checkpointer the last rounds
+    started may still hold the file, so a held lock is waited for (CI once met it right after the last drain)."""
+    import duckdb
+
+    deadline = time.monotonic() + patience
+    while True:
+        try:
+            with duckdb.connect(str(path), read_only=True) as con:
+                return [row[0] for row in con.execute("SELECT id FROM tool_invocation").fetchall()]
+        except duckdb.IOException as exc:
+            if "Could not set lock" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
 
 
 def _start(role: str, path: Path, folder: Path, tag: str, seed: int) -> subprocess.Popen:
