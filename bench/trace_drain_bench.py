@@ -1,11 +1,12 @@
 """Benchmark (not a test): what it costs to put traces in the table. `python bench/trace_drain_bench.py`.
 
 All figures come from this one run, with the compared cases interleaved so both see the same machine load:
-- the CLI: `python -m retrieval lookup` with `--traces` (its row in the table at exit) against `--no-trace`,
-  alternating, as the ratio of the medians (issue 19's bound: 1.15);
+- the CLI: `python -m retrieval lookup` with `--traces` (its row handed to the keeper, in the table within
+  about a second of its exit) against `--no-trace`, alternating, as the ratio of the medians (bound: 1.15);
+  back to back (a session: the keeper at work), or with `--cli-gap 4` (each traced run starts its helper);
 - a warm drain of 500 spooled rows (real lookup rows of the sample knowledge base, padded to the size of a
   Hugo-docs row, ~11 kB): `flush()` in a process that has drained before (bound: 0.6 s);
-- the same 500 rows drained by a fresh process (`python -c "TraceStore(path).count()"`);
+- the same 500 rows drained by a fresh process (`python -c "TraceStore(path).flush()"`);
 - `record()` amortised over many lookups, drains included (bound: 1 ms).
 """
 
@@ -59,6 +60,9 @@ def _rows(index, queries: list[str], count: int) -> list[ToolInvocation]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cli-runs", type=int, default=12, help="CLI runs per side (default 12)")
+    parser.add_argument("--cli-gap", type=float, default=0.0,
+                        help="seconds to wait before each CLI run: 4 or more lets the last run's keeper fold and "
+                             "exit, so each traced run starts its own helper (default 0: a session of lookups)")
     parser.add_argument("--drains", type=int, default=5, help="500-row drains per case (default 5)")
     parser.add_argument("--lookups", type=int, default=600, help="recorded lookups for record()'s cost")
     args = parser.parse_args(argv)
@@ -72,6 +76,7 @@ def main(argv: list[str] | None = None) -> int:
             query = queries[i % len(queries)]
             pair = [(True, traced), (False, plain)]
             for flag, into in (pair if i % 2 == 0 else pair[::-1]):
+                time.sleep(args.cli_gap)
                 into.append(_cli(folder, query, flag))
         t, p = statistics.median(traced), statistics.median(plain)
         paired = statistics.median(a / b for a, b in zip(traced, plain, strict=True))
@@ -97,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
             other._spool.close()
             started = time.perf_counter()
             subprocess.run([sys.executable, "-c", "import sys; from retrieval import TraceStore; "
-                            "print(TraceStore(sys.argv[1]).count())", str(other.path)], cwd=ROOT, check=True,
+                            "TraceStore(sys.argv[1]).flush()", str(other.path)], cwd=ROOT, check=True,
                            capture_output=True)
             fresh.append(time.perf_counter() - started)
         print(f"drain of 500 rows ({size / 1000:.1f} kB each), median of {args.drains}: warm "

@@ -13,7 +13,7 @@ from tqdm import tqdm
 
 from retrieval import LookupConfig, TraceStore
 from retrieval.config import parse_assignments
-from retrieval.paths import default_traces
+from retrieval.paths import default_traces, trace_sources
 
 from .compare import compare_runs
 from .datasets import Dataset, load_dataset, load_query_set, skipped_note
@@ -24,7 +24,8 @@ from .runs import RunResult, delete_run, list_runs, load_run, run_evaluation, ru
 
 
 def dispatch(args: argparse.Namespace) -> str | bytes:
-    store = TraceStore(args.traces or default_traces())
+    # it writes one file; its reads (runs, reports, comparisons) take every file $LOOKUP_KNOWLEDGE_TRACES names
+    store = TraceStore(args.traces or default_traces(), sources=None if args.traces else trace_sources())
     if args.command == "run":
         return _run(args, store)
     if args.command == "sweep":

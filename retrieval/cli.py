@@ -12,6 +12,7 @@ import sys
 import warnings
 from collections.abc import Sequence
 from dataclasses import fields
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from retrieval.agent.tool import tool_definition
@@ -20,12 +21,12 @@ from retrieval.index.build import KnowledgeIndex, open_index
 from retrieval.lookup.orchestrator import lookup_knowledge
 from retrieval.lookup.recorders import combine
 from retrieval.otel.env import tracing_from_env
-from retrieval.paths import default_kb, default_traces
+from retrieval.paths import default_kb, default_traces, trace_sources
 from retrieval.traces import commands as trace_commands
 from retrieval.traces import exit_drain
 from retrieval.traces.db import TraceStoreError
 from retrieval.traces.exit_drain import ExitDrain
-from retrieval.traces.file import TraceSpoolRejectedWarning
+from retrieval.traces.keeperlock import ensure as keeper_ensure
 from retrieval.traces.store import TraceStore
 from retrieval.traces.writer import TraceStoreLockedWarning
 
@@ -95,7 +96,8 @@ def build_parser() -> argparse.ArgumentParser:
     traces = commands.add_parser("traces", help="work on a trace file").add_subparsers(dest="action", required=True)
     backfill = traces.add_parser("export-otlp", help="send stored invocations to an OTLP collector as spans, with "
                                                      "their original timestamps")
-    backfill.add_argument("--traces", default=None, help="DuckDB trace file (default: traces.duckdb)")
+    backfill.add_argument("--traces", default=None, help="DuckDB trace file, or a folder of them read as one "
+                                                         "(default: $LOOKUP_KNOWLEDGE_TRACES, else traces.duckdb)")
     backfill.add_argument("--since", default=None, help="only rows created at or after this: an ISO date or time "
                                                         "(UTC unless it has an offset), or 90m, 24h, 7d, 2w")
     backfill.add_argument("--run", default=None, metavar="RUN_ID", help="only the lookups of this evaluation run")
@@ -103,6 +105,12 @@ def build_parser() -> argparse.ArgumentParser:
                                                                                                  "the rows"))
     trace_commands.add_export(traces)
     trace_commands.add_prune(traces)
+    pack = traces.add_parser("pack", help="fold the live parts and DuckDB's log into the trace file now, so the file "
+                                          "alone holds every row (to copy it)")
+    pack.add_argument("--traces", default=None, help="DuckDB trace file (default: traces.duckdb)")
+    pack.add_argument("--lock-timeout", type=float, default=exit_drain.LOCK_TIMEOUT, metavar="SECONDS",
+                      help="how long to wait for a trace file another process holds "
+                           f"(default {exit_drain.LOCK_TIMEOUT:g})")
     return parser
 
 
@@ -148,7 +156,7 @@ def _run(args: argparse.Namespace, tracing: list[Tracing]) -> str | None:
             return trace_commands.run_export(args)
         if args.action == "prune":
             return trace_commands.run_prune(args)
-        return _export_otlp(args)
+        return _pack(args) if args.action == "pack" else _export_otlp(args)
     kb = args.kb or default_kb()
     if args.command == "mcp":
         return _serve_mcp(args, kb)
@@ -174,6 +182,9 @@ def _run(args: argparse.Namespace, tracing: list[Tracing]) -> str | None:
         finally:
             if helper is not None:
                 helper.close()
+        if store is not None and helper is None:  # a keeper was at work: it drains the row
+            store.detach()
+            keeper_ensure(store.path)  # unless it has gone meanwhile (it looks at the spool once more first)
         for warning in caught:
             print(f"warning: {warning.message}", file=sys.stderr)
         if index.kb.problems:  # the count is in retrieval_details.kb; the names go to stderr
@@ -191,17 +202,17 @@ def _run(args: argparse.Namespace, tracing: list[Tracing]) -> str | None:
 
 
 def _drain_at_exit(store: TraceStore, helper: ExitDrain) -> None:
-    """The helper's drain; a held lock leaves the row spooled (one warning line naming the holder), a file
-    it cannot use is this command's error, and a helper that failed is replaced by a drain here."""
+    """Hand the row to the helper, which drains it after this command has exited (the keeper: trace_keeper).
+    A file another process held for the lock timeout leaves the row waiting (one warning line naming the
+    holder); a file the helper cannot use is this command's error; a helper that failed is replaced by a
+    drain here."""
     outcome = helper.finish()
     if outcome.status == "ok":
-        for note in filter(None, outcome.message.split("; ")):
-            warnings.warn(note, TraceSpoolRejectedWarning, stacklevel=2)
         store.detach()
     elif outcome.status == "locked":
         store.detach()
-        warnings.warn(f"{outcome.message}; the row is kept in {store.spool_path.name} beside it and added by "
-                      f"the next write", TraceStoreLockedWarning, stacklevel=2)
+        warnings.warn(f"{outcome.message}; the row is kept in {store.spool_path.name} beside it and arrives when it "
+                      f"lets go", TraceStoreLockedWarning, stacklevel=2)
     elif outcome.status == "error":
         store.detach()
         raise TraceStoreError(outcome.message)
@@ -242,10 +253,31 @@ def _export_otlp(args: argparse.Namespace) -> str:
     since = parse_since(args.since) if args.since is not None else None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        report = export_stored(args.traces or default_traces(), settings, since=since, run_id=args.run)
+        report = export_stored(args.traces or trace_sources(), settings, since=since, run_id=args.run)
     for warning in caught:
         print(f"warning: {warning.message}", file=sys.stderr)
     if report.spans_lost and not report.spans_sent:
         raise ValueError(f"no span reached {settings.endpoint} ({report.rows} row(s) read); is the collector "
                          f"running and listening for OTLP over HTTP there?")
     return json.dumps({"endpoint": settings.endpoint, **report.to_dict()}, indent=2)
+
+
+def _pack(args: argparse.Namespace) -> str:
+    """`traces pack`: fold the live parts and the log into the file now; what it folded, as JSON."""
+    from retrieval.traces.checkpoint import wal_path
+    from retrieval.traces.db import TraceStoreLocked, file_holder
+    from retrieval.traces.keeper import pack
+
+    path = Path(args.traces or default_traces())
+    if not path.is_file():
+        raise ValueError(f"no trace file at {path}; pass the DuckDB file the lookups were recorded in (--traces)")
+    if not args.lock_timeout >= 0:
+        raise ValueError(f"--lock-timeout takes seconds, 0 or more, got {args.lock_timeout}")
+    packed = pack(path, timeout=args.lock_timeout)
+    if packed is None:
+        holder = file_holder(path) or "another process"
+        raise TraceStoreLocked(f"trace file {path} is locked by {holder} for over {args.lock_timeout:g}s; nothing "
+                               f"was folded", holder)
+    log = wal_path(path)
+    return json.dumps({"trace_file": str(path), "folded_rows": packed.rows, "folded_parts": packed.parts,
+                       "log_bytes": log.stat().st_size if log.exists() else 0}, indent=2)

@@ -107,3 +107,24 @@ def held_trace_file(path: Path) -> Iterator[subprocess.Popen]:
     finally:
         holder.kill()
         holder.wait()
+
+
+def settle_trace_file(path: Path, timeout: float = 30.0) -> None:
+    """Fold `path`'s live parts and log into the file now and wait for its keeper to be gone, so the file stays
+    as it is (a test that checksums it or lists the files beside it)."""
+    import time
+
+    from retrieval.traces import keeper, keeperlock
+
+    if keeper.pack(path, timeout=timeout) is None:
+        raise AssertionError(f"{path} stayed locked for {timeout:.0f} s")
+    deadline = time.monotonic() + timeout
+    for child in keeperlock.started_here(path):  # started, maybe not yet holding (and making) its lock file
+        try:
+            child.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"the keeper of {path} did not exit within {timeout:.0f} s") from None
+    while keeper.running(path):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the keeper of {path} did not exit within {timeout:.0f} s")
+        time.sleep(0.05)

@@ -83,12 +83,14 @@ class Watcher:
             self.seen.update((base / name).as_posix() for name in names)
 
 
-def wait_for_checkpointer(trace_file: Path, timeout: float = 30.0) -> None:
-    """Wait until the detached checkpointer a writer started for `trace_file` has made its lock file and let go
-    of it (it exits once it has checkpointed)."""
-    lock = trace_file.with_name(trace_file.name + ".checkpoint.lock")
+def wait_for_keeper(trace_file: Path, timeout: float = 30.0) -> None:
+    """Wait until the keeper a writer started for `trace_file` has made its lock file, folded the live folder and
+    the log into the file, and let go of its lock (it exits then)."""
+    lock = trace_file.with_name(trace_file.name + ".keeper.lock")
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
+        left = [p for p in (trace_file.with_name(trace_file.name + ".wal"),) if p.exists()]
+        left += list(trace_file.with_name(trace_file.name + ".live").glob("*.parquet"))
         try:
             fd = os.open(lock, os.O_RDONLY)
         except FileNotFoundError:
@@ -96,9 +98,11 @@ def wait_for_checkpointer(trace_file: Path, timeout: float = 30.0) -> None:
             continue
         try:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-            return
+            if not left:
+                return
         except BlockingIOError:
-            time.sleep(0.05)
+            pass
         finally:
             os.close(fd)
-    raise AssertionError(f"no checkpointer made and released {lock} within {timeout:.0f}s")
+        time.sleep(0.05)
+    raise AssertionError(f"the keeper of {trace_file} did not finish within {timeout:.0f} s")

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import io
 import json
-import subprocess
-import sys
 import threading
+import time
 
 import duckdb
 import pandas as pd
@@ -17,6 +16,7 @@ from appui.data import traces as data
 from appui.widgets import state
 from retrieval import TraceStore
 from tests.app_helpers import PAGES, QUERIES, json_value, lookup, ok, page_text, run_app, select
+from tests.conftest import held_trace_file
 from tests.kb_fixture import write_kb
 
 
@@ -226,20 +226,25 @@ def test_a_trace_file_that_is_not_duckdb_is_an_error_message(env, monkeypatch):
         assert "Cannot open the trace file" in at.error[0].value
 
 
-def test_a_locked_trace_file_is_an_error_message_naming_the_holder(env, monkeypatch):
+def test_a_held_trace_file_is_a_message_naming_the_holder_not_an_error(env, monkeypatch):
+    """An analyst keeps the trace file open in DuckDB's shell (read-write): the app starts, its lookups are
+    recorded, and the Traces page says who holds the file and that new rows will arrive, instead of failing."""
     locked = env["root"] / "locked.duckdb"
     monkeypatch.setenv("LOOKUP_KNOWLEDGE_TRACES", str(locked))
     monkeypatch.setattr(state, "LOCK_TIMEOUT", 0.3)
-    holder = subprocess.Popen([sys.executable, "-c", f"import duckdb, time; c = duckdb.connect({str(locked)!r}); "
-                               "print('ready', flush=True); time.sleep(30)"], stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "ready"
-        at = run_app()
-    finally:
-        holder.kill()
-        holder.wait()
-    assert not at.exception
-    assert f"locked by process {holder.pid}" in at.error[0].value
+    TraceStore(locked).close()
+    with held_trace_file(locked) as holder:
+        at = ok(run_app())
+        at = lookup(at, "rotate an API token")
+        assert any(f"held by process {holder.pid}" in w.value for w in at.warning)  # recorded, not shown yet
+        at = at.switch_page("appui/pages/traces.py").run()
+        assert not at.exception and not at.error
+        held = [w.value for w in at.warning if f"held by process {holder.pid}" in w.value]
+        assert held and "new rows are waiting and will arrive when it lets go" in held[0]
+    deadline = time.monotonic() + 10  # the holder let go: the row arrives
+    while TraceStore(locked).count() < 1 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert TraceStore(locked).count() == 1
 
 
 def test_switching_pages_does_not_rebuild_the_index(env, monkeypatch):

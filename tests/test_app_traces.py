@@ -24,11 +24,14 @@ def run_app() -> AppTest:
 
 
 def _many(path: Path, n: int) -> None:
-    """`n` recorded calls, one second apart, a third of them L0-only; written in one batch."""
+    """`n` recorded calls, one second apart, a third of them L0-only; written in one batch by a writer that
+    closes (its rows in `tool_invocation` when it returns: reads do not drain other writers' spools)."""
     start = datetime(2026, 1, 5, 15, 0, tzinfo=timezone.utc)
-    TraceStore(path).record_many([ToolInvocation(
-        "lookup_knowledge", f"query {i}", {}, "ok", float(i % 40), {}, {"retrieval_layer": "L0" if i % 3 else "L1"},
-        id=f"id-{i:05d}", created_at=start + timedelta(seconds=i)) for i in range(n)])
+    with TraceStore(path) as store:
+        store.record_many([ToolInvocation(
+            "lookup_knowledge", f"query {i}", {}, "ok", float(i % 40), {},
+            {"retrieval_layer": "L0" if i % 3 else "L1"}, id=f"id-{i:05d}", created_at=start + timedelta(seconds=i))
+            for i in range(n)])
 
 
 def test_a_trace_renders_as_cards_with_raw_json_behind_an_expander(env):

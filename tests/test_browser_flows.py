@@ -205,9 +205,10 @@ def test_flow6_judge_export_qrels_and_evaluate_as_the_cli(server, flow_page, flo
 
 
 def test_flow7_page_through_more_than_1000_traces(server, flow_page, flow_shots):
-    TraceStore(server["traces"]).record_many([ToolInvocation(
-        "lookup_knowledge", f"seeded {i}", {}, "ok", float(i % 50), {}, {"retrieval_layer": "L1"},
-        run_id="seeded", id=f"seed-{i:05d}") for i in range(1050)])
+    with TraceStore(server["traces"]) as store:
+        store.record_many([ToolInvocation(
+            "lookup_knowledge", f"seeded {i}", {}, "ok", float(i % 50), {}, {"retrieval_layer": "L1"},
+            run_id="seeded", id=f"seed-{i:05d}") for i in range(1050)])
     open_page(flow_page, "Traces")
     _pick(flow_page, "tr_run", "seeded")
     visible(flow_page, flow_page.get_by_text("1050 trace(s)"))

@@ -1,5 +1,5 @@
 """The .gitignore covers every file the project's writers leave in a working folder: the trace file and what
-DuckDB and the trace store put beside it (log, spool, batch files, rejected lines, the checkpointer's lock).
+DuckDB and the trace store put beside it (log, spool, batch files, rejected lines, the live folder, the locks).
 
 Each test runs real writers in a scratch git repository holding a copy of the project's .gitignore (the lookup
 CLI, a TraceStore recording lookups, an eval run, the MCP server, the app), while a watcher notes every file
@@ -38,31 +38,36 @@ def assert_git_sees_nothing(repo: Path, watcher: repos.Watcher) -> None:
     assert repos.not_ignored(repo, watcher.seen) == [], "files seen for a while; add their patterns to .gitignore"
 
 
-def test_the_lookup_cli_and_its_checkpointer_leave_nothing_git_sees(tmp_path):
+def test_the_lookup_cli_and_its_keeper_leave_nothing_git_sees(tmp_path):
     repo = repos.scratch_repo(tmp_path / "repo")
-    checkpoint_at_once = {"LOOKUP_KNOWLEDGE_CHECKPOINT_WAL": "1"}  # the detached checkpointer runs after each
+    fold_soon = {"LOOKUP_KNOWLEDGE_PACK_IDLE": "0.2"}  # the keeper folds the row into the file 0.2 s after it
     with repos.Watcher(repo) as watcher:
-        run(repo, "retrieval", "lookup", QUERIES[0], "--kb", str(repos.SAMPLE), env=checkpoint_at_once)  # default
+        run(repo, "retrieval", "lookup", QUERIES[0], "--kb", str(repos.SAMPLE), env=fold_soon)  # default
         run(repo, "retrieval", "lookup", QUERIES[1], "--kb", str(repos.SAMPLE), "--traces", "t/lookups.duckdb",
-            env=checkpoint_at_once)
-        repos.wait_for_checkpointer(repo / "traces.duckdb")
-        repos.wait_for_checkpointer(repo / "t" / "lookups.duckdb")
-    assert {"traces.duckdb", "traces.duckdb.checkpoint.lock", "t/lookups.duckdb.checkpoint.lock"} <= watcher.seen
+            env=fold_soon)
+        repos.wait_for_keeper(repo / "traces.duckdb")
+        repos.wait_for_keeper(repo / "t" / "lookups.duckdb")
+    assert {"traces.duckdb", "traces.duckdb.keeper.lock", "traces.duckdb.drain.lock",
+            "t/lookups.duckdb.keeper.lock"} <= watcher.seen
+    assert any(name.startswith("traces.duckdb.live/") for name in watcher.seen)  # the row's part, folded since
     assert_git_sees_nothing(repo, watcher)
 
 
-def test_a_lookup_while_another_process_holds_the_file_leaves_its_spool_ignored(tmp_path):
+def test_a_lookup_while_another_process_holds_the_file_leaves_its_row_ignored(tmp_path):
     repo = repos.scratch_repo(tmp_path / "repo")
     traces = repo / "traces.duckdb"
     with repos.Watcher(repo) as watcher:
         run(repo, "retrieval", "lookup", QUERIES[0], "--kb", str(repos.SAMPLE))
+        repos.wait_for_keeper(traces)  # (while one is at work, a lookup leaves its row to it, checking nothing)
         with held_trace_file(traces):
             done = run(repo, "retrieval", "lookup", QUERIES[1], "--kb", str(repos.SAMPLE), "--lock-timeout", "0.5")
             assert "is locked by process" in done.stderr
-            assert (repo / "traces.duckdb.pending.jsonl").exists()  # the row waits beside the file
+            waiting = list(repo.glob("traces.duckdb.pending.jsonl*")) + list(repo.glob("traces.duckdb.live/*"))
+            assert waiting  # the row waits beside the file (spooled, or drained into a part not shown yet)
             assert repos.untracked(repo) == []  # while DuckDB's lock is held
+        repos.wait_for_keeper(traces)  # it arrives when the holder lets go
         with TraceStore(traces) as store:
-            assert store.count() == 2  # the next writer added it
+            assert store.count() == 2
     assert_git_sees_nothing(repo, watcher)
 
 

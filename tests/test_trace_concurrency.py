@@ -1,5 +1,5 @@
 """Recording under load: the cost of record(), several writer processes on one file, a SIGKILLed
-writer, and readers (the Traces page's queries) while writers run.
+writer, and readers (the Traces page's queries, a plain DuckDB client) while writers run (issue 31).
 
 Writers are forked from the test process, so they share its imported modules and index: the tests
 measure the store, not Python's start-up.
@@ -14,26 +14,50 @@ import threading
 import time
 from pathlib import Path
 
+import duckdb
+
 from retrieval import TraceStore, lookup_knowledge
 from retrieval.lookup.invocation import ToolInvocation
 from retrieval.traces import db as trace_db
-from tests.trace_helpers import FORK, LOOKUPS, WRITERS
+from tests.trace_helpers import FORK, PLAIN_EVERY, SECONDS, WARM_UP, WRITERS
 
 
-def test_four_processes_times_500_recorded_lookups_lose_nothing(four_writers):
+def test_four_processes_recording_at_full_speed_lose_and_double_nothing(four_writers):
     assert four_writers["exitcodes"] == [0] * WRITERS
-    stored = TraceStore(four_writers["path"]).query("SELECT query_id, count(*) AS n FROM tool_invocation GROUP BY 1")
-    assert set(stored["query_id"]) == {f"w{n}-{i}" for n in range(WRITERS) for i in range(LOOKUPS)}
-    assert (stored["n"] == 1).all()
+    recorded = four_writers["recorded"]
+    assert min(recorded) > 50, f"recorded {recorded}, started late by {four_writers['late']} s"
+    deadline = time.monotonic() + 10  # the last rows: each writer's close showed them already
+    while True:
+        stored = duckdb.connect(four_writers["path"], read_only=True).execute(
+            "SELECT query_id, count(*) FROM tool_invocation GROUP BY 1").fetchall()
+        if len(stored) >= sum(recorded) or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    assert {query_id for query_id, _ in stored} == {f"w{n}-{i}" for n in range(WRITERS) for i in range(recorded[n])}
+    assert all(n == 1 for _, n in stored)
 
 
-def test_readers_keep_working_while_four_writers_run(four_writers):
+def test_the_apps_reads_never_fail_while_four_writers_record(four_writers):
     outcomes, counts = four_writers["outcomes"], four_writers["counts"]
-    rate = sum(outcomes) / len(outcomes)
-    print(f"reader success rate {rate:.1%} over {len(outcomes)} reads while {WRITERS} writers ran")
-    assert len(outcomes) >= 5, "the reader loop must overlap the writers"
-    assert rate >= 0.8, f"reader success rate {rate:.1%} over {len(outcomes)} reads"
+    print(f"app reads: {sum(outcomes)} of {len(outcomes)} succeeded while {WRITERS} writers ran "
+          f"({sum(four_writers['recorded'])} rows in {SECONDS:g} s)")
+    assert len(outcomes) >= 10, "the reader loop must overlap the writers"
+    assert all(outcomes), four_writers["errors"][:3]
     assert counts == sorted(counts) and counts[-1] > counts[0], "readers must see rows arrive as writers run"
+
+
+def test_a_plain_duckdb_client_opens_the_file_99_times_in_100_beside_four_writers(four_writers):
+    """Issue 31's protocol: `duckdb.connect(path, read_only=True)` every 100 ms beside 4 writers at full speed
+    (it was 17 times in 160)."""
+    plain = four_writers["plain"]
+    tries = plain["ok"] + plain["failed"]
+    print(f"plain client: {plain['ok']} of {tries} opens succeeded beside {WRITERS} writers; {plain['errors']}")
+    assert tries >= 0.3 * (SECONDS - WARM_UP) / PLAIN_EVERY, "the plain client must overlap the writers"
+    assert plain["ok"] >= 0.99 * tries, plain
+
+
+def test_writers_contending_for_the_file_is_not_a_warning(four_writers):
+    assert four_writers["warnings"] == []
 
 
 def test_record_cost_is_at_most_one_millisecond_amortised(tmp_path, index):
@@ -77,7 +101,9 @@ def test_sigkill_of_a_writer_loses_nothing_it_acknowledged(tmp_path):
     while receive.poll():
         acknowledged.add(receive.recv())
     assert proc.exitcode == -signal.SIGKILL and len(acknowledged) >= 1000
-    stored = set(TraceStore(path).query("SELECT id FROM tool_invocation")["id"])
+    survivor = TraceStore(path)
+    assert survivor.flush()  # any process's drain takes what the killed one spooled
+    stored = set(survivor.query("SELECT id FROM tool_invocation")["id"])
     assert acknowledged <= stored, f"{len(acknowledged - stored)} acknowledged row(s) lost"
     assert not list(Path(tmp_path).glob("*.draining"))
 

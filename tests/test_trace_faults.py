@@ -89,12 +89,14 @@ def test_every_store_connection_has_extension_autoload_off(tmp_path):
 
 
 def test_no_store_connection_checkpoints(tmp_path):
-    """Commits stay in DuckDB's log: a connection never checkpoints, at commit or at close (trace_checkpoint
-    does it in a detached process), so a SIGKILL never lands in the middle of one."""
+    """Commits stay in DuckDB's log: a read-write connection of a writer never checkpoints, at commit or at
+    close (the keeper does it, detached), so a SIGKILL of a writer never lands in the middle of one."""
     path = tmp_path / "t.duckdb"
-    with TraceStore(path) as store:
-        store.record_many([ToolInvocation("lookup_knowledge", f"q{i}", {}, "ok", 1.0, {}, {"pad": "x" * 5000})
-                           for i in range(500)])
+    store = TraceStore(path)
+    store.record_many([ToolInvocation("lookup_knowledge", f"q{i}", {}, "ok", 1.0, {}, {"pad": "x" * 5000})
+                       for i in range(500)])
+    with store.connect():  # the spooled rows inserted into the table by this connection
+        pass
     wal = path.with_name(path.name + ".wal")
     assert wal.stat().st_size > 2_000_000  # 500 rows went to the log, none folded in by a commit or a close
     assert trace_reader.count(path) == 500
@@ -103,21 +105,33 @@ def test_no_store_connection_checkpoints(tmp_path):
                           read_only=True).execute("SELECT count(*) FROM tool_invocation").fetchone() == (500,)
 
 
-def test_a_large_log_starts_the_detached_checkpointer(tmp_path):
-    from retrieval.traces.checkpoint import maybe_checkpoint
+def _alone(path: Path) -> bool:
+    """Whether the file alone holds its rows: no log beside it, no live parts, no keeper at work."""
+    from retrieval.traces import keeper
 
+    return not (path.with_name(path.name + ".wal").exists() or keeper.running(path)
+                or list(path.with_name(path.name + ".live").glob("*.parquet")))
+
+
+def test_once_writers_are_idle_the_keeper_leaves_every_row_in_the_file_alone(tmp_path):
+    """A writer's drains put rows in the live folder and start the keeper, which folds them (and the log) into
+    the file once nothing has been recorded for a moment, then exits: the file alone holds every row."""
     path = tmp_path / "t.duckdb"
     with TraceStore(path) as store:
         store.record_many([ToolInvocation("lookup_knowledge", f"q{i}", {}, "ok", 1.0, {}, {"pad": "x" * 5000})
                            for i in range(200)])
-    wal = path.with_name(path.name + ".wal")
-    assert not maybe_checkpoint(path, threshold=wal.stat().st_size + 1)  # under the threshold: nothing starts
-    assert maybe_checkpoint(path, threshold=1024)
+    assert list(path.with_name(path.name + ".live").glob("*.parquet")), "the rows were drained into a part"
     deadline = time.monotonic() + 30
-    while wal.exists() and time.monotonic() < deadline:
+    while not _alone(path) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not wal.exists(), "the checkpointer did not fold the log into the file within 30 s"
-    assert trace_reader.count(path) == 200
+    assert _alone(path), "the keeper did not fold the rows into the file within 30 s"
+    copy = tmp_path / "elsewhere" / "copy.duckdb"
+    copy.parent.mkdir()
+    copy.write_bytes(path.read_bytes())
+    with duckdb.connect(str(copy), read_only=True) as con:
+        assert con.execute("SELECT count(*), count(DISTINCT id) FROM tool_invocation").fetchone() == (200, 200)
+        assert con.execute("SELECT table_type FROM information_schema.tables "
+                           "WHERE table_name = 'tool_invocation'").fetchone() == ("BASE TABLE",)
 
 
 def test_cli_prints_one_line_for_a_broken_trace_file(tmp_path, capsys):

@@ -110,7 +110,7 @@ def test_a_missing_trace_file_is_an_error_not_a_new_file(tmp_path):
 
 def test_only_compact_shrinks_the_file_and_it_keeps_every_row_left(tmp_path):
     path = folded(build_traces(tmp_path / "t.duckdb", 20_000, run_every=0))
-    with TraceStore(path) as store:  # a row in DuckDB's log only: compaction must fold it in, not lose it
+    with TraceStore(path) as store:  # a row outside the file alone (a live part, then the log): folded in, not lost
         store.record_many([ToolInvocation("lookup_knowledge", "late row", {}, "ok", 1.0, {}, {}, id="late",
                                           created_at=datetime(2027, 1, 1, tzinfo=timezone.utc))])
     plain = summary(run_cli("traces", "prune", "--traces", str(path), "--before", "2026-01-01T06:00", cwd=tmp_path))
@@ -120,6 +120,6 @@ def test_only_compact_shrinks_the_file_and_it_keeps_every_row_left(tmp_path):
     assert compacted.removed["tool_invocation"] == 5_400 and compacted.compacted
     assert compacted.size_after < compacted.size_before * 0.5
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("t.duckdb")) == \
-        ["t.duckdb", "t.duckdb.checkpoint.lock"]  # no log paired with the new file, no .compact left
+        ["t.duckdb", "t.duckdb.drain.lock", "t.duckdb.keeper.lock"]  # no log with the new file, no .compact, no part
     assert counts(path)["tool_invocation"] == 20_000 - 10_800 - 5_400 + 1 and "late" in _ids(path, "true")
     assert TraceStore(path).count() == 3_801  # the store opens the new file

@@ -12,6 +12,7 @@ import pytest
 from retrieval import TraceStore, lookup_knowledge
 from retrieval.lookup.invocation import ToolInvocation
 from retrieval.traces.file import TraceSpoolRejectedWarning
+from retrieval.traces.keeper import pack
 from retrieval.traces.writer import TraceStoreWriteWarning
 from tests.conftest import stored_row
 
@@ -112,16 +113,21 @@ def test_the_strict_statement_and_decode_agree_on_every_edge_case(tmp_path, line
     path.with_name(path.name + ".pending.jsonl").write_text(json.dumps(line) + "\n")
     with warnings.catch_warnings(record=True):
         warnings.simplefilter("always")
-        frame = TraceStore(path).query("SELECT * FROM tool_invocation")
-    assert len(frame) == (0 if expected is None else 1)
-    if expected is not None:
-        stored = frame.iloc[0]
-        for name, value in zip(trace_rows.COLUMNS, expected, strict=True):
-            if name in trace_rows.JSON_COLUMNS_SET:
-                assert (None if stored[name] is None else json.loads(stored[name])) == (
-                    None if value is None else json.loads(value)), name
-            elif value is not None:
-                assert stored[name] == value, name
+        store = TraceStore(path)
+        store.flush()  # into a live part, shown by the view
+        live = store.query("SELECT * FROM tool_invocation")
+        assert pack(path, timeout=10) is not None  # folded into the file's table
+        packed = store.query("SELECT * FROM tool_invocation")
+    for frame in (live, packed):
+        assert len(frame) == (0 if expected is None else 1)
+        if expected is not None:
+            stored = frame.iloc[0]
+            for name, value in zip(trace_rows.COLUMNS, expected, strict=True):
+                if name in trace_rows.JSON_COLUMNS_SET:
+                    assert (None if stored[name] is None else json.loads(stored[name])) == (
+                        None if value is None else json.loads(value)), name
+                elif value is not None:
+                    assert stored[name] == value, name
 
 
 def test_context_manager_flushes_on_exit(tmp_path):
@@ -179,7 +185,9 @@ def test_orphaned_batch_of_a_killed_drainer_is_drained(tmp_path):
     TraceStore(path).close()
     orphan = tmp_path / "t.duckdb.pending.jsonl.99999-deadbeef.draining"
     orphan.write_text(json.dumps(GOOD) + "\n")
-    assert TraceStore(path).query("SELECT id FROM tool_invocation")["id"].tolist() == ["good-1"]
+    store = TraceStore(path)
+    assert store.flush()  # any drain takes batches no drainer holds
+    assert store.query("SELECT id FROM tool_invocation")["id"].tolist() == ["good-1"]
     assert not orphan.exists()
 
 
@@ -206,12 +214,12 @@ def test_non_finite_floats_in_details_are_stored_as_null(tmp_path):
 def test_write_failure_becomes_a_warning_and_a_spool_row(tmp_path, monkeypatch):
     store = TraceStore(tmp_path / "t.duckdb")
 
-    def full_disk(con, files, **kwargs):
+    def full_disk(con, sources, target, **kwargs):
         import duckdb
 
         raise duckdb.IOException("IO Error: No space left on device")
 
-    monkeypatch.setattr("retrieval.traces.ingest.insert", full_disk)
+    monkeypatch.setattr("retrieval.traces.live._copy", full_disk)  # the drain's write of its part
     store.record(_invocation("kept"))  # never raises
     with pytest.warns(TraceStoreWriteWarning, match="No space left.*kept in"):
         assert store.flush() is False

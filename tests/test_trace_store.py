@@ -13,6 +13,7 @@ import pytest
 
 from retrieval import TraceStore, TraceStoreError, lookup_knowledge
 from retrieval.lookup.invocation import ToolInvocation
+from retrieval.traces.keeper import pack
 from retrieval.traces.schema import SCHEMA_VERSION
 from retrieval.traces.writer import TraceStoreLockedWarning
 
@@ -66,7 +67,8 @@ def test_a_v5_file_gains_the_tags_column_on_open_and_keeps_its_rows(tmp_path):
     path = tmp_path / "t.duckdb"
     TraceStore(path).record_many([_invocation("old")])
     con = duckdb.connect(str(path))
-    con.execute("ALTER TABLE tool_invocation DROP COLUMN tags")
+    for column in ("tags", "host", "pid"):
+        con.execute(f"ALTER TABLE tool_invocation DROP COLUMN {column}")
     con.execute("DROP TABLE judgement_cleared")
     con.execute("DELETE FROM schema_version WHERE version >= 6")
     con.close()
@@ -74,7 +76,7 @@ def test_a_v5_file_gains_the_tags_column_on_open_and_keeps_its_rows(tmp_path):
     store.record_many([_invocation("new", tags={"side": "A"})])
     rows = store.query("SELECT query, coalesce(tags->>'side', '-') AS side FROM tool_invocation ORDER BY query")
     assert rows.values.tolist() == [["new", "A"], ["old", "-"]]
-    assert store.query("SELECT max(version) AS v FROM schema_version")["v"][0] == SCHEMA_VERSION == 8
+    assert store.query("SELECT max(version) AS v FROM schema_version")["v"][0] == SCHEMA_VERSION == 9
     assert store.query("SELECT count(*) AS n FROM judgement_cleared")["n"][0] == 0  # v7's table came too
 
 
@@ -124,7 +126,8 @@ def test_locked_file_spools_rows_names_the_holder_and_adds_them_later(tmp_path):
         with pytest.warns(TraceStoreLockedWarning, match=rf"locked by process {holder.pid} \(.*python"):
             store.record(_invocation("while locked"))  # spooled at once; the write to DuckDB waits
             store.flush()
-        assert "while locked" in "".join(p.read_text() for p in store.spool_files())  # the spool or its batches
+        parts = [str(p) for p in store.spool_files() if p.suffix == ".parquet"]  # drained, waiting to be shown
+        assert parts and duckdb.sql(f"SELECT query FROM read_parquet({parts})").fetchall() == [("while locked",)]
     finally:
         holder.kill()
         holder.wait()
@@ -144,3 +147,27 @@ def test_a_folder_is_refused_as_trace_file(tmp_path):
     with pytest.raises(TraceStoreError, match="is a folder"):
         TraceStore(tmp_path)
 
+
+
+def test_each_row_says_which_host_and_process_recorded_it(tmp_path, monkeypatch):
+    """Schema v9: `host` ($LOOKUP_KNOWLEDGE_HOST, else the host name) and `pid` of the recording process; a v8
+    file gains both columns on open and its old rows read null."""
+    import os
+    import socket
+
+    path = tmp_path / "t.duckdb"
+    with TraceStore(path) as old:
+        old.record_many([_invocation("old")])
+    assert pack(path, timeout=10) is not None  # the row in the file's table, as a v8 file holds its rows
+    con = duckdb.connect(str(path))
+    for column in ("host", "pid"):
+        con.execute(f"ALTER TABLE tool_invocation DROP COLUMN {column}")
+    con.execute("DELETE FROM schema_version WHERE version >= 9")
+    con.close()
+    store = TraceStore(path)
+    store.record(_invocation("named"))
+    monkeypatch.setenv("LOOKUP_KNOWLEDGE_HOST", "build-7")
+    store.record(_invocation("tagged"))
+    rows = store.query("SELECT query, host, pid FROM tool_invocation ORDER BY query")
+    assert rows.astype(object).where(rows.notna(), None).values.tolist() == [
+        ["named", socket.gethostname(), os.getpid()], ["old", None, None], ["tagged", "build-7", os.getpid()]]

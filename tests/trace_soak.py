@@ -3,11 +3,13 @@
 Each round starts 2-4 processes on one trace file (at least one writer; the others write or drain), waits
 until each is working, then SIGKILLs every one of them at a random moment within `window` seconds. A
 writer records batches of rows and, once `record_many` has returned (the acknowledgement), appends their
-ids to its ack log; a third of its batches it also drains itself. A drainer moves spooled rows into the
-table in a loop (`trace_reader.count`). The workers start the detached checkpointer (trace_checkpoint) once
-the log passes 256 kB instead of 4 MB, so checkpoints run all through the soak. After every round a plain,
-read-only DuckDB connection must open the file and read `tool_invocation`; at the end one drain moves
-what is left, and every acknowledged id must be in the table exactly once.
+ids to its ack log; a third of its batches it also drains itself. A drainer drains the spool into the live
+folder in a loop (trace_livedrain), and a third of the time into the table through a read-write connection
+(which folds the live parts first). The keeper the workers start (detached, never killed here) folds the live
+folder and the log into the file 0.1 s after writers pause instead of 1.5 s, so folds and checkpoints run
+all through the soak. After every round a plain, read-only DuckDB connection must open the file and read
+`tool_invocation`; at the end one drain moves what is left, and every acknowledged id must be in the table
+exactly once.
 
 The fast form runs in the test suite (tests/test_trace_soak.py); the long form is
 `python -m tests.trace_soak --kills 3000` (see docs/traces.md).
@@ -44,7 +46,7 @@ class SoakResult:
     doubled: int = 0
     rejected_lines: int = 0
     orphaned_batches: int = 0  # batch files a killed drainer left mid-drain (found after a round)
-    largest_wal: int = 0  # bytes of DuckDB's log seen after a round (the checkpointer keeps it small)
+    largest_wal: int = 0  # bytes of DuckDB's log seen after a round (the keeper keeps it small)
     seconds: float = 0.0
 
     def ok(self) -> bool:
@@ -100,7 +102,7 @@ def run_soak(folder: Path, *, kills: int, seed: int = 0, window: float = 0.4) ->
     return result
 
 
-SOAK_CHECKPOINT_WAL = 256 << 10  # bytes of log after which the workers start a checkpointer
+SOAK_PACK_IDLE = 0.1  # seconds without new rows after which the keeper folds the live folder into the file
 
 
 def _unreadable(path: Path, patience: float = 60.0) -> str:
@@ -139,7 +141,7 @@ def _stored_ids(path: Path, patience: float = 60.0) -> list[str]:
 
 
 def _start(role: str, path: Path, folder: Path, tag: str, seed: int) -> subprocess.Popen:
-    env = {**os.environ, "LOOKUP_KNOWLEDGE_CHECKPOINT_WAL": str(SOAK_CHECKPOINT_WAL)}
+    env = {**os.environ, "LOOKUP_KNOWLEDGE_PACK_IDLE": str(SOAK_PACK_IDLE)}
     return subprocess.Popen([sys.executable, "-m", "tests.trace_soak", role, str(path), str(folder), tag, str(seed)],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
 
@@ -166,13 +168,24 @@ def _writer(path: Path, folder: Path, tag: str, seed: int) -> None:
 
 
 def _drainer(path: Path) -> None:
-    from retrieval.traces import reader as trace_reader
-    from retrieval.traces.db import TraceStoreError
+    from collections import deque
 
+    from retrieval import TraceStore
+    from retrieval.traces.db import TraceStoreError
+    from retrieval.traces.file import spool_path
+    from retrieval.traces.livedrain import drain_once
+    from retrieval.traces.spool import Spool
+
+    rng = random.Random(os.getpid())
+    spool = Spool(spool_path(path))
     print("ready", flush=True)
     while True:
         with contextlib.suppress(TraceStoreError):  # locked by another process: try again
-            trace_reader.count(path, timeout=0.2)
+            if rng.random() < 0.33:
+                with TraceStore(path, open_now=False, background=False, lock_timeout=0.2).connect():
+                    pass  # the live parts folded into the table, the spool drained into it
+            else:
+                drain_once(path, spool, deque(), show_wait=0.2, turn_wait=0.2)
 
 
 def main(argv: list[str] | None = None) -> int:

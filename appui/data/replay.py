@@ -63,9 +63,12 @@ def new_run_id() -> str:
 
 def recorded_calls(store: TraceStore, *, run_id: str | None = None, text: str = "", limit: int = 20) -> pd.DataFrame:
     """Successful recorded calls, newest first: interactive ones (optionally whose query contains `text`),
-    or those of one run."""
+    or those of one run. Every row spooled so far is drained first (the store's flush drains the shared spool,
+    everyone's rows): a read only shows this store's own rows at once, and a replay, which records, is
+    asked for the newest calls, such as those of a writer that is gone (its rows wait for the keeper)."""
     if limit < 1:
         raise ValueError(f"replay at least one call, got {limit}")
+    store.flush()
     where, params = ["status = 'ok'"], []
     if run_id:
         where.append("run_id = ?")

@@ -37,7 +37,16 @@ from appui.data.sql_allow_list import (
     check_statement,
     strip_leading_comments,
 )
-from retrieval.traces import TABLE, TraceStoreError, check_file, is_busy_error, is_lock_error, lock_holder, one_line
+from retrieval.traces import (
+    TABLE,
+    TraceStoreError,
+    check_file,
+    is_busy_error,
+    is_lock_error,
+    live_dir,
+    lock_holder,
+    one_line,
+)
 
 __all__ = ["DENIED_FUNCTIONS", "DENIED_PREFIXES", "SAFE_TABLE_FUNCTIONS", "SqlBoxUnavailable", "SqlLimitExceeded",
            "SqlRefused", "SqlResult", "check_statement", "run", "sandbox", "strip_leading_comments"]
@@ -114,12 +123,28 @@ def sandbox(path: str | os.PathLike[str], *, busy_timeout_s: float = BUSY_TIMEOU
         time.sleep(min(delay * (0.5 + random.random()), max(deadline - time.monotonic(), 0.0)))
         delay = min(delay * 2, 0.1)
     try:
+        _allow_live_parts(con, path)
         _seal(con)
         _require_table(con, path)
     except BaseException:
         con.close()
         raise
     return con
+
+
+def _allow_live_parts(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    """While writers work, `tool_invocation` is a view over the file's rows and the Parquet parts in its live
+    folder (retrieval.traces.view): the one folder the sealed connection may still read, by DuckDB's
+    `allowed_directories` (set before external access goes off, then locked with the rest). A second SQL-box
+    connection to the file shares the first's DuckDB instance, already locked: its SET is refused, and the
+    setting read back must be the same folder."""
+    folder = f"{live_dir(path).resolve()}/"
+    with contextlib.suppress(duckdb.Error):
+        con.execute("SET allowed_directories = ['{}']".format(folder.replace("'", "''")))
+    allowed = con.execute("SELECT current_setting('allowed_directories')").fetchone()[0]
+    if list(allowed or []) != [folder]:
+        raise SqlBoxUnavailable(f"the SQL box stays closed: DuckDB {duckdb.__version__} did not limit file reads "
+                                f"to {folder} (allowed_directories is {allowed})")
 
 
 def _seal(con: duckdb.DuckDBPyConnection) -> None:

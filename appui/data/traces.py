@@ -30,7 +30,7 @@ FORMATS = {"CSV": ("csv", "text/csv"), "Parquet": ("parquet", "application/vnd.a
            "HTML": ("html", "text/html")}
 # status, latency and id first: at the end of the row, a narrow window scrolled them out of sight
 SUMMARY_COLUMNS = ["created_at", "status", "latency_ms", "id", "query", "retrieval_layer", "filter_decision",
-                   "l1_status", "l0_match_count", "l1_candidate_count", "evidence_count", "run_id"]
+                   "l1_status", "l0_match_count", "l1_candidate_count", "evidence_count", "run_id", "host", "pid"]
 
 
 ReadOnlyError = sql_box.SqlRefused  # the SQL box's refusal, under the name the pages and tests use
@@ -49,6 +49,7 @@ class TraceFilters:
     text: str = ""
     limit: int | None = 1000
     now: datetime | None = field(default=None, compare=False)
+    hosts: tuple[str, ...] = ()  # the hosts whose rows to keep (schema v9's `host`); none: every host
 
     def core(self) -> TraceFilter:
         """The same filter as retrieval's TraceFilter (what the exports and the CLI take); the time range is
@@ -58,7 +59,7 @@ class TraceFilters:
         return TraceFilter(since=since, interactive=self.run == NO_RUN,
                            run_ids=() if self.run in (NO_RUN, ANY) else (self.run,), query_contains=self.text,
                            layers=tuple(self.layers), l1_statuses=tuple(self.l1_statuses),
-                           decisions=tuple(self.decisions))
+                           decisions=tuple(self.decisions), hosts=tuple(self.hosts))
 
     def to_sql(self) -> tuple[str, list[Any]]:
         return self.core().where()
@@ -79,10 +80,10 @@ RUN_OPTIONS = 200  # the Run filter offers the newest runs; an older one is reac
 
 
 def distinct_values(store: TraceStore) -> dict[str, list[str]]:
-    """The values the Traces filters offer: layers, L1 statuses, filter decisions, and the newest
+    """The values the Traces filters offer: layers, L1 statuses, filter decisions, hosts, and the newest
     `RUN_OPTIONS` run ids (a month of sweeps holds thousands), newest first."""
     out = {}
-    for column in ("retrieval_layer", "l1_status", "filter_decision"):
+    for column in ("retrieval_layer", "l1_status", "filter_decision", "host"):
         frame = store.query(f"SELECT DISTINCT {column} AS v FROM {TABLE} WHERE {column} IS NOT NULL ORDER BY 1")
         out[column] = [str(v) for v in frame["v"]]
     runs = store.query(f"SELECT run_id AS v FROM {TABLE} WHERE run_id IS NOT NULL GROUP BY run_id "

@@ -16,6 +16,7 @@ from appui.data import traces as data
 from appui.panels import judging
 from appui.widgets import state, trace_download, views
 from retrieval import TraceStore, TraceStoreError
+from retrieval.traces import waiting as rows_waiting
 
 DEFAULT_SQL = ("SELECT retrieval_layer, l1_status, count(*) AS calls, round(avg(latency_ms), 1) AS avg_ms\n"
                "FROM tool_invocation GROUP BY ALL ORDER BY calls DESC")
@@ -32,12 +33,16 @@ def _filters(store: TraceStore) -> data.TraceFilters:
     run = c2.selectbox("Run", runs, index=runs.index(data.DEFAULT_RUN), key="tr_run", persist_state="session",
                        help="Evaluation runs record every lookup; pick (all) or a run to see them")
     text = c3.text_input("Query contains", key="tr_search", persist_state="session")
-    c4, c5, c6 = st.columns(3)
+    c4, c5, c6, c7 = st.columns(4)
     layers = c4.multiselect("Layer", options["retrieval_layer"], key="tr_layer", persist_state="session")
     statuses = c5.multiselect("L1 status", options["l1_status"], key="tr_l1", persist_state="session")
     decisions = c6.multiselect("Filter decision", options["filter_decision"], key="tr_filter",
                                persist_state="session")
-    filters = data.TraceFilters(time_range, run, tuple(layers), tuple(statuses), tuple(decisions), text)
+    hosts = c7.multiselect("Host", options["host"], key="tr_host", persist_state="session",
+                           help="The host that recorded each call ($LOOKUP_KNOWLEDGE_HOST, else its name); the trace "
+                                "files $LOOKUP_KNOWLEDGE_TRACES names are read as one")
+    filters = data.TraceFilters(time_range, run, tuple(layers), tuple(statuses), tuple(decisions), text,
+                                hosts=tuple(hosts))
     st.session_state["traces_filters"] = filters  # the Export page downloads exactly these rows
     return filters
 
@@ -160,7 +165,7 @@ def _show_all() -> None:
     """Clear the filters (a callback: widget values change before the page reruns)."""
     state_ = st.session_state
     state_["tr_time"], state_["tr_run"], state_["tr_search"] = next(iter(data.TIME_RANGES)), data.ANY, ""
-    state_["tr_layer"], state_["tr_l1"], state_["tr_filter"] = [], [], []
+    state_["tr_layer"], state_["tr_l1"], state_["tr_filter"], state_["tr_host"] = [], [], [], []
 
 
 @st.fragment
@@ -199,6 +204,9 @@ def render() -> None:
     facts = state.guarded(lambda: file_facts.file_facts(store))
     if facts is not None:
         st.caption(f"Trace file {facts.words()}")
+    waiting = rows_waiting(store.path)
+    if waiting is not None:  # the file is readable, but another process keeps new rows from showing
+        st.info(waiting.message())
     filters = state.guarded(lambda: _filters(store))
     if filters is None:
         return

@@ -29,7 +29,8 @@ from retrieval import (
     lookup_knowledge,
     open_index,
 )
-from retrieval.paths import default_kb, default_traces
+from retrieval.paths import default_kb, default_traces, trace_sources
+from retrieval.traces import TraceStoreLocked, TraceStoreLockedWarning, expand_sources, held_message
 
 SAMPLE, FOLDER = "Sample knowledge base", "Folder path"
 LOCK_TIMEOUT = 3.0  # seconds a page waits for another process's lock on the trace file before saying so
@@ -82,8 +83,9 @@ def _index_slot(kb_path: str, svd_dims: int, exclude_paths: tuple[str, ...] = ()
 
 
 @st.cache_resource(show_spinner=False)
-def _cached_store(traces_path: str) -> TraceStore:
-    return TraceStore(traces_path, lock_timeout=LOCK_TIMEOUT)
+def _cached_store(traces_path: str, sources: tuple[str, ...] = ()) -> TraceStore:
+    # a file another process holds (an analyst's DuckDB shell) is checked later: lookups are recorded meanwhile
+    return TraceStore(traces_path, lock_timeout=LOCK_TIMEOUT, sources=sources or None, defer_if_locked=True)
 
 
 def load_index(kb_path: str, svd_dims: int, exclude_paths: tuple[str, ...] = ()) -> KnowledgeIndex | None:
@@ -102,9 +104,13 @@ def load_index(kb_path: str, svd_dims: int, exclude_paths: tuple[str, ...] = ())
     return None
 
 
-def open_store(traces_path: str) -> TraceStore | None:
+def open_store(traces_path: str, sources: tuple[str, ...] = ()) -> TraceStore | None:
+    """The cached store writing `traces_path` and reading `sources` as one (default: its own file); a file
+    another process holds is said so, a broken one is an in-page error."""
     try:
-        return _cached_store(traces_path)
+        return _cached_store(traces_path, sources)
+    except TraceStoreLocked as exc:
+        st.warning(held_message(exc.holder))
     except TraceStoreError as exc:
         st.error(f"Cannot open the trace file: {wording.for_page(str(exc))}")
     return None
@@ -125,8 +131,12 @@ def sidebar_context() -> AppContext:
         st.button("Reload knowledge base", key="kb_reload", on_click=_index_slot.clear,
                   help="Re-read the files (the on-disk index cache is reused when nothing changed)")
         traces = str(Path(default_traces()).resolve())
-        st.caption(f"Traces: `{traces}`")
-    return AppContext(str(Path(kb_path).resolve()), traces, open_store(traces), excluded.prefixes, excluded.error)
+        sources = tuple(str(Path(p).resolve()) for p in trace_sources())
+        read = expand_sources(sources)
+        st.caption(f"Traces: `{traces}`" + (f" · reading {len(read)} trace files as one" if len(read) > 1 else ""),
+                   help="$LOOKUP_KNOWLEDGE_TRACES: a trace file, a folder of them, or several separated by ':'")
+    return AppContext(str(Path(kb_path).resolve()), traces, open_store(traces, sources), excluded.prefixes,
+                      excluded.error)
 
 
 GROUPS = {"L0 and filter": ("l0_filter", "l0_max_matches", "l0_min_score_ratio", "l0_domain_top_n",
@@ -218,7 +228,8 @@ def _recorded_lookup(ctx: AppContext, index: KnowledgeIndex, query: str, config:
         if ctx.store is not None:  # an analyst's lookup is in the table at once (record() only spools it)
             ctx.store.flush()
     for warning in caught:
-        st.warning(str(warning.message))
+        held = warning.message.holder if isinstance(warning.message, TraceStoreLockedWarning) else ""
+        st.warning(held_message(held) if held else str(warning.message))
     if ctx.store is None:
         st.warning("This lookup was not recorded: the trace file could not be opened.")
     return result
@@ -228,6 +239,8 @@ def guarded(work: Callable[[], T]) -> T | None:
     """Run `work`; known failures become an st.error naming the cause instead of a traceback."""
     try:
         return work()
+    except TraceStoreLocked as exc:  # an analyst's DuckDB shell holds the file: nothing is lost, say so
+        st.warning(held_message(exc.holder))
     except (ValueError, KnowledgeBaseError, TraceStoreError, OSError, duckdb.Error) as exc:
         st.error(f"{_kind(exc)}: {wording.for_page(str(exc))}")  # a KeyError is a bug: it is not caught
     return None

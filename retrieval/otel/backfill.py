@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -26,6 +27,7 @@ from retrieval.otel.recorder import emit
 from retrieval.otel.settings import OTelSettings
 from retrieval.traces import reader as trace_reader
 from retrieval.traces.schema import JSON_COLUMNS, TABLE
+from retrieval.traces.sources import expand
 
 PAGE = 500
 RELATIVE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([mhdw])\s*$")
@@ -46,11 +48,17 @@ class BackfillReport:
                 "stopped_early": self.stopped}
 
 
-def export_stored(traces: str | Path, settings: OTelSettings, *, since: datetime | None = None,
-                  run_id: str | None = None, page: int = PAGE) -> BackfillReport:
-    """Send the rows of `traces` (created at or after `since`, of `run_id`) to `settings.endpoint` as spans."""
-    if not Path(traces).is_file():
-        raise ValueError(f"no trace file at {traces}; pass the DuckDB file the lookups were recorded in (--traces)")
+def export_stored(traces: str | Path | Sequence[str | Path], settings: OTelSettings, *,
+                  since: datetime | None = None, run_id: str | None = None, page: int = PAGE) -> BackfillReport:
+    """Send the rows of `traces` (a trace file, a folder of them, or several: read as one; created at or after
+    `since`, of `run_id`) to `settings.endpoint` as spans."""
+    named = [traces] if isinstance(traces, (str, Path)) else list(traces)
+    files = expand(named)
+    missing = [str(f) for f in files if not f.is_file()] or ([] if files else [", ".join(map(str, named))])
+    if missing:
+        raise ValueError(f"no trace file at {missing[0]}; pass the DuckDB file the lookups were recorded in, or a "
+                         f"folder of them (--traces)")
+    traces = files
     tracing = start_tracing(settings)
     where, params = _where(since, run_id)
     rows = 0

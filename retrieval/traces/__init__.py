@@ -6,7 +6,7 @@ from retrieval import lazy_exports
 
 __all__, __getattr__, __dir__ = lazy_exports(__name__, {
     "store": "TraceStore",
-    "db": "TraceStoreError check_file is_busy_error is_lock_error lock_holder one_line",
+    "db": "TraceStoreError TraceStoreLocked check_file is_busy_error is_lock_error lock_holder one_line",
     "writer": "TraceWriter TraceStoreWriteWarning TraceStoreLockedWarning",
     "schema": "TABLE COLUMNS",
     "reader": "iter_rows",
@@ -15,4 +15,8 @@ __all__, __getattr__, __dir__ = lazy_exports(__name__, {
     "prune": "PruneReport prune_traces=prune file_size",
     "moments": "parse_moment parse_since parse_span",
     "parts": "LoadedParts TracePartWarning load_parts part_files run_folder write_part",
+    "sources": "expand_sources=expand",
+    "status": "Waiting waiting held_message",
+    "keeper": "Packed pack",
+    "live": "live_dir",
 })

@@ -5,8 +5,8 @@ the file its size, docs/traces.md), so only a new file is smaller. The swap must
 with the old one's log (`traces.duckdb.wal`): DuckDB would replay it onto the new file (it did, deleting the
 wrong rows, when tried), so:
 
-1. the detached checkpointer (checkpoint.py, in its own session, as every checkpoint of this project) folds
-   the log into the file, and this waits for it;
+1. the checkpointer (checkpoint.py, run detached in its own session, as every checkpoint of this project)
+   folds the live parts and the log into the file, and this waits for it;
 2. holding the file (other processes spool meanwhile), with no log left, every table is copied into
    `<file>.compact`, checkpointed and closed there;
 3. the new file is renamed over the old one while the old one is still held, so nothing writes between.
@@ -22,6 +22,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from retrieval.traces import live as trace_live
 from retrieval.traces.checkpoint import wal_path
 from retrieval.traces.db import TraceStoreError
 from retrieval.traces.store import TraceStore
@@ -70,16 +71,22 @@ def compact(path: str | Path) -> None:
 
 
 def _fold_log(path: Path) -> None:
-    """Run the checkpointer in its own session and wait for it: the log folded into the file."""
-    if not _log_bytes(path):
+    """Run the checkpointer in its own session and wait for it: the live parts and the log folded into the
+    file."""
+    if not _needs_fold(path):
         return
     paths = [str(Path(__file__).resolve().parents[2]), *(p for p in sys.path if p)]
     done = subprocess.run([sys.executable, "-S", "-m", "retrieval.traces.checkpoint", str(path)],
                           start_new_session=True, stdin=subprocess.DEVNULL, capture_output=True,
                           env={**os.environ, "PYTHONPATH": os.pathsep.join(paths)}, timeout=CHECKPOINT_WAIT)
-    if done.returncode != 0 and _log_bytes(path):
+    if done.returncode != 0 and _needs_fold(path):
         raise TraceStoreError(f"could not fold the log of trace file {path} into it before compacting (another "
                               "checkpointer or process held it); the rows were pruned, try the compaction again")
+
+
+def _needs_fold(path: Path) -> bool:
+    """Whether rows live outside the file alone: in live parts (the live view) or in DuckDB's log."""
+    return bool(_log_bytes(path) or trace_live.part_files(path) or trace_live.is_marked_live(path))
 
 
 def _log_bytes(path: Path) -> int:

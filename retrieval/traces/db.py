@@ -9,9 +9,15 @@ autoloading and autoinstalling, so a SQLite or other foreign file never triggers
 
 from __future__ import annotations
 
+import fcntl
+import os
 import random
 import re
+import struct
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -38,7 +44,12 @@ class TraceStoreError(RuntimeError):
 
 
 class TraceStoreLocked(TraceStoreError):
-    """Another process held the trace file's lock for longer than the timeout."""
+    """Another process held the trace file's lock for longer than the timeout; `holder` names it
+    ('process 1234 (duckdb)'), or says it was this process's other connection."""
+
+    def __init__(self, message: str, holder: str = "another process") -> None:
+        super().__init__(message)
+        self.holder = holder
 
 
 def one_line(text: object) -> str:
@@ -53,7 +64,7 @@ def is_lock_error(exc: BaseException) -> bool:
     return isinstance(exc, duckdb.IOException) and bool(LOCK_ERROR.match(str(exc)))
 
 
-def _is_busy_here(exc: BaseException) -> bool:
+def is_busy_here(exc: BaseException) -> bool:
     """This process has the file open with another configuration (e.g. a test's plain duckdb.connect), or
     another of its threads is closing the file's last connection right now."""
     import duckdb
@@ -65,7 +76,7 @@ def _is_busy_here(exc: BaseException) -> bool:
 def is_busy_error(exc: BaseException) -> bool:
     """True for the errors a connection waits out: another process's lock, or this process holding the file
     with another configuration (or closing it right now). Read-only openers (the app's SQL box) retry on these."""
-    return is_lock_error(exc) or _is_busy_here(exc)
+    return is_lock_error(exc) or is_busy_here(exc)
 
 
 def check_file(path: Path) -> None:
@@ -84,29 +95,112 @@ def check_file(path: Path) -> None:
         raise TraceStoreError(f"cannot open trace file {path}: it is {kind} a DuckDB database; {ADVICE}")
 
 
-def connect(path: Path, *, timeout: float, threads: int | None = None) -> duckdb.DuckDBPyConnection:
-    """A read-write connection, retried with jittered backoff while the lock is held, up to `timeout` s.
-    `threads=1` keeps DuckDB's work on the calling thread (a background drain beside lookups)."""
+def connect(path: Path, *, timeout: float, threads: int | None = None, read_only: bool = False,
+            poll: float | None = None) -> duckdb.DuckDBPyConnection:
+    """A read-write connection (or a `read_only` one), retried with jittered backoff while the lock is held, up
+    to `timeout` s; with `poll`, every `poll` s (jittered) instead, to catch the gaps between readers that keep
+    the file open one after another. `threads=1` keeps DuckDB's work on the calling thread (a background drain
+    beside lookups). A read-write connection of this project is opened under `write_guard` (one per file and
+    process at a time)."""
     import duckdb
 
     check_file(path)
     config: dict[str, object] = dict(CONNECT_CONFIG)
     if threads is not None:
         config["threads"] = threads
-    deadline, delay = time.monotonic() + timeout, 0.002
+    deadline, delay = time.monotonic() + timeout, poll or 0.002
     while True:
         try:
+            if read_only:
+                return duckdb.connect(str(path), read_only=True, config=config)
             con = duckdb.connect(str(path), config=config)
             con.execute("PRAGMA disable_checkpoint_on_shutdown")
             return con
         except duckdb.Error as exc:
-            if not (is_lock_error(exc) or _is_busy_here(exc)):
+            if not (is_lock_error(exc) or is_busy_here(exc)):
                 raise file_error(path, exc) from None
             if time.monotonic() >= deadline:
                 holder = lock_holder(str(exc)) if is_lock_error(exc) else "this process (another configuration)"
-                raise TraceStoreLocked(f"trace file {path} is locked by {holder} for over {timeout:.1f}s") from None
+                raise TraceStoreLocked(f"trace file {path} is locked by {holder} for over {timeout:.1f}s",
+                                       holder) from None
         time.sleep(min(delay * (0.5 + random.random()), max(deadline - time.monotonic(), 0.0)))
-        delay = min(delay * 2, 0.1)
+        delay = delay if poll else min(delay * 2, 0.1)
+
+
+_GUARDS: dict[str, threading.RLock] = {}
+_GUARDS_LOCK = threading.Lock()
+
+
+@contextmanager
+def write_guard(path: Path, timeout: float | None = None) -> Iterator[None]:
+    """Hold this process's lock of trace file `path` while a read-write connection of this project is open:
+    two threads' connections would share one DuckDB instance, and one's DDL (the live view, trace_view) would
+    break the other's transaction. With `timeout`, TraceStoreLocked when another thread keeps it longer."""
+    key = os.path.abspath(path)
+    with _GUARDS_LOCK:
+        guard = _GUARDS.setdefault(key, threading.RLock())
+    if not guard.acquire(timeout=-1 if timeout is None else timeout):
+        raise TraceStoreLocked(f"trace file {path} is locked by another thread of this process for over "
+                               f"{timeout:.1f}s", "this process (another thread)")
+    try:
+        yield
+    finally:
+        guard.release()
+
+
+def _reset_guards() -> None:
+    """After a fork, the child starts with no guard held (a parent's thread may have held one)."""
+    global _GUARDS_LOCK
+    _GUARDS.clear()
+    _GUARDS_LOCK = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_reset_guards)
+
+
+def file_holder(path: Path) -> str | None:
+    """Which other process holds a DuckDB lock on `path` now ('process 1234 (duckdb)'), or None; asked of the
+    kernel (F_GETLK), so no lock is taken. DuckDB locks the whole file with fcntl: a read-write connection
+    holds a write lock, a read-only one a read lock."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        query = struct.pack("hhqqi", fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0)
+        kind, _, _, _, pid = struct.unpack("hhqqi", fcntl.fcntl(fd, fcntl.F_GETLK, query))
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if kind == fcntl.F_UNLCK:
+        return None
+    return process_name(pid)
+
+
+def write_held(path: Path) -> bool:
+    """Whether another process holds `path` read-write now (a read lock's query meets only write locks); asked of
+    the kernel, no lock taken."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        query = struct.pack("hhqqi", fcntl.F_RDLCK, os.SEEK_SET, 0, 0, 0)
+        return struct.unpack("hhqqi", fcntl.fcntl(fd, fcntl.F_GETLK, query))[0] != fcntl.F_UNLCK
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def process_name(pid: int) -> str:
+    """'process 1234 (its command line)', read from /proc where it can be."""
+    try:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        command = ""
+    return f"process {pid} ({command[:120] or 'unknown command'})"
 
 
 def file_error(path: Path, exc: BaseException) -> TraceStoreError:

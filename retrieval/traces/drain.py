@@ -1,5 +1,5 @@
 """The background drainer: one daemon thread per process moves spooled rows of every open TraceStore
-into DuckDB, in batches, and `atexit` flushes what is left.
+into the live folder (trace_live), in batches, and `atexit` flushes what is left.
 
 Stores register themselves weakly (a forgotten store is not kept alive), and the spool of a store that
 was garbage-collected with rows waiting is drained at exit all the same. The thread wakes every
@@ -35,6 +35,7 @@ class _Drainer:
         self._thread: threading.Thread | None = None
         self._held: list[Drainable] = []
         self._forgotten: set[str] = set()  # trace files of stores collected while registered
+        self._busy = threading.Lock()  # held while the thread drains a forgotten store's rows
         self._finalizers: dict[int, weakref.finalize] = {}
 
     def register(self, store: Drainable) -> None:
@@ -72,6 +73,10 @@ class _Drainer:
             self._wake.clear()
             for store in list(self._stores):
                 store.drain_in_background()
+            for path in sorted(self._forgotten):  # stores collected with rows waiting: drained all the same
+                with self._busy:  # (a fork waits for it, as for a store's drain)
+                    if _drain_forgotten(Path(path)):
+                        self._forgotten.discard(path)
 
     def _next_wait(self) -> float:
         """Until the first store's rows are due (so a row is not left waiting for the next tick), at most
@@ -88,6 +93,7 @@ class _Drainer:
 
     def before_fork(self) -> None:
         """Hold every store's lock across a fork, so no child starts inside a drain's DuckDB connection."""
+        self._busy.acquire()
         self._held = [store for store in list(self._stores) if _lock_of(store) is not None]
         for store in self._held:
             _lock_of(store).acquire()
@@ -96,6 +102,7 @@ class _Drainer:
         for store in self._held:
             _lock_of(store).release()
         self._held = []
+        self._busy.release()
 
     def after_fork(self) -> None:
         self.after_fork_in_parent()
@@ -103,21 +110,48 @@ class _Drainer:
 
 
 def _drain_file(path: Path) -> None:
-    """Move what waits in `path`'s spool into the table (a forgotten store's rows); a warning if it cannot."""
+    """Move what waits in `path`'s spool into the live folder and show it (a forgotten store's rows); a warning
+    if it cannot."""
     from collections import deque
 
+    from retrieval.traces import keeper
     from retrieval.traces.db import TraceStoreError
-    from retrieval.traces.file import open_drained, spool_path
+    from retrieval.traces.file import spool_path
+    from retrieval.traces.livedrain import drain_once
     from retrieval.traces.spool import Spool
 
     spool = Spool(spool_path(path))
     try:
         if spool.has_rows():
-            with open_drained(path, spool, deque(), timeout=EXIT_TIMEOUT):
-                pass
+            drained = drain_once(path, spool, deque(), show_wait=EXIT_TIMEOUT, turn_wait=EXIT_TIMEOUT)
+            if not drained.shown:
+                raise TraceStoreError(f"trace file {path} is locked by {drained.held_by}")
+            keeper.ensure(path)
     except (TraceStoreError, OSError) as exc:
-        warnings.warn(f"{exc}; recorded rows are kept in {spool_path(path).name} beside it and added by the next "
-                      f"write", RuntimeWarning, stacklevel=2)
+        warnings.warn(f"{exc}; recorded rows are kept beside it ({spool_path(path).name} or {path.name}.live/) and "
+                      f"arrive when it lets go", RuntimeWarning, stacklevel=2)
+    finally:
+        spool.close()
+
+
+def _drain_forgotten(path: Path) -> bool:
+    """One paced drain of a forgotten store's spool, if rows wait in it (quiet: the exit drain warns); True when
+    none wait any more."""
+    from collections import deque
+
+    from retrieval.traces import keeper
+    from retrieval.traces.db import TraceStoreError
+    from retrieval.traces.file import spool_path
+    from retrieval.traces.livedrain import drain_once
+    from retrieval.traces.spool import Spool
+
+    spool = Spool(spool_path(path))
+    try:
+        if spool.has_rows() and drain_once(path, spool, deque(), show_wait=0.25, paced=True).shown:
+            keeper.ensure(path)
+        return not spool.has_rows()
+    except (TraceStoreError, OSError):
+        return False
     finally:
         spool.close()
 

@@ -1,42 +1,44 @@
-"""A one-shot command's trace drain, prepared in a helper process while the command works.
+"""A one-shot command's trace file, checked in a helper process while the command works, which then drains
+the command's row in the background as the file's keeper.
 
 Importing DuckDB and opening the trace file take about 0.2 s, as long as a whole traced lookup's
 overhead may be. So `python -m retrieval lookup` starts this module as a child process first: the child
-imports DuckDB, checks and migrates the file, and waits, beside the lookup, on a second core. When
-the row is spooled, the command asks it to drain and waits for its one-line answer; its row is in the
-table when the command exits. The protocol is one line each way: the child says `ready` (or `error:
-…` for a file it cannot use), then on `drain` answers `ok`, `locked: …` or `error: …`.
+imports DuckDB, checks (and makes or migrates) the file, and says so, beside the lookup, on a second core.
+When the row is spooled the command tells it and exits at once: it does not wait for a drain. The child then
+becomes the file's keeper (trace_keeper) in its own session: it drains the row into the live folder, where
+a plain DuckDB client sees it within about a second, and folds it into the file once writers are idle. If
+another keeper runs, that one drains it; and when one runs before the command starts, no helper is started
+at all: the command spools its row and leaves it to that keeper (trace_keeperlock says how neither misses
+the other). The protocol is one line each way: the child says `ready`, `locked: …` (another process
+held the file for the lock timeout: the row waits and arrives when it lets go) or `error: …` (a file it
+cannot use); the command answers `drain` once its row is spooled (or just goes away).
 
-`python -m retrieval` forks the helper before its own heavy imports (`prestart`), and the helper keeps
-its connection for up to HOLD seconds while it waits, so the drain after the lookup is only the insert.
-Like every connection of this project, the helper's commits go to DuckDB's write-ahead log
-(`<file>.wal`), which every DuckDB client reads when it opens the file; a detached process folds it into
-the file once it grows (trace_checkpoint).
+`python -m retrieval` forks the helper before its own heavy imports (`prestart`); `lookup-knowledge` (the
+console script) starts it later, as a fresh interpreter in a new session.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import subprocess
 import sys
-import time
-from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
+
+from retrieval.traces.keeperlock import running as keeper_running
 
 OK, LOCKED, ERROR, FAILED = "ok", "locked", "error", "failed"
-HOLD = 1.0  # seconds the helper keeps the file open waiting for the drain (other processes wait that long)
 LOCK_TIMEOUT = 10.0  # the trace writer's default
 _prestarted: dict[tuple[str, float], ExitDrain] = {}
 
 
 @dataclass(frozen=True)
 class Outcome:
-    """How the helper's drain went: `ok`, `locked` or `error` with its one-line message, or `failed`
-    (the helper did not answer: the caller drains in-process instead)."""
+    """How the helper's check of the file went: `ok` (it drains the row in the background), `locked` or
+    `error` with its one-line message, or `failed` (the helper did not answer: the caller drains in-process
+    instead)."""
 
     status: str
     message: str = ""
@@ -60,13 +62,19 @@ def prestart(argv: list[str]) -> None:
         timeout = float(flags["--lock-timeout"])
     except ValueError:
         return  # the command refuses the flag itself
+    if keeper_running(Path(flags["--traces"])):
+        return  # the keeper at work drains the row: no helper (`take` says so)
     _prestarted[(str(Path(flags["--traces"])), timeout)] = ExitDrain(Path(flags["--traces"]), timeout, fork=True)
 
 
-def take(path: Path, lock_timeout: float) -> ExitDrain:
+def take(path: Path, lock_timeout: float) -> ExitDrain | None:
     """The helper prestarted for `path` and `lock_timeout`, or a new one (spawned: this process may hold
-    threads or DuckDB state, which a fork must not copy)."""
-    return _prestarted.pop((str(path), float(lock_timeout)), None) or ExitDrain(path, lock_timeout)
+    threads or DuckDB state, which a fork must not copy); None when a keeper of the file is at work: it
+    drains the row (the caller starts one after spooling if it has gone meanwhile)."""
+    prestarted = _prestarted.pop((str(path), float(lock_timeout)), None)
+    if prestarted is not None:
+        return prestarted
+    return None if keeper_running(path) else ExitDrain(path, lock_timeout)
 
 
 class ExitDrain:
@@ -91,6 +99,7 @@ class ExitDrain:
                 os.nice(10)  # the command's own work comes first; this one fills the gaps until it is needed
                 os.close(to_child)
                 os.close(from_child)
+                _drop_stdin_stdout()  # the command's caller waits for its stdout to close, never for this helper
                 with os.fdopen(from_parent, "r") as requests, os.fdopen(to_parent, "w") as answers:
                     code = _serve(self.path, lock_timeout, requests, answers)
             finally:
@@ -109,74 +118,64 @@ class ExitDrain:
         child = subprocess.Popen([sys.executable, "-S", "-m", "retrieval.traces.exit_drain", str(self.path),
                                   repr(lock_timeout)],
                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                                 env=env)
+                                 env=env, start_new_session=True)
         self._pid, self._reader, self._writer = child.pid, child.stdout, child.stdin
         self._popen = child  # waited for by close()
 
-    def finish(self, timeout: float = 120.0) -> Outcome:
-        """Ask the helper to drain and wait for its answer (the first error it reported, if any)."""
+    def finish(self) -> Outcome:
+        """Read the helper's answer about the file and tell it the row is spooled; the helper drains it after
+        this process has gone (nothing here waits for a drain)."""
         if self._reader is None or self._writer is None:
             return Outcome(FAILED, "the drain helper did not start")
         try:
-            first = self._reader.readline().strip()
-            if first != "ready":
-                outcome = _parsed(first)
-            else:
+            outcome = _parsed(self._reader.readline().strip())
+            if outcome.status != ERROR:
                 self._writer.write("drain\n")
                 self._writer.flush()
-                outcome = _parsed(self._reader.readline().strip())
         except (OSError, ValueError) as exc:
             outcome = Outcome(FAILED, f"the drain helper stopped: {exc}")
-        # the helper closed the file before it answered: the command need not wait for it to exit
-        self.close(timeout if outcome.status == FAILED or self._popen is not None else 0.0)
+        self.close()
         return outcome
 
-    def close(self, timeout: float = 5.0) -> None:
-        """Let the helper go (it exits when its input closes); kill it if it hangs."""
+    def close(self) -> None:
+        """Let the helper go: it keeps working as the file's keeper, or exits, on its own (a helper that
+        answered `error` exits at once and is collected if it has)."""
         for stream in (self._writer, self._reader):
             if stream is not None:
                 with contextlib.suppress(OSError):
                     stream.close()
         self._reader = self._writer = None
         pid, self._pid = self._pid, 0
-        if self._popen is not None:  # a spawned helper: Popen collects its own child
-            try:
-                self._popen.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self._popen.kill()
-                self._popen.wait()
+        if self._popen is not None:
+            self._popen.poll()
             self._popen = None
         elif pid:
-            _reap(pid, timeout)
+            _reap(pid)
 
 
-def _reap(pid: int, timeout: float) -> None:
-    """Wait for the helper to exit, up to `timeout`, then kill it; with no timeout, only collect it if it
-    has exited (an answered helper exits by itself, and init collects it after this process)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            done, _ = os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if done:
-            return
-        if timeout <= 0:
-            return
-        if time.monotonic() >= deadline:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(pid, 0)
-            return
-        time.sleep(0.002)
+def _reap(pid: int) -> None:
+    """Collect the forked helper if it has exited (an exited child must not stay a zombie of a long-lived
+    caller); a helper still working is left alone, and init collects it after this process."""
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
 
 
 def _parsed(line: str) -> Outcome:
+    if line == "ready":
+        return Outcome(OK)
     status, _, message = line.partition(": ")
     if status in (OK, LOCKED, ERROR):
         return Outcome(status, message)
     return Outcome(FAILED, f"the drain helper answered {line!r:.80}")
+
+
+def _drop_stdin_stdout() -> None:
+    """Point the forked helper's stdin and stdout (the command's) at /dev/null: it talks through its own pipes."""
+    with contextlib.suppress(OSError):
+        devnull = os.open(os.devnull, os.O_RDWR)
+        os.dup2(devnull, 0)
+        os.dup2(devnull, 1)
+        os.close(devnull)
 
 
 def _quiet_stderr() -> None:
@@ -190,16 +189,11 @@ def _quiet_stderr() -> None:
 
 
 def _serve(path: Path, lock_timeout: float, requests: TextIO, answers: TextIO) -> int:
-    """The child's side: open the file now (reporting a file it cannot use) and keep it open up to HOLD
-    seconds; drain when asked, in that connection or a new one."""
-    import select
-    import warnings
-
-    from retrieval.traces import db as trace_db
-    from retrieval.traces.checkpoint import maybe_checkpoint
+    """The child's side: check the file now and say how it is; once the command has spooled its row (or gone
+    away), become the file's keeper, or leave the row to the keeper that runs."""
+    from retrieval.traces import keeper
     from retrieval.traces.db import TraceStoreError, TraceStoreLocked, one_line
-    from retrieval.traces.file import drain_into, migrate_once, spool_path
-    from retrieval.traces.spool import Spool
+    from retrieval.traces.file import open_checked
 
     if not sys._xoptions.get("importtime"):  # (-X importtime's report is kept: a test reads the helper's imports)
         _quiet_stderr()  # the command's stderr is the user's: one line per problem, said by the command itself
@@ -208,50 +202,30 @@ def _serve(path: Path, lock_timeout: float, requests: TextIO, answers: TextIO) -
         answers.write(line + "\n")
         answers.flush()
 
-    spool = Spool(spool_path(path))
-    con = None
-
-    def opened(timeout: float) -> Any:
-        """A connection to `path`, checked and migrated (DuckDB's connection type is not imported here)."""
-        con = trace_db.connect(path, timeout=timeout, threads=1)  # refuses a foreign file first
-        migrate_once(con, path, force=True)
-        return con
-
     try:  # the folder, as the command's TraceWriter makes it: the forked helper may get here first
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         say(f"{ERROR}: cannot create the folder of trace file {path}: {exc}")
         return 0
     try:
-        con = opened(min(lock_timeout, HOLD))
-    except TraceStoreLocked:
-        pass  # held by another process now; the drain waits for it
-    except TraceStoreError as exc:
-        say(f"{ERROR}: {one_line(exc)}")
-        return 0
-    say("ready")
-    if con is not None and not select.select([requests], [], [], HOLD)[0]:
-        con.close()  # the command is slow (an index build): let other processes in meanwhile
-        con = None
-    if requests.readline().strip() != "drain":
-        return 0  # the parent went away without rows to drain
-    try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            if con is None:
-                con = opened(lock_timeout)
-            drain_into(con, path, spool, deque())
-            con.close()
-        maybe_checkpoint(path)
+        open_checked(path, timeout=lock_timeout, force=True)
+        say("ready")
     except TraceStoreLocked as exc:
-        say(f"{LOCKED}: {one_line(exc)}")
-        return 0
+        say(f"{LOCKED}: {one_line(exc)}")  # the row waits for the holder; the keeper adds it when it lets go
     except TraceStoreError as exc:
         say(f"{ERROR}: {one_line(exc)}")
         return 0
-    notes = "; ".join(one_line(w.message) for w in caught)
-    say(f"{OK}: {notes}" if notes else OK)
-    return 0
+    requests.readline()  # the row is spooled (or the command went away)
+    for stream in (requests, answers):
+        with contextlib.suppress(OSError):
+            stream.close()
+    keeper.detach_stdio()  # now: the command's caller waits for its stdout and stderr to close, not for this
+    fd = keeper.take_lock(path)
+    if fd < 0:
+        return 0  # a keeper is at work: it drains the row (it looks at the spool again before it lets go)
+    with contextlib.suppress(OSError):
+        os.setsid()  # the command's terminal and process group may go; the keeper stays
+    return keeper.serve(path, fd)
 
 
 if __name__ == "__main__":

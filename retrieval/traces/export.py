@@ -43,6 +43,7 @@ EXPORT_MEMORY = "256MB"  # DuckDB's memory limit while it exports (it spills pas
 EXPORT_THREADS = 1  # the app's process serves pages on the other core
 SAMPLE_ROWS = 1000  # rows an estimate exports to measure the bytes of a row in a format
 SLICE_BYTES = 64 * 2**20  # rows an ordered export sorts at once: a quarter of EXPORT_MEMORY
+UNKNOWN_ROW_BYTES = 32 * 1024  # a row's size when the file's cannot be read: an evaluation row's, and more
 TEXT_TYPES = ("VARCHAR", "JSON")
 
 
@@ -196,11 +197,10 @@ def _copy_in_slices(con: duckdb.DuckDBPyConnection, out: Path, fmt: str, columns
 def _mean_row_bytes(con: duckdb.DuckDBPyConnection, total: int) -> int:
     """The table's mean row size on disk (the file's used blocks over its rows): cheap, and close enough to
     size a slice."""
-    if not total:
-        return 1
-    used = con.execute("SELECT used_blocks * block_size FROM pragma_database_size() "
-                       "WHERE database_name = current_database()").fetchone()
-    return max(1, int(used[0] or 0) // total) if used else 1
+    used = con.execute("SELECT sum(used_blocks * block_size) FROM pragma_database_size()").fetchone() \
+        if total else None
+    measured = int(used[0] or 0) // total if used else 0
+    return measured if measured >= 256 else UNKNOWN_ROW_BYTES  # several files read as one: attached, summed
 
 
 def _join(con: duckdb.DuckDBPyConnection, parts: list[Path], out: Path, fmt: str) -> None:

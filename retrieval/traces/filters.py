@@ -26,11 +26,12 @@ class TraceFilter:
     layers: tuple[str, ...] = ()
     l1_statuses: tuple[str, ...] = ()
     decisions: tuple[str, ...] = ()
+    hosts: tuple[str, ...] = ()  # the hosts that recorded the rows (schema v9's `host`); empty: every host
 
     def __post_init__(self) -> None:
         if self.interactive and self.run_ids:
             raise ValueError("a filter takes interactive lookups (no run) or the lookups of runs, not both")
-        for name in ("run_ids", "layers", "l1_statuses", "decisions"):
+        for name in ("run_ids", "layers", "l1_statuses", "decisions", "hosts"):
             values = getattr(self, name)
             if isinstance(values, str) or not all(isinstance(v, str) for v in values):
                 raise ValueError(f"{name} takes a tuple of strings, got {values!r}")
@@ -53,7 +54,7 @@ class TraceFilter:
             clauses.append(_in("run_id", self.run_ids))
             params.extend(self.run_ids)
         for column, values in (("retrieval_layer", self.layers), ("l1_status", self.l1_statuses),
-                               ("filter_decision", self.decisions)):
+                               ("filter_decision", self.decisions), ("host", self.hosts)):
             if values:
                 clauses.append(_in(column, values))
                 params.extend(values)
@@ -73,7 +74,7 @@ class TraceFilter:
         if self.query_contains.strip():
             parts.append(f"query contains {self.query_contains.strip()!r}")
         for label, values in (("layer", self.layers), ("L1 status", self.l1_statuses),
-                              ("filter decision", self.decisions)):
+                              ("filter decision", self.decisions), ("host", self.hosts)):
             if values:
                 parts.append(f"{label} {' or '.join(values)}")
         return " · ".join(parts)

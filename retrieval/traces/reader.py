@@ -1,20 +1,26 @@
-"""Reading the trace file: a short connection, SQL to a DataFrame, and `tool_invocation` rows.
+"""Reading the trace file: a short read-only connection, SQL to a DataFrame, and `tool_invocation` rows.
 
-Each function takes the trace file's path (or a TraceWriter, whose lock and in-memory rows it then
-shares) and moves every spooled row into the table before reading, so it sees every acknowledged row.
+A read never takes the write lock and never drains: it opens the file read-only (DuckDB lets any number of
+readers share it), so it neither waits for writers (they record into the spool and drain into the live
+folder without the file's lock) nor makes them wait. Rows of other processes appear within the ~2 s their
+drain takes. Each function takes the trace file's path, a folder of trace files or several paths (read as
+one, trace_sources), or a TraceWriter, whose own recorded rows are made visible first (its flush) and
+whose `sources` are read. When rows wait in a spool with no keeper to drain them (their writer died), a
+read starts one (trace_keeper); it does not drain them itself.
 """
 
 from __future__ import annotations
 
 import json
-from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from retrieval.traces import db as trace_db
-from retrieval.traces.file import open_drained, spool_path
+from retrieval.traces import keeper as trace_keeper
+from retrieval.traces import sources as trace_sources
+from retrieval.traces.file import open_checked, spool_path
 from retrieval.traces.schema import JSON_COLUMNS, TABLE
 from retrieval.traces.spool import Spool
 from retrieval.traces.writer import TraceWriter
@@ -23,28 +29,39 @@ if TYPE_CHECKING:
     import duckdb
     import pandas as pd
 
-Target = str | Path | TraceWriter  # a path, or a writer whose lock and memory rows a read shares
-LOCK_TIMEOUT = 10.0  # seconds a reader waits for another process's lock
+# a path, several paths (or folders) read as one, or a writer whose own rows a read shows first
+Target = str | Path | TraceWriter | Sequence[str | Path]
+LOCK_TIMEOUT = 10.0  # seconds a reader waits while another process holds the file read-write
 
 
 @contextmanager
 def connect(target: Target, timeout: float | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
-    """A short read-write connection to the trace file with every spooled row added first."""
+    """A short read-only connection to the trace file (or, for several files, an in-memory one over all of
+    them); retried while another process holds the file read-write, up to `timeout`, then TraceStoreLocked
+    naming the holder."""
+    if timeout is None:  # a writer's own lock timeout (the app's: 3 s), else LOCK_TIMEOUT
+        timeout = target.lock_timeout if isinstance(target, TraceWriter) else LOCK_TIMEOUT
     if isinstance(target, TraceWriter):
-        with target.connect(timeout) as con:
-            yield con
-        return
-    path = Path(target)
-    spool = Spool(spool_path(path))
+        if target.has_unshown_rows():
+            target.flush(timeout)  # this writer's own rows first: a read sees what its process recorded
+        files = trace_sources.expand(target.sources)
+    else:
+        files = trace_sources.expand(_targets(target))
+    for file in files:
+        _nudge(file)
+    if len(files) == 1:
+        open_checked(files[0], timeout=timeout)  # a new file is made, an older one migrated, once per process
+        con = trace_db.connect(files[0], timeout=timeout, read_only=True)
+    else:
+        con = trace_sources.connect_many(files, timeout=timeout)
     try:
-        with open_drained(path, spool, deque(), timeout=LOCK_TIMEOUT if timeout is None else timeout) as con:
-            yield con
+        yield con
     finally:
-        spool.close()
+        con.close()
 
 
 def query(target: Target, sql: str, params: Sequence[Any] | None = None) -> pd.DataFrame:
-    """Run SQL against the trace file, after adding spooled rows, and return a DataFrame."""
+    """Run SQL against the trace file (read-only) and return a DataFrame."""
     with connect(target) as con:
         try:
             return con.execute(sql, params or []).df()
@@ -75,5 +92,19 @@ def iter_rows(frame: pd.DataFrame) -> Iterable[dict[str, Any]]:
         yield record
 
 
+def _targets(target: str | Path | Sequence[str | Path]) -> list[str | Path]:
+    return [target] if isinstance(target, (str, Path)) else list(target)
+
+
+def _nudge(file: Path) -> None:
+    """Start the keeper when rows wait in `file`'s spool and none runs (their writer is gone: a reader does
+    not drain them itself)."""
+    if Spool(spool_path(file)).has_rows() and not trace_keeper.running(file):
+        trace_keeper.ensure(file)
+
+
 def _path(target: Target) -> Path:
-    return target.path if isinstance(target, TraceWriter) else Path(target)
+    if isinstance(target, TraceWriter):
+        return target.path
+    targets = _targets(target)
+    return Path(targets[0]) if len(targets) == 1 else Path(", ".join(map(str, targets)))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import time
 import uuid
 from datetime import datetime, timezone
@@ -19,13 +20,15 @@ from typing import Any
 import orjson
 
 from retrieval.lookup.invocation import ToolInvocation
+from retrieval.traces.origin import host_tag
 from retrieval.traces.schema import COLUMN_TYPES, COLUMNS
 
 Row = tuple[Any, ...]  # one value per COLUMNS entry, typed for DuckDB
 REQUIRED_TEXT = ("id", "tool_name", "query", "status")
 OPTIONAL_TEXT = ("error", "retrieval_layer", "filter_decision", "l1_status", "run_id", "query_id", "kb_path",
-                 "kb_fingerprint")
-INTEGERS = ("l0_match_count", "l1_candidate_count", "candidate_count", "evidence_count", "kb_entries", "kb_chunks")
+                 "kb_fingerprint", "host")
+INTEGERS = ("l0_match_count", "l1_candidate_count", "candidate_count", "evidence_count", "kb_entries", "kb_chunks",
+            "pid")
 INT32 = 2**31
 JSON_COLUMNS_SET = frozenset(name for name, kind in zip(COLUMNS, COLUMN_TYPES, strict=True) if kind == "JSON")
 
@@ -40,6 +43,7 @@ def encode(invocation: ToolInvocation, entered: float | None = None) -> bytes:
     row = invocation.to_dict()
     row["created_at"] = invocation.created_at.astimezone(timezone.utc).replace(tzinfo=None).isoformat()
     latency = row.pop("latency_ms")
+    row["host"], row["pid"] = host_tag(), os.getpid()  # who recorded it: the process encoding the row
     details = row["retrieval_details"]
     if entered is not None and isinstance(details, dict) and isinstance(details.get("timings_ms"), dict):
         spent = (time.perf_counter() - entered) * 1000.0
@@ -185,5 +189,6 @@ def fallback_line(invocation: Any, exc: BaseException) -> bytes:
            .astimezone(timezone.utc).replace(tzinfo=None).isoformat(),
            "tool_name": str(getattr(invocation, "tool_name", "unknown")), "query": str(getattr(invocation, "query",
                                                                                                "")),
-           "status": "error", "error": f"not recorded in full: {type(exc).__name__}: {exc}"}
+           "status": "error", "error": f"not recorded in full: {type(exc).__name__}: {exc}", "host": host_tag(),
+           "pid": os.getpid()}
     return json.dumps(scrub(row), ensure_ascii=False).encode("utf-8") + b"\n"

@@ -24,12 +24,12 @@ TABLE = "tool_invocation"
 COLUMNS = ("id", "created_at", "tool_name", "query", "arguments", "status", "error", "latency_ms",
            "retrieval_layer", "filter_decision", "l1_status", "l0_match_count", "l1_candidate_count",
            "candidate_count", "evidence_count", "run_id", "query_id", "config", "retrieval_details",
-           *PROVENANCE_COLUMNS, "tags")
+           *PROVENANCE_COLUMNS, "tags", "host", "pid")
 V1_COLUMNS = COLUMNS[:19]
 JSON_COLUMNS = ("arguments", "config", "retrieval_details", "index_settings", "tags")
 COLUMN_TYPES = ("VARCHAR", "TIMESTAMP", "VARCHAR", "VARCHAR", "JSON", "VARCHAR", "VARCHAR", "DOUBLE",
                 "VARCHAR", "VARCHAR", "VARCHAR", "INTEGER", "INTEGER", "INTEGER", "INTEGER", "VARCHAR", "VARCHAR",
-                "JSON", "JSON", "VARCHAR", "VARCHAR", "INTEGER", "INTEGER", "JSON", "JSON")
+                "JSON", "JSON", "VARCHAR", "VARCHAR", "INTEGER", "INTEGER", "JSON", "JSON", "VARCHAR", "INTEGER")
 
 MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
     (1, (
@@ -114,16 +114,23 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
     (8, (
         "ALTER TABLE eval_run ADD COLUMN IF NOT EXISTS library_versions JSON",
     )),
+    # v9 (many hosts): which host ($LOOKUP_KNOWLEDGE_HOST, else the host name) and which process recorded each call,
+    # so several trace files read as one still say where each row came from; rows stored before read null
+    (9, (
+        f"ALTER TABLE {TABLE} ADD COLUMN IF NOT EXISTS host VARCHAR",
+        f"ALTER TABLE {TABLE} ADD COLUMN IF NOT EXISTS pid INTEGER",
+    )),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
 
-def migrate(con: duckdb.DuckDBPyConnection, path: Path) -> None:
-    """Bring the file to SCHEMA_VERSION; refuse newer files and foreign `tool_invocation` tables."""
+def needs_migration(con: duckdb.DuckDBPyConnection, path: Path) -> bool:
+    """Whether the file lacks migrations this tool applies (read only: a read-only connection can ask); a
+    newer file or a foreign `tool_invocation` table is refused with a TraceStoreError."""
     existing = _columns(con)
     current = _version(con)
     if current == SCHEMA_VERSION and not sorted(set(COLUMNS) - set(existing)):
-        return  # up to date: no transaction, no write
+        return False
     if current > SCHEMA_VERSION:
         raise TraceStoreError(f"trace file {path} has schema v{current}, newer than this tool's "
                               f"v{SCHEMA_VERSION}; upgrade lookup-knowledge or use another --traces file")
@@ -132,6 +139,15 @@ def migrate(con: duckdb.DuckDBPyConnection, path: Path) -> None:
         lacks = f"columns {', '.join(missing)}" if missing else "its schema_version table"
         raise TraceStoreError(f"trace file {path} has a {TABLE} table that is not this tool's (it lacks "
                               f"{lacks}); {ADVICE}")
+    return True
+
+
+def migrate(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    """Bring the file to SCHEMA_VERSION; refuse newer files and foreign `tool_invocation` tables. The file's
+    `tool_invocation` must be a table (folded: trace_view), as every file before v9 is."""
+    if not needs_migration(con, path):
+        return  # up to date: no transaction, no write
+    current = _version(con)
     con.execute("BEGIN TRANSACTION")
     con.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL, applied_at TIMESTAMP)")
     for version, statements in MIGRATIONS:

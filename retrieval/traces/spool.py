@@ -30,6 +30,10 @@ READ_APPEND = os.O_RDWR | os.O_APPEND | os.O_CREAT  # the live spool: appends, a
 LOCK_SPIN = 0.0002  # seconds between non-blocking lock attempts; writers hold the lock for microseconds
 
 
+class TraceSpoolRejectedWarning(UserWarning):
+    """Spool lines that are not valid rows were moved to the rejected file."""
+
+
 @dataclass
 class Batch:
     """A claimed batch file and the locked handle that keeps other drainers off it."""

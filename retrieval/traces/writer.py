@@ -2,14 +2,15 @@
 
 `record()` appends one JSON line to the spool beside the trace file and returns: that write is the
 acknowledgement (it survives a SIGKILL; see trace_spool for the fsync policy). A background thread
-(trace_drain) moves spooled rows into `tool_invocation` within about a second, and `close()` (or the
-exit of the process) moves the rest, so a plain DuckDB client finds every row in the table. A failed
-write never raises into the caller: it is a warning, and the rows wait in the spool.
+(trace_drain) moves spooled rows into the live folder (trace_live) within about a second, taking its turn
+with the other drainers of the file (trace_turn) and no lock on the file itself, and `close()` (or the exit
+of the process) moves the rest; `tool_invocation` shows them at once (trace_view), and the keeper
+(trace_keeper) folds them into the file when writers are idle. A failed write never raises into the
+caller: it is a warning, and the rows wait in the spool.
 """
 
 from __future__ import annotations
 
-import random
 import threading
 import time
 import warnings
@@ -21,10 +22,14 @@ from typing import TYPE_CHECKING
 
 from retrieval.lookup.invocation import ToolInvocation
 from retrieval.traces import drain as trace_drain
+from retrieval.traces import keeper as trace_keeper
+from retrieval.traces import live as trace_live
 from retrieval.traces.db import TraceStoreError, TraceStoreLocked, check_file
-from retrieval.traces.file import open_drained, spool_path
+from retrieval.traces.file import open_checked, open_drained, spool_path
+from retrieval.traces.livedrain import drain_once
 from retrieval.traces.rows import encode, fallback_line
 from retrieval.traces.spool import Spool
+from retrieval.traces.turn import Backoff
 
 if TYPE_CHECKING:
     import duckdb
@@ -32,6 +37,7 @@ if TYPE_CHECKING:
 MAX_MEMORY_ROWS = 10_000  # rows kept in memory when even the spool cannot be written
 MAX_AGE = 0.75  # seconds a recorded row waits for a background drain (the drainer wakes when it falls due)
 BACKGROUND_LOCK_WAIT = 0.25  # seconds a background drain retries while another process holds the file
+SHOW_RETRY = 0.25  # seconds between a flush's tries to show its parts while the file is held
 
 
 class TraceStoreWriteWarning(UserWarning):
@@ -39,7 +45,12 @@ class TraceStoreWriteWarning(UserWarning):
 
 
 class TraceStoreLockedWarning(TraceStoreWriteWarning):
-    """Rows wait in the spool because another process held the trace file's lock for too long."""
+    """Rows wait (spooled, or drained but not shown) because another process held the trace file's lock for too
+    long; `holder` names it ('process 1234 (duckdb)') when known."""
+
+    def __init__(self, message: str, holder: str = "") -> None:
+        super().__init__(message)
+        self.holder = holder
 
 
 class TraceWriter:
@@ -50,13 +61,16 @@ class TraceWriter:
 
     def __init__(self, path: str | Path, *, lock_timeout: float = 10.0, batch_size: int = 500,
                  fsync: bool = False, defer_if_locked: bool = False, open_now: bool = True,
-                 background: bool = True) -> None:
-        """Opens (checks and migrates) the file now, so a broken or foreign one is named before any lookup;
-        a file another process holds raises TraceStoreLocked, or with `defer_if_locked` is left to the
-        first drain, the rows waiting in the spool meanwhile. Without `open_now` only the file's first bytes
-        are checked (DuckDB is not loaded): for a command whose drain is done by exit_drain's helper, which
-        also passes `background=False`: no drainer thread, no exit flush (`close()` drains, if called)."""
+                 background: bool = True, sources: Sequence[str | Path] | None = None) -> None:
+        """Opens (checks, and migrates if it must) the file now, so a broken or foreign one is named before any
+        lookup; an up-to-date file is only read. A file another process holds raises TraceStoreLocked, or with
+        `defer_if_locked` is left to the first drain, the rows waiting in the spool meanwhile. Without
+        `open_now` only the file's first bytes are checked (DuckDB is not loaded): for a command whose drain
+        is done by exit_drain's helper, which also passes `background=False`: no drainer thread, no exit
+        flush (`close()` drains, if called). `sources` are the trace files (or folders of them) its reading
+        functions read as one (trace_sources); by default its own file."""
         self.path = Path(path)
+        self.sources = tuple(Path(p) for p in sources) if sources else (self.path,)
         self.lock_timeout, self.batch_size = lock_timeout, batch_size
         if self.path.is_dir():
             raise TraceStoreError(f"trace file {self.path} is a folder; pass --traces with a file path "
@@ -70,14 +84,15 @@ class TraceWriter:
         self._memory: deque[bytes] = deque()  # rows the spool could not take
         self._waiting: float | None = None  # when this writer's oldest undrained row was recorded
         self._unsent = 0  # rows recorded since the last drain
-        self._retry = _Backoff()
+        self._retry = Backoff()
         self._warned = ""
         self._background = background
+        self._hidden = False  # rows in the live folder that the file could not show yet (it was held)
+        self._held_by = ""  # who held it then
         try:
             if open_now:
-                with self._lock, open_drained(self.path, self._spool, self._memory, timeout=lock_timeout,
-                                              drain=False, check=True):
-                    pass
+                with self._lock:
+                    open_checked(self.path, timeout=lock_timeout, force=True)
             else:
                 check_file(self.path)
         except TraceStoreLocked:
@@ -95,8 +110,10 @@ class TraceWriter:
         return self._spool.rejected_path
 
     def spool_files(self) -> list[Path]:
-        """The spool and its batch files (`*.draining`) that still hold rows not yet in the table."""
-        return self._spool.pending_files()
+        """The files that hold rows `tool_invocation` does not show yet: the spool, its batch files
+        (`*.draining`), and the live folder's parts while the file could not show them (it was held)."""
+        hidden = [] if trace_live.is_marked_live(self.path) else trace_live.part_files(self.path)
+        return self._spool.pending_files() + hidden
 
     def __call__(self, invocation: ToolInvocation) -> None:
         """A writer is a recorder: `lookup_knowledge(..., recorder=store)`."""
@@ -119,16 +136,49 @@ class TraceWriter:
             self._append([self._encode(inv, None) for inv in invocations])
 
     def flush(self, timeout: float | None = None) -> bool:
-        """Move every spooled row into the table now; False (with a warning naming the lock's holder, if
-        that was the cause) when the file stayed unavailable: the rows then wait in the spool."""
-        if not (self._memory or self._spool.has_rows()):
+        """Make every row recorded so far visible in `tool_invocation` now: drained into the live folder (waiting
+        for the drain turn if another drainer has it) and shown by the live view. False, with a warning naming
+        the holder, when the file stayed held for `timeout` (default `lock_timeout`): the rows then wait in the
+        live folder (or the spool) and arrive when it lets go."""
+        if not (self._memory or self._spool.has_rows() or self._hidden):
             return True  # nothing waits: the file is not opened (at exit, its folder may be gone)
+        limit = self.lock_timeout if timeout is None else timeout
+        deadline = time.monotonic() + limit
         try:
-            with self.connect(timeout=timeout):
-                return True
-        except TraceStoreError as exc:
+            with self._lock:
+                while True:
+                    left = max(deadline - time.monotonic(), 0.0)
+                    if self._drain_live(turn_wait=left, show_wait=min(left, SHOW_RETRY)):
+                        return True
+                    if time.monotonic() >= deadline:
+                        raise TraceStoreLocked(f"trace file {self.path} is locked by {self._held_by} for over "
+                                               f"{limit:.1f}s", self._held_by)
+                    time.sleep(min(SHOW_RETRY, max(deadline - time.monotonic(), 0.0)))
+        except (TraceStoreError, OSError) as exc:
             self._warn_once(exc, force=True)
             return False
+
+    def _drain_live(self, *, turn_wait: float | None = None, show_wait: float, paced: bool = False) -> bool:
+        """One drain (trace_livedrain) of the spool, everyone's rows, into the live folder, then the live view;
+        True when every row drained is visible. Without `turn_wait` the turn is only tried (and `paced`):
+        False then means another drainer has it, and `self._retry` says when to look again."""
+        unsent = self._unsent
+        drained = drain_once(self.path, self._spool, self._memory, show_wait=show_wait, turn_wait=turn_wait,
+                             paced=paced)
+        if not drained.taken:
+            if drained.wait:
+                self._retry.wait(drained.wait)
+            self._held_by = drained.held_by or self._held_by
+            return False
+        self._unsent = max(self._unsent - unsent, 0)
+        if self._unsent == 0:
+            self._waiting = None
+        self._hidden, self._held_by = not drained.shown, drained.held_by
+        if drained.shown:
+            self._warned = ""
+            self._retry.reset()
+            trace_keeper.ensure(self.path)  # it folds the parts into the file when writers are idle
+        return drained.shown
 
     def close(self, timeout: float | None = None) -> None:
         """Drain what was recorded and stop draining in the background; rows recorded later still go to
@@ -146,40 +196,54 @@ class TraceWriter:
     @contextmanager
     def connect(self, timeout: float | None = None, *, drain: bool = True,
                 background: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
-        """A short read-write connection with every spooled row added first (unless `drain` is False);
-        retried while another process holds the lock (up to `timeout`, default `lock_timeout`). A
-        `background` drain runs DuckDB on one thread, the drainer's, so lookups beside it keep a core."""
+        """A short read-write connection (for writing the file's other tables, or deleting rows) in which
+        `tool_invocation` is a table holding every row: the live parts folded in and every spooled row added
+        first (unless `drain` is False); retried while another process holds the lock (up to `timeout`,
+        default `lock_timeout`). A `background` connection runs DuckDB on one thread, the caller's. The
+        keeper checkpoints what it commits once writers are idle."""
         with self._lock, open_drained(self.path, self._spool, self._memory, drain=drain,
                                       timeout=self.lock_timeout if timeout is None else timeout,
                                       threads=1 if background else None) as con:
+            self._hidden = False
             if drain:
                 self._unsent, self._waiting, self._warned = 0, None, ""
                 self._retry.reset()
             yield con
+        trace_keeper.ensure(self.path)
 
     def due_in(self) -> float | None:
         """Seconds until this writer's rows are due for a background drain (0 when they are), or None."""
-        if self._waiting is None:
+        if self._waiting is None and not self._hidden:
             return None
-        return max(0.0, self._waiting + MAX_AGE - time.monotonic(), self._retry.until - time.monotonic())
+        since = time.monotonic() if self._waiting is None else self._waiting
+        return max(0.0, since + MAX_AGE - time.monotonic(), self._retry.until - time.monotonic())
 
     def drain_in_background(self) -> None:
-        """Called by the drainer thread: drain this writer's rows once they are due, retrying for a moment
-        while another process holds the file (a reader polling it), then backing off. It never waits for this
-        writer's own lock: a reader or flush of this process that is draining already does the job."""
-        if self._waiting is None or not self._retry.due():
+        """Called by the drainer thread: drain the spool into the live folder once this writer's rows are due,
+        in its turn with the other drainers of the file (paced: when another drained a moment ago, later; never
+        a warning), and show them (the live view), retrying for a moment while another process holds the file.
+        It never waits for this writer's own lock: a reader or flush of this process draining does the job."""
+        if (self._waiting is None and not self._hidden) or not self._retry.due():
             return
-        due = self._memory or self._unsent >= self.batch_size or time.monotonic() - self._waiting >= MAX_AGE
+        due = (self._hidden or self._memory or self._unsent >= self.batch_size
+               or (self._waiting is not None and time.monotonic() - self._waiting >= MAX_AGE))
         if not due or not self._lock.acquire(blocking=False):
             return  # a reader or flush is draining right now
         try:
-            with self.connect(BACKGROUND_LOCK_WAIT, background=True):
-                pass
+            if not self._drain_live(show_wait=BACKGROUND_LOCK_WAIT, paced=True) and self._hidden:
+                self._retry.fail()
+                self._warn_once(TraceStoreLocked(f"trace file {self.path} is locked by {self._held_by}",
+                                                 self._held_by))
         except (TraceStoreError, OSError) as exc:
             self._retry.fail()
             self._warn_once(exc)
         finally:
             self._lock.release()
+
+    def has_unshown_rows(self) -> bool:
+        """Whether rows this writer recorded may not be visible in `tool_invocation` yet (spooled, in memory,
+        or in parts the file could not show)."""
+        return self._waiting is not None or bool(self._memory) or self._hidden
 
     def _encode(self, invocation: ToolInvocation, entered: float | None) -> bytes:
         try:
@@ -215,25 +279,11 @@ class TraceWriter:
         if key == self._warned and not force:
             return
         self._warned = key
-        where = ", ".join(str(p.name) for p in self.spool_files()) or "memory"
-        kind = TraceStoreLockedWarning if locked else TraceStoreWriteWarning
-        warnings.warn(f"{exc}; recorded rows are kept in {where} beside it and added by the next write",
-                      kind, stacklevel=3)
-
-
-class _Backoff:
-    """Jittered exponential backoff for background drains while the file is unavailable (0.25 s to 1 s: a
-    reader holding the file for a moment must not leave the table more than ~2 s behind)."""
-
-    def __init__(self) -> None:
-        self.delay, self.until = 0.0, 0.0
-
-    def due(self) -> bool:
-        return time.monotonic() >= self.until
-
-    def fail(self) -> None:
-        self.delay = min(max(self.delay * 2, 0.25), 1.0)
-        self.until = time.monotonic() + self.delay * (0.5 + random.random())
-
-    def reset(self) -> None:
-        self.delay, self.until = 0.0, 0.0
+        where = ", ".join(str(p.name) for p in self._spool.pending_files())
+        if self._hidden:
+            where = ", ".join(filter(None, [where, trace_live.live_dir(self.path).name + "/"]))
+        tail = "arrive when it lets go" if locked else "are added by the next write"
+        text = f"{exc}; recorded rows are kept in {where or 'memory'} beside it and {tail}"
+        warning = (TraceStoreLockedWarning(text, getattr(exc, "holder", "")) if locked
+                   else TraceStoreWriteWarning(text))
+        warnings.warn(warning, stacklevel=3)
