@@ -6,7 +6,7 @@ writer records batches of rows and, once `record_many` has returned (the acknowl
 ids to its ack log; a third of its batches it also drains itself. A drainer drains the spool into the live
 folder in a loop (trace_livedrain), and a third of the time into the table through a read-write connection
 (which folds the live parts first). The keeper the workers start (detached, never killed here) folds the live
-folder and the log into the file 0.1 s after writers pause instead of 1.5 s, so folds and checkpoints run
+folder and the log into the file 0.1 s after writers pause instead of 5 s, so folds and checkpoints run
 all through the soak. After every round a plain, read-only DuckDB connection must open the file and read
 `tool_invocation`; at the end one drain moves what is left, and every acknowledged id must be in the table
 exactly once.

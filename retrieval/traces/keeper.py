@@ -34,7 +34,7 @@ from retrieval.traces.turn import Backoff, DrainTurn
 __all__ = ["FOLD_CHUNK", "IDLE", "MAX_LIVE_PARTS", "Packed", "detach_stdio", "ensure", "lock_path", "pack", "run",
            "running", "serve", "take_lock"]
 
-IDLE = float(os.environ.get("LOOKUP_KNOWLEDGE_PACK_IDLE") or 1.5)  # seconds without new rows before the fold
+IDLE = float(os.environ.get("LOOKUP_KNOWLEDGE_PACK_IDLE") or 5.0)  # seconds without new rows before the fold
 POLL = 0.1  # seconds between the keeper's looks at the spool and the live folder
 MAX_WAIT = 3600.0  # seconds the keeper keeps trying a held file; the next drain starts another one
 SHOW_WAIT = 0.25  # seconds a drain waits for the file to make the live view (the file is free far more often)
