@@ -12,7 +12,7 @@ from appui.data import file_facts, trace_export, trace_table
 from appui.data import runs as runs_data
 from appui.data import traces as data
 from appui.panels import judging
-from appui.widgets import state
+from appui.widgets import cached_reads, state
 
 TRACES, RUN, COMPARISON, JUDGEMENTS = "Filtered traces", "Run report", "Comparison report", "Judgements"
 PREVIEW_ROWS = 20
@@ -25,7 +25,7 @@ def _traces(ctx: state.AppContext, fmt: str) -> None:
                "; change them there)")
     extension, mime = data.FORMATS[fmt]
     if fmt in trace_export.REPORT_FORMATS:
-        total = state.guarded(lambda: trace_table.count(ctx.store, filters))
+        total = state.guarded(lambda: trace_table.count(cached_reads.cached(ctx.store), filters))
         if total is None:
             return
         left = f"; … and {total - trace_export.REPORT_ROWS:,} more rows not shown" \
@@ -37,7 +37,8 @@ def _traces(ctx: state.AppContext, fmt: str) -> None:
                            on_click="ignore")
     else:
         _data_export(ctx, filters, fmt)
-    preview = state.guarded(lambda: data.filter_traces(ctx.store, replace(filters, limit=PREVIEW_ROWS)))
+    preview = state.guarded(lambda: data.filter_traces(cached_reads.cached(ctx.store),
+                                                               replace(filters, limit=PREVIEW_ROWS)))
     if preview is not None and not preview.empty:
         st.caption(f"The first {min(len(preview), PREVIEW_ROWS)} rows, newest first:")
         st.dataframe(preview.reindex(columns=data.SUMMARY_COLUMNS), hide_index=True, key="ex_preview")
@@ -46,7 +47,7 @@ def _traces(ctx: state.AppContext, fmt: str) -> None:
 def _data_export(ctx: state.AppContext, filters: data.TraceFilters, fmt: str) -> None:
     """CSV, Parquet or JSONL: a download built on click, or past the limit a file written on this machine."""
     extension, mime = data.FORMATS[fmt]
-    guess = state.guarded(lambda: trace_export.estimate(ctx.store, filters, fmt))
+    guess = state.guarded(lambda: cached_reads.estimate(ctx.store, filters, fmt))
     if guess is None:
         return
     limit = trace_export.download_limit()
@@ -126,7 +127,7 @@ def render() -> None:
     st.title("Export")
     if ctx.store is None:
         return
-    facts = state.guarded(lambda: file_facts.file_facts(ctx.store))
+    facts = state.guarded(lambda: file_facts.file_facts(cached_reads.cached(ctx.store)))
     if facts is not None:
         st.caption(f"Trace file {facts.words()}")
     what = st.radio("What", [TRACES, RUN, COMPARISON, JUDGEMENTS], key="ex_what", horizontal=True)

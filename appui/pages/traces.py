@@ -14,7 +14,7 @@ from appui.data import sql_sandbox as sql_box
 from appui.data import trace_table as traces_data
 from appui.data import traces as data
 from appui.panels import judging
-from appui.widgets import state, trace_download, views
+from appui.widgets import cached_reads, state, trace_download, views
 from retrieval import TraceStore, TraceStoreError
 from retrieval.traces import waiting as rows_waiting
 
@@ -198,7 +198,7 @@ def _sql_box(store: TraceStore) -> None:
 def render() -> None:
     ctx = state.current()
     st.title("Traces")
-    store = ctx.store
+    store = cached_reads.cached(ctx.store)  # every read cached on the file's state: a rerun over it opens nothing
     if store is None:
         return
     facts = state.guarded(lambda: file_facts.file_facts(store))

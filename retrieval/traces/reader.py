@@ -47,8 +47,7 @@ def connect(target: Target, timeout: float | None = None) -> Iterator[duckdb.Duc
         files = trace_sources.expand(target.sources)
     else:
         files = trace_sources.expand(_targets(target))
-    for file in files:
-        _nudge(file)
+    nudge_keepers(files)
     if len(files) == 1:
         open_checked(files[0], timeout=timeout)  # a new file is made, an older one migrated, once per process
         con = trace_db.connect(files[0], timeout=timeout, read_only=True)
@@ -96,11 +95,12 @@ def _targets(target: str | Path | Sequence[str | Path]) -> list[str | Path]:
     return [target] if isinstance(target, (str, Path)) else list(target)
 
 
-def _nudge(file: Path) -> None:
-    """Start the keeper when rows wait in `file`'s spool and none runs (their writer is gone: a reader does
-    not drain them itself)."""
-    if Spool(spool_path(file)).has_rows() and not trace_keeper.running(file):
-        trace_keeper.ensure(file)
+def nudge_keepers(files: Sequence[Path]) -> None:
+    """Start the keeper of each file whose spool holds rows while none runs (their writer is gone: a reader
+    does not drain them itself). Every read does this; so must a cache that answers without reading."""
+    for file in files:
+        if Spool(spool_path(file)).has_rows() and not trace_keeper.running(file):
+            trace_keeper.ensure(file)
 
 
 def _path(target: Target) -> Path:
