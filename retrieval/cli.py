@@ -105,6 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
                                                                                                  "the rows"))
     trace_commands.add_export(traces)
     trace_commands.add_prune(traces)
+    trace_commands.add_compact(traces)
     pack = traces.add_parser("pack", help="fold the live parts and DuckDB's log into the trace file now, so the file "
                                           "alone holds every row (to copy it)")
     pack.add_argument("--traces", default=None, help="DuckDB trace file (default: traces.duckdb)")
@@ -156,6 +157,8 @@ def _run(args: argparse.Namespace, tracing: list[Tracing]) -> str | None:
             return trace_commands.run_export(args)
         if args.action == "prune":
             return trace_commands.run_prune(args)
+        if args.action == "compact":
+            return trace_commands.run_compact(args)
         return _pack(args) if args.action == "pack" else _export_otlp(args)
     kb = args.kb or default_kb()
     if args.command == "mcp":

@@ -1,5 +1,6 @@
-"""`python -m retrieval traces export` and `traces prune`: their flags and what they run. Each prints a JSON
-summary on stdout; bad input is a ValueError, which the CLI prints as one `error: …` line and exits 2."""
+"""`python -m retrieval traces export`, `traces prune` and `traces compact`: their flags and what they run.
+Each prints a JSON summary on stdout; bad input is a ValueError, which the CLI prints as one `error: …` line
+and exits 2."""
 
 from __future__ import annotations
 
@@ -8,10 +9,12 @@ import json
 from pathlib import Path
 
 from retrieval.paths import default_traces
+from retrieval.traces import db as trace_db
+from retrieval.traces.compact import STORAGE_VERSIONS, compact, storage_version_of
 from retrieval.traces.export import FORMATS, export_traces
 from retrieval.traces.filters import TraceFilter
 from retrieval.traces.moments import MOMENT_HELP, SPAN_HELP, parse_moment, parse_since, parse_span, utc_now
-from retrieval.traces.prune import prune
+from retrieval.traces.prune import file_size, prune
 
 TRACES_HELP = "DuckDB trace file (default: $LOOKUP_KNOWLEDGE_TRACES, else traces.duckdb)"
 
@@ -62,6 +65,17 @@ def add_prune(commands: argparse._SubParsersAction) -> None:
                                 "keeps the file's size)")
 
 
+def add_compact(commands: argparse._SubParsersAction) -> None:
+    """`traces compact`: the file rewritten, smaller, optionally in DuckDB's newer storage format."""
+    compact_cmd = commands.add_parser("compact", help="rewrite the trace file so it shrinks (what deleted rows "
+                                                      "freed is given back), optionally in another storage format")
+    compact_cmd.add_argument("--traces", default=None, help=TRACES_HELP)
+    compact_cmd.add_argument("--storage-version", default=None, choices=list(STORAGE_VERSIONS),
+                             help="the new file's format (default: the file's own): v1.5.0 compresses the JSON "
+                                  "columns and about halves the file, but only DuckDB 1.5 or later opens it; "
+                                  "v1.0.0 opens in every DuckDB 1.x")
+
+
 def run_export(args: argparse.Namespace) -> str:
     filters = TraceFilter(
         since=parse_since(args.since, flag="--since") if args.since is not None else None,
@@ -86,6 +100,16 @@ def run_prune(args: argparse.Namespace) -> str:
     report = prune(_existing(args.traces), cut, include_runs=args.include_runs, dry_run=args.dry_run,
                    compact_file=args.compact)
     return json.dumps({"traces": str(_existing(args.traces)), **report.to_dict()}, indent=2)
+
+
+def run_compact(args: argparse.Namespace) -> str:
+    path = _existing(args.traces)
+    before = file_size(path)
+    compact(path, args.storage_version)
+    with trace_db.connect(path, timeout=10.0, read_only=True) as con:
+        version = storage_version_of(con)
+    return json.dumps({"traces": str(path), "bytes_before": before, "bytes_after": file_size(path),
+                       "storage_version": version}, indent=2)
 
 
 def _existing(traces: str | None) -> Path:

@@ -13,6 +13,10 @@ wrong rows, when tried), so:
 
 A kill before 3 leaves the old file whole and a stray `.compact` file (removed by the next compaction); after
 it, the new file is whole.
+
+The new file keeps the old one's storage format unless asked for another: `v1.5.0` compresses long strings
+with ZSTD and about halves a row of `retrieval_details` (bench/trace_bytes.py), but only DuckDB 1.5 and later
+open it; `v1.0.0`, DuckDB's default for new files, opens in every DuckDB 1.x.
 """
 
 from __future__ import annotations
@@ -21,24 +25,33 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from retrieval.traces import live as trace_live
 from retrieval.traces.checkpoint import wal_path
 from retrieval.traces.db import TraceStoreError
 from retrieval.traces.store import TraceStore
 
+if TYPE_CHECKING:
+    import duckdb
+
 ATTEMPTS = 3  # checkpoint-then-hold rounds before giving up on a file other processes keep writing
 CHECKPOINT_WAIT = 120.0  # seconds the checkpointer may take
 COMPACT_MEMORY = "256MB"  # DuckDB's memory limit while it copies (measured in docs/traces.md)
+STORAGE_VERSIONS = ("v1.0.0", "v1.5.0")  # the file formats a compaction writes (DuckDB's STORAGE_VERSION)
 
 
 def compact_path(path: Path) -> Path:
     return path.with_name(path.name + ".compact")
 
 
-def compact(path: str | Path) -> None:
-    """Rewrite the trace file at `path` into a new file of only its live rows, and put it in its place."""
+def compact(path: str | Path, storage_version: str | None = None) -> None:
+    """Rewrite the trace file at `path` into a new file of only its live rows, and put it in its place; in
+    `storage_version`'s format (one of STORAGE_VERSIONS), else in the old file's."""
     path = Path(path)
+    if storage_version is not None and storage_version not in STORAGE_VERSIONS:
+        raise ValueError(f"unknown storage version {storage_version!r}; use one of {', '.join(STORAGE_VERSIONS)} "
+                         "(v1.5.0 about halves the file, and only DuckDB 1.5 or later opens it)")
     target = compact_path(path)
     for attempt in range(ATTEMPTS):
         _fold_log(path)
@@ -53,7 +66,8 @@ def compact(path: str | Path) -> None:
                 literal = "'" + str(target).replace("'", "''") + "'"
                 con.execute(f"SET memory_limit = '{COMPACT_MEMORY}'")
                 con.execute("SET threads = 1")
-                con.execute(f"ATTACH {literal} AS lookup_compact")
+                version = storage_version or storage_version_of(con)
+                con.execute(f"ATTACH {literal} AS lookup_compact (STORAGE_VERSION '{version}')")
                 try:
                     con.execute(f'COPY FROM DATABASE "{name}" TO lookup_compact')
                     con.execute("CHECKPOINT lookup_compact")
@@ -68,6 +82,13 @@ def compact(path: str | Path) -> None:
                 target.unlink(missing_ok=True)
     raise TraceStoreError(f"trace file {path} kept being written while it was compacted ({ATTEMPTS} tries); "
                           "the rows were pruned, try the compaction again when it is quieter")
+
+
+def storage_version_of(con: duckdb.DuckDBPyConnection) -> str:
+    """The storage format of `con`'s database, as STORAGE_VERSION takes it ('v1.0.0'; DuckDB tags it 'v1.0.0+')."""
+    tags = con.execute("SELECT tags FROM duckdb_databases() WHERE database_name = current_database()").fetchone()
+    version = str(((tags or [{}])[0] or {}).get("storage_version", STORAGE_VERSIONS[0])).rstrip("+")
+    return version if version in STORAGE_VERSIONS else STORAGE_VERSIONS[0]
 
 
 def _fold_log(path: Path) -> None:
