@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 import sys
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 __version__ = "0.1.0"
@@ -27,6 +28,11 @@ def lazy_exports(package: str, exports: Mapping[str, str]) -> tuple[list[str], C
         for name in names.split():
             public, _, attribute = name.partition("=")
             where[public] = (module, attribute or public)
+    folder = Path(sys.modules[package].__file__ or "").parent
+    shadowed = sorted(n for n in where if (folder / f"{n}.py").is_file() or (folder / n / "__init__.py").is_file())
+    if shadowed:  # importing the submodule makes the package attribute the module: 'module' is not callable
+        raise ImportError(f"{package} exports {', '.join(shadowed)} under the name of its own submodule; export "
+                          "it under another name ('public=attribute')")
 
     def __getattr__(name: str) -> Any:
         if name not in where:

@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 from retrieval import TraceStore
 from retrieval.lookup.invocation import ToolInvocation
 from retrieval.traces import db as trace_db
-from retrieval.traces import file_state
+from retrieval.traces.file_state import file_state
 from tests.app_helpers import APP, ok
 
 START = datetime(2026, 1, 5, 15, 0, tzinfo=timezone.utc)

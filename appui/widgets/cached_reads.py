@@ -18,8 +18,9 @@ import streamlit as st
 from appui.data import trace_export
 from appui.data.traces import TraceFilters
 from retrieval import TraceStore
-from retrieval.traces import ExportEstimate, FileState, expand_sources, file_state
+from retrieval.traces import ExportEstimate, expand_sources
 from retrieval.traces import reader as trace_reader
+from retrieval.traces.file_state import FileState, file_state
 
 CACHED_STATEMENTS = 256  # answers kept per process (a page's dozen statements, for many filters and pages)
 

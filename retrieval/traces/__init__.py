@@ -19,5 +19,4 @@ __all__, __getattr__, __dir__ = lazy_exports(__name__, {
     "status": "Waiting waiting held_message",
     "keeper": "Packed pack",
     "live": "live_dir",
-    "file_state": "FileState file_state",
 })
