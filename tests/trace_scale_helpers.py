@@ -121,16 +121,19 @@ def _timed(work) -> dict[str, Any]:
     return {"seconds": time.perf_counter() - started, "peak_mb": _peak_mb()}
 
 
-def render(path: Path, page: str, all_runs: bool = False) -> dict[str, Any]:
+def render(path: Path, page: str, mode: str = "") -> dict[str, Any]:
     """A page's first render in a fresh AppTest session on the trace file at `path` (the Lookup page: a rerun,
-    since its first run opens the index), with the errors it showed."""
+    since its first run opens the index), with the errors it showed; `mode` "all": then the Run filter set to
+    every run (both timed); "rerun": the page's second run over the unchanged file (only that timed)."""
     from streamlit.testing.v1 import AppTest
 
     os.environ["LOOKUP_KNOWLEDGE_TRACES"] = str(path)
     app = AppTest.from_file(str(ROOT / "app.py"), default_timeout=600).run()
+    if mode == "rerun":
+        app = app.switch_page(PAGES[page]).run()
     started = time.perf_counter()
-    app = app.switch_page(PAGES[page]).run() if page != "lookup" else app.run()
-    if all_runs:
+    app = app.switch_page(PAGES[page]).run() if page != "lookup" and mode != "rerun" else app.run()
+    if mode == "all":
         app = app.selectbox(key="tr_run").set_value("(all)").run()
     errors = [e.value for e in app.exception] + [e.value for e in app.error]
     return {"seconds": time.perf_counter() - started, "peak_mb": _peak_mb(), "errors": errors[:3]}
@@ -171,7 +174,7 @@ def prune_before(path: Path, day: str) -> dict[str, Any]:
     return _timed(lambda: prune(path, datetime.fromisoformat(day)))
 
 
-STEPS = {"render": lambda path, *a: render(path, a[0], all_runs=len(a) > 1),
+STEPS = {"render": lambda path, *a: render(path, *a),
          "sql": lambda path, name: sql_box(path, name),
          "export": lambda path, out: export_parquet(path, Path(out)),
          "drain": lambda path, batch: drain(path, int(batch)),
