@@ -11,7 +11,6 @@ from streamlit.testing.v1 import AppTest
 
 from retrieval import TraceStore
 from retrieval.lookup.invocation import ToolInvocation
-from retrieval.traces import db as trace_db
 from retrieval.traces.file_state import file_state
 from tests.app_helpers import APP, ok
 
@@ -24,20 +23,6 @@ def _record(path: Path, first: int, n: int) -> None:
         store.record_many([ToolInvocation("lookup_knowledge", f"query {i}", {}, "ok", 3.0, {},
                                           {"retrieval_layer": "L1"}, id=f"id-{i:05d}",
                                           created_at=START + timedelta(seconds=i)) for i in range(first, first + n)])
-
-
-@pytest.fixture
-def opened(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
-    """Every trace file a DuckDB connection of this process opens from here on (the real connect, counted)."""
-    seen: list[Path] = []
-    real = trace_db.connect
-
-    def counting(path, *args, **kwargs):
-        seen.append(Path(path))
-        return real(path, *args, **kwargs)
-
-    monkeypatch.setattr(trace_db, "connect", counting)
-    return seen
 
 
 def _matches(at: AppTest) -> str:

@@ -11,27 +11,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from retrieval import LookupConfig, TraceStore, lookup_knowledge, open_index
-from retrieval.paths import SAMPLE_KB
-from retrieval.traces import pack
 from retrieval.traces.compact import compact
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(scope="module")
-def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A trace file of real, distinct lookups: every sample question under two settings."""
-    path = tmp_path_factory.mktemp("compact") / "traces.duckdb"
-    index = open_index(SAMPLE_KB)
-    questions = [json.loads(line)["text"] for line in (ROOT / "data" / "queries.jsonl").read_text().splitlines()
-                 if line.strip()]
-    with TraceStore(path) as store:
-        for config in (LookupConfig(), LookupConfig(l0_filter=False)):
-            for text in questions:
-                lookup_knowledge(text, config=config, index=index, recorder=store)
-    pack(path, timeout=30.0)  # the file alone holds every row: the tests copy it
-    return path
 
 
 def _rows(path: Path) -> list[tuple]:

@@ -18,9 +18,7 @@ import streamlit as st
 from appui.data import trace_export
 from appui.data.traces import TraceFilters
 from retrieval import TraceStore
-from retrieval.traces import ExportEstimate, expand_sources
-from retrieval.traces import reader as trace_reader
-from retrieval.traces.file_state import FileState, file_state
+from retrieval.traces import ExportEstimate, FileState, expand_sources, nudge_keepers, trace_file_state
 
 CACHED_STATEMENTS = 256  # answers kept per process (a page's dozen statements, for many filters and pages)
 
@@ -54,14 +52,14 @@ def _key(store: TraceStore) -> tuple[tuple[str, ...], FileState]:
     them) and a keeper runs for rows a gone writer left (as every read starts one)."""
     if store.has_unshown_rows():
         store.flush(store.lock_timeout)
-    trace_reader.nudge_keepers(expand_sources(list(store.sources)))
-    return tuple(str(source) for source in store.sources), file_state(store.sources)
+    nudge_keepers(expand_sources(list(store.sources)))
+    return tuple(str(source) for source in store.sources), trace_file_state(store.sources)
 
 
 @st.cache_data(show_spinner=False, max_entries=CACHED_STATEMENTS)
 def _answer(_store: TraceStore, sources: tuple[str, ...], state: FileState, sql: str, params: tuple) -> pd.DataFrame:
     """One statement's answer on the files `sources` in `state` (the store itself is not part of the key)."""
-    return trace_reader.query(_store, sql, list(params))
+    return _store.query(sql, list(params))
 
 
 @st.cache_data(show_spinner=False, max_entries=32)

@@ -9,7 +9,7 @@ __all__, __getattr__, __dir__ = lazy_exports(__name__, {
     "db": "TraceStoreError TraceStoreLocked check_file is_busy_error is_lock_error lock_holder one_line",
     "writer": "TraceWriter TraceStoreWriteWarning TraceStoreLockedWarning",
     "schema": "TABLE COLUMNS",
-    "reader": "iter_rows",
+    "reader": "iter_rows nudge_keepers",
     "filters": "TraceFilter",
     "export": "ExportEstimate ExportResult export_traces estimate_export=estimate EXPORT_FORMATS=FORMATS",
     "prune": "PruneReport prune_traces=prune file_size",
@@ -19,4 +19,5 @@ __all__, __getattr__, __dir__ = lazy_exports(__name__, {
     "status": "Waiting waiting held_message",
     "keeper": "Packed pack",
     "live": "live_dir",
+    "file_state": "FileState trace_file_state=file_state",
 })
