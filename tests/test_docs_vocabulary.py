@@ -14,7 +14,7 @@ import pytest
 from retrieval.agent.mcp_output import EvidenceBlockOut, FilterOut, LookupOutput
 from retrieval.agent.tool import tool_definition
 from retrieval.lookup.domains import VoteBasis
-from retrieval.lookup.relevance import HIGH_L1_SCORE, MEDIUM_L1_SCORE
+from retrieval.lookup.relevance import HIGH_CONFIDENCE, MEDIUM_CONFIDENCE
 from retrieval.lookup.statuses import FilterStatus, L1Status, Layer, RelevanceLevel
 from tests.doc_text import backticked, between, page, row, values, worded
 
@@ -46,7 +46,7 @@ def test_a_blocks_layer_is_every_layer_but_none():
 def test_relevance_grades_and_thresholds_are_the_codes():
     text = between(row(DETAILS, "relevance", 1), "`level` (", "), `semantic_support`")
     assert {item.split()[0].rstrip(":") for item in text.split(", ")} == values(RelevanceLevel)
-    assert f"≥ {HIGH_L1_SCORE:g}," in text.split("medium")[0] and f"medium ≥ {MEDIUM_L1_SCORE:g}" in text
+    assert f"≥ {HIGH_CONFIDENCE:g}," in text.split("medium")[0] and f"medium ≥ {MEDIUM_CONFIDENCE:g}" in text
 
 
 def test_the_architecture_names_every_status_without_semantic_support():

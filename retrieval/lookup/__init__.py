@@ -8,4 +8,5 @@ __all__, __getattr__, __dir__ = lazy_exports(__name__, {
     "orchestrator": "lookup_knowledge LookupResult",
     "invocation": "ToolInvocation",
     "recorders": "Recorders combine",
+    "answerability": "Signals SIGNALS",
 })

@@ -34,7 +34,7 @@ from retrieval.lookup.evidence import (
 from retrieval.lookup.filters import FilterDecision, decide_filter, filter_effect, guard
 from retrieval.lookup.guard import guarded_search
 from retrieval.lookup.invocation import Recorder, ToolInvocation
-from retrieval.lookup.relevance import Relevance, assess
+from retrieval.lookup.relevance import Relevance, assess, signals_of
 from retrieval.lookup.shortfall import explain_shortfall
 from retrieval.text.analysis import normalize_label
 from retrieval.text.surrogates import replace_surrogates
@@ -120,7 +120,8 @@ def lookup_knowledge(query: str, *, index: KnowledgeIndex, config: LookupConfig 
     blocks = _timed(timings, "evidence", lambda: tuple(
         trim_reasons(truncate(b, config.snippet_chars), MAX_L1_REASONS) for b in final.blocks[:top_k]))
     layer = overall_layer(hints, final.outcome)
-    relevance = assess(blocks, hints, final.outcome.status)
+    relevance = _timed(timings, "relevance", lambda: assess(
+        blocks, hints, final.outcome.status, signals_of(query, blocks, index.l1, final.blocks, final.outcome.status)))
     timings["total"] = _ms(started)
     shortfall = explain_shortfall(top_k, blocks, decision, final.outcome.status, final.outcome.result, index.l1)
     details = RetrievalDetails(layer, hints, decision, final.outcome, Counts(final.candidate_count, len(blocks),

@@ -1,58 +1,83 @@
-"""The relevance assessment: how much the primary evidence can be trusted, and on what basis."""
+"""The relevance assessment: how far the evidence can be trusted to answer, and on what basis.
+
+`confidence` is the fitted estimate that the first page answers the question (retrieval.lookup.confidence,
+over the signals of retrieval.lookup.answerability); `level` follows it by documented thresholds, and
+`abstain` says plainly when the knowledge base does not seem to hold an answer (level low or none: the
+evidence still comes back). Two rules hold whatever the model says: L0-only evidence never claims semantic
+support and is graded low (so an empty, failed or missing L1 never yields high or medium), and no evidence
+is none.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from retrieval.l0.index import L0Hints
+from retrieval.lookup import confidence_model
+from retrieval.lookup.answerability import Signals
+from retrieval.lookup.answerability import signals as signals_of
+from retrieval.lookup.confidence import estimate, level_of
 from retrieval.lookup.evidence import EvidenceBlock
 from retrieval.lookup.statuses import RelevanceLevel, check
 
-# Calibrated on data/queries.jsonl (default config): every primary at L1 >= 0.4 was relevant or a
-# near miss; between 0.25 and 0.4, 13 of 16 were; below 0.25 most were wrong, and the queries nothing
-# answers landed there or just above. L0 agreement did not separate right from wrong, so it is named in
-# the basis but does not raise the level.
-HIGH_L1_SCORE = 0.4
-MEDIUM_L1_SCORE = 0.25
+HIGH_CONFIDENCE = confidence_model.HIGH  # confidence at or above: high
+MEDIUM_CONFIDENCE = confidence_model.MEDIUM  # at or above: medium; below: low, and `abstain`
+NO_ANSWER = "the knowledge base does not seem to hold an answer"
 
 
 @dataclass(frozen=True)
 class Relevance:
-    """`level` in high/medium/low/none; `semantic_support` only when L1 evidence backs the primary."""
+    """`level` in high/medium/low/none; `semantic_support` only when L1 evidence backs the primary;
+    `confidence` in [0, 1]; `abstain` when the level is low or none."""
 
     level: RelevanceLevel
     semantic_support: bool
     basis: str
+    confidence: float = 0.0
+    signals: Signals | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         check(self.level, RelevanceLevel, "relevance level")
 
+    @property
+    def abstain(self) -> bool:
+        return self.level in ("low", "none")
+
     def to_dict(self) -> dict[str, Any]:
-        return {"level": self.level, "semantic_support": self.semantic_support, "basis": self.basis}
+        return {"level": self.level, "semantic_support": self.semantic_support, "basis": self.basis,
+                "confidence": round(self.confidence, 4), "abstain": self.abstain,
+                "signals": self.signals.to_dict() if self.signals is not None else None}
 
 
-def assess(blocks: Sequence[EvidenceBlock], hints: L0Hints, l1_status: str) -> Relevance:
-    """Grade the primary block by its L1 score; L0-only evidence never claims semantic support."""
+def assess(blocks: Sequence[EvidenceBlock], hints: L0Hints, l1_status: str,
+           signals: Signals | None = None) -> Relevance:
+    """Grade the evidence by the fitted confidence; L0-only evidence is low without semantic support.
+    `signals` are the lookup's (retrieval.lookup.answerability); without them, those of the blocks alone."""
     if not blocks:
         matched = hints.match_count  # the basis must agree with the L0 match count shown beside it
         l0 = f"none of L0's {matched} match(es) was kept" if matched else "L0 matched nothing"
-        return Relevance("none", False, f"no evidence: {l0} and L1 was {l1_status}")
+        return Relevance("none", False, f"no evidence: {l0} and L1 was {l1_status}", 0.0, signals)
+    signals = signals if signals is not None else signals_of("", blocks, None)
+    confidence = estimate(signals)
     primary = blocks[0]
-    l1_score = primary.l1_score
-    if l1_score is None:
+    if primary.l1_score is None:
         why = {"empty": "L1 returned no candidates", "failed": "L1 failed", "timeout": "L1 timed out",
                "disabled": "L1 is disabled", "unavailable": "L1 is unavailable"}.get(
             l1_status, "L1 did not find this entry")
-        return Relevance("low", False, f"L0 only: {why}; the primary matched on "
-                                       f"{_l0_fields(primary)} without semantic support")
-    level = "high" if l1_score >= HIGH_L1_SCORE else "medium" if l1_score >= MEDIUM_L1_SCORE else "low"
-    words = {"high": "strong", "medium": "moderate", "low": "weak"}[level]
-    basis = f"{words} L1 match (score {l1_score:.2f})"
+        return Relevance("low", False, f"L0 only: {why}; the primary matched on {_l0_fields(primary)} without "
+                                       f"semantic support (confidence {confidence.value:.2f})",
+                         confidence.value, signals)
+    level = level_of(confidence.value)
+    basis = f"confidence {confidence.value:.2f} ({level})"
+    if level == "low":
+        basis = f"{NO_ANSWER}: {basis}"
+    drivers = confidence.drivers(signals)
+    basis += f"; {drivers}" if drivers else ""
     if "L0" in primary.layers:
         basis += f"; L0 also matched its {_l0_fields(primary)}"
-    return Relevance(level, True, basis)
+    return Relevance(level, True, basis, confidence.value, signals)
 
 
 def _l0_fields(block: EvidenceBlock) -> str:

@@ -1,0 +1,134 @@
+"""The signals a lookup has about whether its evidence answers the question, which absolute scores hide.
+
+An L1 score of 0.47 means little alone: "what is the capital of France" scores that high on the Hugo docs,
+because "capital" stems like "capitalize". What separates it from a real question is how much of the
+query's weight (IDF) the knowledge base holds at all (France: nothing), and how much of it the first page
+holds. These signals, with the primary's score parts, its lead over the next page and whether L0 agreed,
+are what retrieval.lookup.confidence weighs with a fitted logistic model (confidence_model.py).
+"""
+
+from __future__ import annotations
+
+import math
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+from retrieval.lookup.evidence import EvidenceBlock
+from retrieval.text.analysis import tokenize
+
+if TYPE_CHECKING:
+    from retrieval.l1.search import L1Index
+
+USABLE_L1 = ("ok", "empty")  # L1 statuses after which its vocabulary can be read
+UNSEEN_IDF_BONUS = 1.0  # a term the knowledge base never uses weighs the rarest term's IDF plus this
+
+
+@dataclass(frozen=True)
+class Signals:
+    """Numbers the confidence is computed from, each in words in SIGNAL_WORDS; all 0 when they do not apply."""
+
+    l1_score: float  # the primary's L1 score (0 when L1 did not find it)
+    word_lead: float  # its best section's lexical cosine less the mean of its LSA and static ones: word
+    # overlap without agreement in meaning ("fix" matching a page about fixes) counts against
+    margin: float  # (first score - second score) / first score: the primary's lead over the next block, in the
+    # whole ranking (not only the blocks returned)
+    primary_l0: float  # 1 when L0 also found the primary
+    corpus_coverage: float  # share of the query's IDF weight in terms the knowledge base holds at all
+    primary_coverage: float  # share of it in terms the primary block's title, breadcrumb and text hold
+    query_terms: float  # log(1 + the query's distinct terms)
+
+    def vector(self) -> tuple[float, ...]:
+        return tuple(getattr(self, name) for name in SIGNALS)  # not dataclasses.asdict: it deep-copies, slowly
+
+    def to_dict(self) -> dict[str, float]:
+        return {name: round(getattr(self, name), 4) for name in SIGNALS}
+
+
+SIGNALS = tuple(Signals.__dataclass_fields__)
+
+
+def signals(query: str, blocks: Sequence[EvidenceBlock], l1: L1Index | None,
+            ranking: Sequence[EvidenceBlock] | None = None, l1_status: str = "ok") -> Signals:
+    """The signals of one lookup's returned blocks; `ranking` is every ranked block, returned or not, whose
+    second gives the primary's lead (with `top_k` 1 it would otherwise be 100% whatever came second). L1's
+    vocabulary weighs the query's terms unless L1 failed or timed out on this call (then it is not touched)."""
+    if l1_status not in USABLE_L1 or not hasattr(l1, "vocabulary"):  # a stand-in L1 (tests) has no vocabulary
+        l1 = None
+    weights, known_weight = _term_weights(query, l1)
+    total = sum(weights.values()) or 1.0
+    known = known_weight / total
+    if not blocks:
+        return Signals(0.0, 0.0, 0.0, 0.0, known, 0.0, math.log1p(len(weights)))
+    primary = blocks[0]
+    lexical, lsa, static = primary.l1_detail or (0.0, None, None)
+    words = _terms_of(f"{primary.title} {primary.breadcrumb} {primary.content}")
+    held = sum(w for term, w in weights.items() if term in words) / total
+    following = ranking if ranking is not None and len(ranking) > 1 else blocks
+    second = following[1].score if len(following) > 1 else 0.0
+    margin = (primary.score - second) / primary.score if primary.score > 0 else 0.0
+    word_lead = float(lexical or 0.0) - (float(lsa or 0.0) + float(static or 0.0)) / 2
+    return Signals(float(primary.l1_score or 0.0), word_lead, margin, float("L0" in primary.layers), known, held,
+                   math.log1p(len(weights)))
+
+
+def _term_weights(query: str, l1: L1Index | None) -> tuple[dict[str, float], float]:
+    """Each distinct query term's IDF in the knowledge base's sections (an unseen term weighs the most), and
+    the weight of the terms the knowledge base holds."""
+    terms = dict.fromkeys(tokenize(query))
+    if l1 is None:
+        return dict.fromkeys(terms, 1.0), 0.0
+    seen = _idf_memo(l1)
+    out, known = {}, 0.0
+    for term in terms:
+        weight = seen.get(term)
+        if weight is None:
+            row = l1.vocabulary.get(term)
+            weight = float(l1.arrays.section_idf[row]) if row >= 0 else -1.0  # -1: the base never uses it
+            if len(seen) >= IDF_MEMO_TERMS:
+                seen.clear()
+            seen[term] = weight
+        if weight >= 0:
+            out[term] = weight
+            known += weight
+        else:
+            out[term] = seen[_RAREST] + UNSEEN_IDF_BONUS
+    return out, known
+
+
+IDF_MEMO_TERMS = 100_000  # query terms remembered per index (their IDF), so common words skip the vocabulary
+_RAREST = "\0rarest"  # the memo's key for the vocabulary's highest IDF (no term holds a NUL)
+_MEMOS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # L1Index -> {term: IDF, or -1 when unseen}
+
+
+def _idf_memo(l1: L1Index) -> dict[str, float]:
+    memo = _MEMOS.get(l1)
+    if memo is None or _RAREST not in memo:
+        idf = l1.arrays.section_idf
+        memo = _MEMOS[l1] = {_RAREST: float(idf.max()) if len(idf) else 1.0}
+    return memo
+
+
+@lru_cache(maxsize=4096)
+def _terms_of(text: str) -> frozenset[str]:
+    """The analysed terms of a block's text (blocks recur across lookups: popular pages)."""
+    return frozenset(tokenize(text))
+
+
+_WORDS: dict[str, Any] = {  # each signal in words, for the relevance basis
+    "l1_score": lambda v: f"L1 score {v:.2f}",
+    "word_lead": lambda v: (f"word overlap ahead of meaning by {v:.2f} (lexical against LSA and static cosines)"
+                            if v >= 0 else f"meaning ahead of word overlap by {-v:.2f}"),
+    "margin": lambda v: f"a lead of {v:.0%} over the next block",
+    "primary_l0": lambda v: "L0 also found the first page" if v else "L0 did not find the first page",
+    "corpus_coverage": lambda v: f"the knowledge base holds {v:.0%} of the query's weight",
+    "primary_coverage": lambda v: f"the first page holds {v:.0%} of the query's weight",
+    "query_terms": lambda v: f"{round(math.expm1(v))} query term(s)",
+}
+
+
+def signal_words(name: str, value: float) -> str:
+    """One signal in words, for the relevance basis: 'the first page holds 100% of the query's weight'."""
+    return _WORDS[name](value)
