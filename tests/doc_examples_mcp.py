@@ -18,6 +18,7 @@ from tests.compact_json import dumps
 CLIENT = "claude-desktop"
 QUERY = "how do I rotate an API token?"
 TOP_K = 1
+NO_ANSWER_QUERY = "how do I fix a squeaky door hinge"  # nothing in the base answers: it abstains, with evidence
 TOOL_FIELDS = ("name", "description", "inputSchema", "outputSchema", "annotations")
 RESOURCE_LINES = 5  # the start of the page resources/read returns
 
@@ -61,7 +62,8 @@ def resource_start(read: dict[str, Any]) -> dict[str, Any]:
 
 def trace_row(traces: Path) -> dict[str, Any]:
     """The call's `tool_invocation` row (the columns the doc names), read after the server has exited."""
-    frame = TraceStore(traces).query("SELECT tool_name, status, arguments FROM tool_invocation")
+    frame = TraceStore(traces).query("SELECT tool_name, status, arguments FROM tool_invocation WHERE query = ?",
+                                     [QUERY])
     if len(frame) != 1:
         raise AssertionError(f"expected one tool_invocation row, found {len(frame)}")
     row = frame.iloc[0]
@@ -81,6 +83,7 @@ def mcp_exchange(work: Path) -> dict[str, str]:
     with mcp_server(folder, client_name=CLIENT) as client:
         listed = wire(client.run(client.session.list_tools))
         called = wire(client.lookup(query=QUERY, top_k=TOP_K))
+        abstained = wire(client.lookup(query=NO_ANSWER_QUERY, top_k=TOP_K))
         uri = called["structuredContent"]["evidence_blocks"][0]["resource_uri"]
         read = wire(client.run(client.session.read_resource, uri))
         traces = client.traces
@@ -91,4 +94,7 @@ def mcp_exchange(work: Path) -> dict[str, str]:
             "mcp-call-text": block("text", text),
             "mcp-call-result": block("json", dumps(call_result(called))),
             "mcp-resource-read": block("json", dumps(resource_start(read))),
+            "mcp-abstain-text": block("text", "\n".join(item["text"] for item in abstained["content"]
+                                                         if item.get("type") == "text")),
+            "mcp-abstain-relevance": block("json", dumps(abstained["structuredContent"]["relevance"])),
             "mcp-trace-row": block("json", dumps(trace_row(traces)))}

@@ -43,11 +43,16 @@ class EvidenceBlockOut(TypedDict):
 
 
 class RelevanceOut(TypedDict):
-    """How far the primary block can be trusted; `semantic_support` is false for L0-only evidence."""
+    """How far the primary block can be trusted; `semantic_support` is false for L0-only evidence;
+    `confidence` is the estimated chance that the first page answers; `abstain` is true when the knowledge
+    base does not seem to hold an answer (level low or none); `signals` are what the confidence weighs."""
 
     level: RelevanceLevel
     semantic_support: bool
     basis: str
+    confidence: float
+    abstain: bool
+    signals: dict[str, float] | None
 
 
 class FilterOut(TypedDict):
@@ -98,6 +103,9 @@ def render_text(output: LookupOutput) -> str:
              f"layer: {output['retrieval_layer']}, L1: {output['l1_status']}, "
              f"filter: {decided['decision']}{applied}{' (widened)' if decided['widened'] else ''}",
              f"invocation: {output['invocation_id']}"]
+    if relevance["abstain"]:  # said first and plainly: an agent reading only the text must not miss it
+        lines.insert(0, "The knowledge base does not seem to hold an answer to this question"
+                        + ("; the closest evidence follows." if output["evidence_blocks"] else "."))
     if not output["evidence_blocks"]:
         lines.append("no evidence found")
     for rank, block in enumerate(output["evidence_blocks"], start=1):

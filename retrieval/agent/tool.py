@@ -14,7 +14,9 @@ from retrieval.lookup.orchestrator import TOOL_NAME, LookupResult, lookup_knowle
 TOOL_DESCRIPTION = (
     "Look up the product knowledge base. Returns evidence blocks (source, title, breadcrumb, content, "
     "why each was found), the best one as `primary`, and a relevance grade that says whether semantic "
-    "retrieval supports it. Use it before answering questions about the product; cite `source`."
+    "retrieval supports it, with a `confidence` that the first page answers; when `relevance.abstain` is true "
+    "the knowledge base does not seem to hold an answer: say so rather than answer from the evidence. Use it "
+    "before answering questions about the product; cite `source`."
 )
 
 
