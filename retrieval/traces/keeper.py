@@ -88,9 +88,10 @@ class Packed:
     parts: int
 
 
-def pack(path: Path, *, timeout: float, turn_wait: float = 10.0, oldest: int | None = None) -> Packed | None:
+def pack(path: str | Path, *, timeout: float, turn_wait: float = 10.0, oldest: int | None = None) -> Packed | None:
     """Fold the live parts (only the `oldest` so many, if given) into `tool_invocation` and checkpoint the file
     now; None when the file (within `timeout`) or the drain turn (within `turn_wait`) stayed taken."""
+    path = Path(path)
     with trace_db.write_guard(path):
         try:
             con = trace_db.connect(path, timeout=timeout, poll=SHOW_POLL)
