@@ -73,7 +73,7 @@ def compact(path: str | Path, storage_version: str | None = None) -> None:
                     con.execute("CHECKPOINT lookup_compact")
                 finally:
                     con.execute("DETACH lookup_compact")
-                _fsync(target)
+                trace_live.fsync_file(target)
                 os.replace(target, path)  # still holding the old file: no process writes in between
                 return
         finally:
@@ -115,11 +115,3 @@ def _log_bytes(path: Path) -> int:
         return os.stat(wal_path(path)).st_size
     except FileNotFoundError:
         return 0
-
-
-def _fsync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -155,10 +155,10 @@ def write_part(con: duckdb.DuckDBPyConnection, sources: Sequence[str], lines: Ca
             with trace_ingest.temporary_file(good) as judged:
                 _copy(con, [judged], temporary, judged=True)
         if fsync:
-            _fsync(temporary)
+            fsync_file(temporary)
         os.replace(temporary, target)
         if fsync:
-            _fsync(target.parent)
+            fsync_file(target.parent)
         return bad
     finally:
         temporary.unlink(missing_ok=True)
@@ -190,7 +190,8 @@ def _forget_connection() -> None:
             con.close()
 
 
-def _fsync(path: Path) -> None:
+def fsync_file(path: Path) -> None:
+    """Flush `path`'s data to disk (a part before its rename, a compacted file before it replaces the old)."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
