@@ -65,7 +65,9 @@ def test_a_calls_tags_are_stored_as_json_and_untagged_calls_read_null(store):
 def test_a_v5_file_gains_the_tags_column_on_open_and_keeps_its_rows(tmp_path):
     """Files made before the tags column (schema v5) upgrade in place: the column is added, old rows read null."""
     path = tmp_path / "t.duckdb"
-    TraceStore(path).record_many([_invocation("old")])
+    with TraceStore(path) as store:  # closed and packed: the row in the table, no live part a v5 file cannot have
+        store.record_many([_invocation("old")])
+    pack(path, timeout=30.0)
     con = duckdb.connect(str(path))
     for column in ("tags", "host", "pid"):
         con.execute(f"ALTER TABLE tool_invocation DROP COLUMN {column}")
