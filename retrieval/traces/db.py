@@ -162,36 +162,30 @@ def file_holder(path: Path) -> str | None:
     """Which other process holds a DuckDB lock on `path` now ('process 1234 (duckdb)'), or None; asked of the
     kernel (F_GETLK), so no lock is taken. DuckDB locks the whole file with fcntl: a read-write connection
     holds a write lock, a read-only one a read lock."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return None
-    try:
-        query = struct.pack("hhqqi", fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0)
-        kind, _, _, _, pid = struct.unpack("hhqqi", fcntl.fcntl(fd, fcntl.F_GETLK, query))
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    if kind == fcntl.F_UNLCK:
-        return None
-    return process_name(pid)
+    found = _lock_in_the_way(path, fcntl.F_WRLCK)
+    return None if found is None else process_name(found)
 
 
 def write_held(path: Path) -> bool:
     """Whether another process holds `path` read-write now (a read lock's query meets only write locks); asked of
     the kernel, no lock taken."""
+    return _lock_in_the_way(path, fcntl.F_RDLCK) is not None
+
+
+def _lock_in_the_way(path: Path, kind: int) -> int | None:
+    """The pid of a process whose lock on `path` would block a lock of `kind` (F_GETLK), else None."""
     try:
         fd = os.open(path, os.O_RDONLY)
     except OSError:
-        return False
+        return None
     try:
-        query = struct.pack("hhqqi", fcntl.F_RDLCK, os.SEEK_SET, 0, 0, 0)
-        return struct.unpack("hhqqi", fcntl.fcntl(fd, fcntl.F_GETLK, query))[0] != fcntl.F_UNLCK
+        query = struct.pack("hhqqi", kind, os.SEEK_SET, 0, 0, 0)
+        found, _, _, _, pid = struct.unpack("hhqqi", fcntl.fcntl(fd, fcntl.F_GETLK, query))
     except OSError:
-        return False
+        return None
     finally:
         os.close(fd)
+    return None if found == fcntl.F_UNLCK else pid
 
 
 def process_name(pid: int) -> str:
