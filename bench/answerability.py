@@ -21,15 +21,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from eval.answerability import knowledge_bases, question_sets  # noqa: E402
-from retrieval import lookup_knowledge, open_index  # noqa: E402
+from eval.fit_confidence import look_up_all  # noqa: E402
 
 LEVELS = ("high", "medium", "low", "none")
-
-
-def grade_score(result: dict) -> float:
-    """The grade's number: `relevance.confidence`."""
-    return float(result["relevance"].get("confidence") or 0.0)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -39,17 +33,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--held-out", action="store_true", help="only the held-out part")
     args = parser.parse_args(argv)
     shared = Path(os.environ.get("LOOKUP_KNOWLEDGE_SHARED_DATA", ROOT.parent / "shared" / "data"))
-    questions = [q for q in question_sets(shared) if q.held_out or not args.held_out]
-    bases = knowledge_bases(shared)
-    rows = []
-    for kb in sorted({q.kb for q in questions}):
-        index = open_index(bases[kb])
-        for q in (q for q in questions if q.kb == kb):
-            result = lookup_knowledge(q.text, index=index).to_dict()
-            sources = [b["source"] for b in result["evidence_blocks"]]
-            rows.append({"q": q, "level": result["relevance"]["level"], "score": grade_score(result),
-                         "first": bool(sources) and sources[0] in q.relevant,
-                         "top5": any(s in q.relevant for s in sources[:5])})
+    rows = [{"q": row.question, "level": row.level, "score": row.confidence, "first": row.first, "top5": row.top5}
+            for row in look_up_all(shared) if row.question.held_out or not args.held_out]
     by_source = defaultdict(list)
     for row in rows:
         by_source[row["q"].source].append(row)
