@@ -78,6 +78,9 @@ def _dataset_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--judgements", default=None, metavar="TRACES_FILE",
                         help="with --kb: the relevance judgements made in the app, read from this trace file, "
                              "as the labelled set (instead of --queries)")
+    parser.add_argument("--unanswerable", default=None, metavar="FILE",
+                        help='a JSONL file of questions the knowledge base should not answer ({"_id", "text"} '
+                             "rows): looked up and their relevance grades scored beside the dataset's")
     parser.add_argument("--set", dest="settings", action="append", default=[], metavar="KEY=VALUE",
                         help="a LookupConfig setting, as in the lookup CLI (repeatable)")
     parser.add_argument("--metrics", default=",".join(DEFAULT_METRICS), help="comma-separated metric names")

@@ -15,12 +15,14 @@ from retrieval import LookupConfig, TraceStore
 from retrieval.config import parse_assignments
 from retrieval.paths import default_traces, trace_sources
 
+from .abstention import summary_line
 from .compare import compare_runs
 from .datasets import Dataset, load_dataset, load_query_set, skipped_note
 from .metrics import parse_metrics
 from .pool import pool_of
 from .reports import export, render
 from .runs import RunResult, delete_run, list_runs, load_run, run_evaluation, run_sweep
+from .unanswerable import with_unanswerable
 
 
 def dispatch(args: argparse.Namespace) -> str | bytes:
@@ -114,7 +116,8 @@ def _inputs(args: argparse.Namespace) -> tuple[Dataset, dict[str, str], LookupCo
     config = LookupConfig().with_overrides(overrides)
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
     parse_metrics(metrics)
-    return _dataset(args).sample(args.sample), overrides, config, metrics
+    dataset = with_unanswerable(_dataset(args), args.unanswerable)
+    return dataset.sample(args.sample), overrides, config, metrics
 
 
 def _dataset(args: argparse.Namespace) -> Dataset:
@@ -161,8 +164,11 @@ class _progress:
 def _summary(result: RunResult) -> str:
     base, diag = result.baseline or {}, result.diagnostics
     oracle = (diag.get("oracle") or {}).get("metrics") or {}
+    unanswerable = int(result.dataset.get("unanswerable") or 0)
+    counted = (f"{result.dataset['queries']} queries ({result.dataset['queries'] - unanswerable} scored by rank, "
+               f"{unanswerable} unanswerable graded)" if unanswerable else f"{result.dataset['queries']} queries")
     lines = [f"run {result.run_id}: {result.dataset['name']}/{result.dataset['split']}, "
-             f"{result.dataset['queries']} queries, top_k {result.top_k}, {result.seconds:.1f} s"]
+             f"{counted}, top_k {result.top_k}, {result.seconds:.1f} s"]
     for name, value in result.metrics.items():
         others = [f"bm25 {base[name]:.4f}"] if name in base else []
         others += [f"oracle filter {oracle[name]:.4f}"] if name in oracle else []
@@ -174,6 +180,7 @@ def _summary(result: RunResult) -> str:
                  f"L0-only {diag.get('l0_only_fallback_rate')}; latency p50 {diag.get('latency_ms', {}).get('p50')} ms "
                  f"p95 {diag.get('latency_ms', {}).get('p95')} ms")
     lines.append(f"  oracle filter: {_headroom_note(result)}")
+    lines.append(f"  {summary_line(diag.get('answerability'))}")
     skipped = skipped_note(result.dataset)
     if skipped:
         lines.append(f"  {skipped}")

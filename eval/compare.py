@@ -43,6 +43,7 @@ class Comparison:
     library_versions: tuple[dict[str, Any] | None, dict[str, Any] | None] = (None, None)
     worker_versions: tuple[dict[str, Any] | None, dict[str, Any] | None] = (None, None)
     kb_fingerprints: tuple[str | None, str | None] = (None, None)  # each run's knowledge base (None: no lookups)
+    answerability: tuple[dict[str, Any] | None, dict[str, Any] | None] = (None, None)  # eval.abstention's, per run
 
     def library_notes(self) -> list[VersionNote]:
         """A warning when the runs' library versions differ, a note when a run did not record them."""
@@ -82,7 +83,8 @@ class Comparison:
                 "losses": _records(losses), "library_diff": self.library_diff,
                 "library_versions": list(self.library_versions),
                 "library_notes": [note.line() for note in self.library_notes()],
-                "kb_fingerprints": list(self.kb_fingerprints), "notes": [note.line() for note in self.notes()]}
+                "kb_fingerprints": list(self.kb_fingerprints), "notes": [note.line() for note in self.notes()],
+                "answerability": list(self.answerability)}
 
 
 def compare_runs(store: TraceStore, run_a: str, run_b: str, *, metrics: list[str] | None = None,
@@ -106,7 +108,8 @@ def compare_runs(store: TraceStore, run_a: str, run_b: str, *, metrics: list[str
     return Comparison(row_a["run_id"], row_b["run_id"], names[0], summary, table,
                       _config_diff(row_a["config"], row_b["config"]), (row_a["dataset"], row_b["dataset"]), unpaired,
                       library_diff(*versions), versions, workers,
-                      _kb_fingerprints(store, row_a["run_id"], row_b["run_id"]))
+                      _kb_fingerprints(store, row_a["run_id"], row_b["run_id"]),
+                      tuple((row.get("diagnostics") or {}).get("answerability") for row in (row_a, row_b)))
 
 
 def _kb_fingerprints(store: TraceStore, run_a: str, run_b: str) -> tuple[str | None, str | None]:

@@ -8,6 +8,8 @@ A query file row may state the answer's category (`category_of_first`, `category
 string may list several, comma-separated; empty means "no category"); otherwise a run takes the
 relevant documents' categories from the index. Relevant paths missing from a Markdown knowledge base
 (e.g. under an excluded prefix) stay in the labels, so they count as misses, and are counted in the notes.
+A query with no source graded above 0 (an empty `relevant`, an all-zero mapping, all-zero BEIR judgements) is
+unanswerable: a run grades it (eval.abstention) and never ranks it.
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ class DatasetError(ValueError):
 class Query:
     """One labelled query: id, text, relevant sources with grades, and the categories of the answer if known.
 
+    A query with no source graded above 0 is unanswerable (the one rule, for every loader).
+
     `categories_labelled` is True when the labels state the categories (possibly none); when False a
     run derives them from the relevant documents' categories.
     """
@@ -46,6 +50,13 @@ class Query:
     qrels: Mapping[str, float]
     categories: tuple[str, ...] = ()
     categories_labelled: bool = False
+    origin: str = ""  # the file of questions it came from when not the dataset's own (`--unanswerable FILE`)
+
+    @property
+    def answerable(self) -> bool:
+        """Whether a page answers it: some relevant source graded above 0. An unanswerable question is looked
+        up and its relevance grade scored (eval.abstention), never its ranking."""
+        return any(grade > 0 for grade in self.qrels.values())
 
 
 @dataclass(frozen=True)
@@ -161,7 +172,7 @@ def _load_beir(root: Path, split: str | None) -> Dataset:
             qrels.setdefault(parts[0].strip(), {})[parts[1].strip()] = float(parts[2])
     queries = tuple(Query(qid, texts[qid], rel) for qid, rel in qrels.items() if texts.get(qid, "").strip())
     return Dataset(root.name, "beir", str(root), str(root), split, queries,
-                   notes={"unlabelled_or_missing_queries": len(qrels) - len(queries)})
+                   notes={"unlabelled_or_missing_queries": len(qrels) - len(queries), **unanswerable_notes(queries)})
 
 
 def _load_markdown(root: Path, queries_path: Path, kb: Path, split: str | None,
@@ -175,15 +186,16 @@ def _load_markdown(root: Path, queries_path: Path, kb: Path, split: str | None,
     queries = []
     for row in rows:
         relevant = row.get("relevant", row.get("relevant_paths"))
-        if not str(row.get("text") or "").strip() or not relevant:
-            continue
+        if not str(row.get("text") or "").strip() or relevant is None:
+            continue  # no text, or no labels at all: unlabelled (an empty `relevant` is an unanswerable question)
         grades = relevant if isinstance(relevant, Mapping) else {s: 1.0 for s in relevant}
         labelled = any(row.get(key) is not None for key in CATEGORY_KEYS)
         queries.append(Query(str(row["_id"]), str(row["text"]),
                              {_strip(str(s), prefix): float(g) for s, g in grades.items()},
                              row_categories(row), labelled))
-    if not queries:
-        raise DatasetError(f"no labelled queries in {queries_path} (split {split or ALL})")
+    if not any(q.answerable for q in queries):
+        raise DatasetError(f"no answerable labelled queries in {queries_path} (split {split or ALL}): a run needs "
+                           'rows with {"_id", "text", "relevant": [sources]} naming at least one relevant page')
     try:
         sources = markdown_sources(kb, exclude_paths=prefixes)
     except KnowledgeBaseError as exc:
@@ -191,7 +203,7 @@ def _load_markdown(root: Path, queries_path: Path, kb: Path, split: str | None,
     kept = {q.id for q in queries}
     skipped = [str(r.get("_id")) for r in rows if str(r.get("_id")) not in kept]
     notes = {"queries_file": str(queries_path), "unlabelled_skipped": len(rows) - len(queries),
-             "unlabelled_examples": skipped[:MISSING_EXAMPLES],
+             "unlabelled_examples": skipped[:MISSING_EXAMPLES], **unanswerable_notes(queries),
              **missing_relevant(queries, sources)}
     return Dataset(root.name, "markdown", str(root), str(kb), split or ALL, tuple(queries), notes=notes,
                    exclude_paths=prefixes)
@@ -205,11 +217,17 @@ def row_categories(row: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(label for label in labels if label))
 
 
+def unanswerable_notes(queries: Sequence[Query]) -> dict[str, Any]:
+    """How many questions name no relevant page (scored for their grade, not their ranking), with a few ids."""
+    ids = [q.id for q in queries if not q.answerable]
+    return {"unanswerable": len(ids), "unanswerable_examples": ids[:MISSING_EXAMPLES]}
+
+
 def missing_relevant(queries: Sequence[Query], sources: Iterable[str]) -> dict[str, Any]:
     """Relevant sources the knowledge base does not hold: how many, a few examples, and queries left with none."""
     held = set(sources)
     missing = [s for q in queries for s, g in q.qrels.items() if g > 0 and s not in held]
-    orphans = sum(1 for q in queries if not any(g > 0 and s in held for s, g in q.qrels.items()))
+    orphans = sum(1 for q in queries if q.answerable and not any(g > 0 and s in held for s, g in q.qrels.items()))
     return {"relevant_not_in_kb": len(missing), "relevant_not_in_kb_examples": sorted(set(missing))[:MISSING_EXAMPLES],
             "queries_without_relevant_in_kb": orphans}
 
@@ -267,12 +285,12 @@ def _read_jsonl(path: Path) -> list[dict[str, Any]]:
 
 
 def skipped_note(info: Mapping[str, Any]) -> str | None:
-    """The questions a run does not score, in words (a question with no relevant page, or no text, has no
-    metric: an unanswerable question cannot be scored by rank), or None when every question counts."""
+    """The questions a run does not score, in words (a row with no text or no `relevant` field at all: nothing
+    says whether a page answers it), or None when every question counts."""
     count = info.get("unlabelled_skipped") or info.get("unlabelled_or_missing_queries") or 0
     if not count:
         return None
     examples = info.get("unlabelled_examples") or []
     named = f" ({', '.join(examples)}{', …' if count > len(examples) else ''})" if examples else ""
-    return (f"{count} question(s) of the file are not scored{named}: they name no relevant page (unanswerable "
-            "questions), and a rank metric needs one")
+    return (f"{count} question(s) of the file are not scored{named}: they have no text or no `relevant` field "
+            '(write "relevant": [] for a question the knowledge base should not answer)')

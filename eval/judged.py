@@ -31,6 +31,8 @@ from .diagnostics import DomainsOf, summarize
 from .scoring import metric_means, query_facts
 
 KIND = "replay"  # the dataset kind of a run whose labels are the trace file's judgements
+NOT_GRADED = ("a replay's labels are judgements of returned pages, which cannot say that a question has no "
+              "answer")
 
 
 @dataclass(frozen=True)
@@ -110,12 +112,12 @@ def score(run_id: str, lookups: Sequence[Lookup], label: Callable[[Lookup], Quer
         query = Query(lookup.query_id, lookup.query, found.qrels, found.categories, found.categories_labelled)
         row = query_facts(query, position, lookup.invocation_id, lookup.ranked, lookup.details, lookup.latency_ms,
                           domains_of)
-        rows.append({**row, "run_id": run_id})
+        rows.append({**row, "run_id": run_id, "answerable": None})  # unjudged is not unanswerable
         metric_rows.extend((run_id, lookup.query_id, LOOKUP, name, value)
                            for name, value in metric_lib.score(lookup.ranked, query.qrels, parsed).items())
     per_query = pd.DataFrame(rows)
     metric_frame = pd.DataFrame(metric_rows, columns=["run_id", "query_id", "system", "metric", "value"])
-    diagnostics = {**summarize(per_query), "oracle": dict(oracle)}
+    diagnostics = {**summarize(per_query), "oracle": dict(oracle), "answerability": {"skipped": NOT_GRADED}}
     return Scored(per_query, metric_frame, metric_means(metric_frame, LOOKUP, parsed), diagnostics, labelled)
 
 

@@ -18,6 +18,7 @@ from retrieval.index import library_versions
 
 from . import metrics as metric_lib
 from . import oracle as oracle_lib
+from .abstention import answerability_summary
 from .datasets import Dataset
 from .diagnostics import summarize
 from .resume import Recorded, resumable
@@ -53,8 +54,9 @@ def plan_run(dataset: Dataset, config: LookupConfig | None, *, store: TraceStore
     depth = top_k or metric_lib.depth(parsed)
     config = replace(config or LookupConfig(), top_k=depth)
     overrides = {k: getattr(config, k) for k in (overrides or {})}  # typed, as the lookup saw them
-    if not dataset.queries:
-        raise ValueError(f"dataset {dataset.name} has no queries to evaluate")
+    if not any(q.answerable for q in dataset.queries):
+        raise ValueError(f"dataset {dataset.name} has no answerable queries to evaluate (none names a relevant "
+                         "page); rank metrics need at least one")
     started, created = time.perf_counter(), datetime.now(timezone.utc)
     run_id, done = f"run-{created:%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}", {}
     if resume:
@@ -73,10 +75,12 @@ def finish_run(store: TraceStore, planned: PlannedRun, rows: list[dict[str, Any]
     """Score the run's merged rows (lookup, then baseline, then oracle metric rows) and store it as `complete`;
     `worker_versions` (a fan-out's workers' library versions that differ from the run's) go in its diagnostics."""
     per_query = pd.DataFrame(rows)
-    categories = {row["query_id"]: oracle_lib.true_category(row["categories"]) for row in rows}
+    scored = [row for row in rows if row.get("answerable", True)]
+    categories = {row["query_id"]: oracle_lib.true_category(row["categories"]) for row in scored}
     metric_frame = pd.DataFrame(metric_rows, columns=METRIC_COLUMNS)
     means = metric_means(metric_frame, LOOKUP, planned.parsed)
-    diagnostics = summarize(per_query)
+    diagnostics = summarize(pd.DataFrame(scored))  # the filter's precision and harm need a relevant page
+    diagnostics["answerability"] = answerability_summary(per_query)
     diagnostics["oracle"] = oracle_diagnostics(oracle, metric_frame, means, categories, planned.parsed)
     if worker_versions:
         diagnostics[WORKERS_KEY] = dict(worker_versions)

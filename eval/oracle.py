@@ -37,7 +37,7 @@ def oracle_lookups(queries: Sequence[Query], categories: Mapping[str, str | None
     """Per-query metric rows (run, query, `oracle`, metric, value) of every query looked up with its true
     category as the caller's filter; `categories[query.id]` None means an unfiltered lookup."""
     rows: list[MetricRow] = []
-    for query in queries:
+    for query in (q for q in queries if q.answerable):  # an unanswerable question has no rank metric
         result = lookup_knowledge(query.text, index=index, config=config, category=categories.get(query.id),
                                   top_k=config.top_k, recorder=None)
         ranked = [block.source for block in result.evidence_blocks]

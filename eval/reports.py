@@ -18,6 +18,7 @@ from retrieval import TraceStore
 from retrieval.export import Section, cell_text, csv_safe, html_document, is_ms, markdown_document
 from retrieval.traces import TraceFilter, export_traces
 
+from . import abstention_report
 from .compare import SIGNIFICANCE, Comparison, significance_words
 from .defaults import FORMATS
 from .oracle import headroom_table
@@ -25,7 +26,7 @@ from .runs import RunResult
 
 ALIASES = {"md": "markdown", "htm": "html", "pq": "parquet"}
 TABLE_ROWS = 20
-TABLE_DIAGNOSTICS = ("oracle", "filter_by_domain", "filter_confusion")  # shown as tables, not as lines
+TABLE_DIAGNOSTICS = ("oracle", "filter_by_domain", "filter_confusion", "answerability")  # own sections, not lines
 
 
 def normalize_format(fmt: str) -> str:
@@ -45,7 +46,8 @@ def render(obj: RunResult | Comparison, fmt: str, *, store: TraceStore | None = 
     if fmt == "jsonl":
         return _traces(obj, store)
     if fmt in ("csv", "parquet"):
-        frame = _flat(obj.per_query) if fmt == "csv" else obj.per_query
+        frame = _every_question(obj)
+        frame = _flat(frame) if fmt == "csv" else frame
         if fmt == "csv":
             return csv_safe(frame).to_csv(index=False)
         buffer = io.BytesIO()
@@ -89,6 +91,15 @@ def _runs(obj: RunResult | Comparison) -> TraceFilter:
     return TraceFilter(run_ids=(obj.run_id,) if isinstance(obj, RunResult) else (obj.run_a, obj.run_b))
 
 
+def _every_question(obj: RunResult | Comparison) -> pd.DataFrame:
+    """A run's per-question rows, its unanswerable questions among them (graded, no metric), in order; a
+    comparison's paired rows."""
+    if not isinstance(obj, RunResult) or obj.unanswerable is None or obj.unanswerable.empty:
+        return obj.per_query
+    both = pd.concat([obj.per_query, obj.unanswerable], ignore_index=True)
+    return both.sort_values("position", kind="stable").reset_index(drop=True)
+
+
 def _flat(frame: pd.DataFrame) -> pd.DataFrame:
     """List columns joined with `; ` so CSV cells stay readable."""
     flat = frame.copy()
@@ -115,6 +126,7 @@ def _run_sections(run: RunResult) -> list[Section]:
             Section("Metrics", (_oracle_line(run.diagnostics),), table=metrics),
             Section("Diagnostics", tuple(_diagnostic_lines(run.diagnostics))),
             *_filter_sections(run.diagnostics),
+            *abstention_report.run_sections(run.diagnostics.get("answerability"), run.unanswerable),
             Section(f"Lowest {primary} queries", table=None if worst is None else worst.reindex(columns=keep))]
 
 
@@ -129,8 +141,13 @@ def _dataset_notes(info: dict[str, Any]) -> list[str]:
     """What the run did not score or could not find, said rather than dropped."""
     notes = []
     if info.get("unlabelled_skipped"):
-        notes.append(f"not scored: {info['unlabelled_skipped']} question(s) name no relevant page (unanswerable), "
+        notes.append(f"not scored: {info['unlabelled_skipped']} row(s) have no text or no `relevant` field, "
                      f"e.g. {cell_text(info.get('unlabelled_examples'))}")
+    if info.get("unanswerable"):
+        notes.append(f"unanswerable (no relevant page; graded, not ranked): {info['unanswerable']} question(s), "
+                     f"e.g. {cell_text(info.get('unanswerable_examples'))}"
+                     + (f"; {info['unanswerable_from_file']} from {info['unanswerable_file']}"
+                        if info.get("unanswerable_file") else ""))
     if info.get("exclude_paths"):
         notes.append(f"excluded paths: {cell_text(info['exclude_paths'])}")
     if info.get("relevant_not_in_kb"):
@@ -198,6 +215,7 @@ def _comparison_sections(comparison: Comparison) -> list[Section]:
     losses["query"] = losses["query"].map(lambda q: q if len(str(q)) <= 80 else str(q)[:79] + "…")
     return [Section(f"Comparison {comparison.run_a} vs {comparison.run_b}", head),
             Section("Metrics", table=pd.DataFrame(rows)),
+            *abstention_report.comparison_sections(*comparison.answerability),
             Section(f"Largest per-query losses of B on {comparison.primary_metric}", table=losses)]
 
 

@@ -47,6 +47,7 @@ from .storage import (
     list_runs,
     load_per_query,
     load_run_row,
+    load_unanswerable,
     mark_incomplete,
     start_run,
 )
@@ -64,7 +65,9 @@ Progress = Callable[[int, int], None]
 @dataclass(frozen=True, eq=False)
 class RunResult:
     """One stored run: mean metrics, diagnostics, the per-query frame and the baseline's mean metrics, and the
-    versions of the libraries that decide its numbers (None: stored before runs recorded them)."""
+    versions of the libraries that decide its numbers (None: stored before runs recorded them); the questions
+    with no relevant page are not in `per_query` but in `unanswerable`, and `diagnostics["answerability"]`
+    says how they and the others were graded (eval.abstention)."""
 
     run_id: str
     metrics: dict[str, float]
@@ -79,6 +82,7 @@ class RunResult:
     created_at: datetime
     sweep_id: str | None = None
     library_versions: dict[str, str | None] | None = None
+    unanswerable: pd.DataFrame | None = None  # the rows of its unanswerable questions (eval.storage.load_unanswerable)
 
     def to_dict(self) -> dict[str, Any]:
         """The CLI's `--json` output (no per-query rows)."""
@@ -161,8 +165,9 @@ def _lookups(dataset: Dataset, config: LookupConfig, index: KnowledgeIndex, stor
             recorded = Recorded(result.invocation_id, buffer[-1].latency_ms, result.retrieval_details)
         rows.append(query_row(query, position, recorded.invocation_id, recorded.ranked, recorded.details,
                                recorded.latency_ms, index))
-        metric_rows.extend((run_id, query.id, LOOKUP, name, value)
-                           for name, value in metric_lib.score(recorded.ranked, query.qrels, parsed).items())
+        if query.answerable:  # an unanswerable one is scored by its grade (eval.abstention), not by rank
+            metric_rows.extend((run_id, query.id, LOOKUP, name, value)
+                               for name, value in metric_lib.score(recorded.ranked, query.qrels, parsed).items())
         if buffer and (len(buffer) >= batch_size or time.monotonic() - buffered_at >= SPOOL_AGE):
             store.record_many(buffer)
             buffer.clear()
@@ -183,7 +188,7 @@ def load_run(store: TraceStore, run_id: str) -> RunResult:
     return RunResult(row["run_id"], row["metrics"], row["diagnostics"], load_per_query(store, row["run_id"]),
                      row["baseline"], row["dataset_info"], row["config"], row["overrides"] or {},
                      int(row["top_k"]), float(row["seconds"]), created, row["sweep_id"],
-                     recorded(row.get("library_versions")))
+                     recorded(row.get("library_versions")), load_unanswerable(store, row["run_id"]))
 
 
 def expand_grid(grid: Mapping[str, Sequence[Any]], base: LookupConfig | None = None,

@@ -13,6 +13,7 @@ from retrieval import (
 
 from . import metrics as metric_lib
 from . import oracle as oracle_lib
+from .abstention import OWN_SET, graded
 from .baseline import NAME as BASELINE
 from .baseline import BM25Baseline
 from .datasets import Query
@@ -67,13 +68,14 @@ def query_facts(query: Query, position: int, invocation_id: str, ranked: list[st
     return {"query_id": query.id, "position": position, "query": query.text, "n_relevant": len(relevant),
             "relevant": relevant, "categories": categories, "invocation_id": invocation_id,
             "first_relevant_rank": first, "top_sources": ranked[:10],
-            **query_diagnostics(details, query.qrels, ranked, domains_of, latency_ms)}
+            **query_diagnostics(details, query.qrels, ranked, domains_of, latency_ms),
+            "answerable": query.answerable, "question_set": query.origin or OWN_SET, **graded(details)}
 
 
 def baseline_rows(engine: BM25Baseline, queries: Sequence[Query], parsed: Sequence[metric_lib.Metric], depth: int,
               run_id: str) -> tuple[dict[str, float], list[tuple]]:
     rows = [(run_id, q.id, BASELINE, name, value)
-            for q in queries
+            for q in queries if q.answerable  # an unanswerable question has no rank metric
             for name, value in metric_lib.score(engine.search(q.text, depth), q.qrels, parsed).items()]
     frame = pd.DataFrame(rows, columns=["run_id", "query_id", "system", "metric", "value"])
     return metric_means(frame, BASELINE, parsed), rows

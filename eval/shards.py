@@ -118,8 +118,9 @@ def run_shard(shard: Shard) -> ShardResult:
                 sink.maybe_spool()
             rows.append(query_row(query, item.position, recorded.invocation_id, recorded.ranked, recorded.details,
                                   recorded.latency_ms, index))
-            lookup_metrics.extend((run_id, query.id, LOOKUP, name, value)
-                                  for name, value in metric_lib.score(recorded.ranked, query.qrels, parsed).items())
+            if query.answerable:  # as the serial path: an unanswerable question has no rank metric
+                lookup_metrics.extend((run_id, query.id, LOOKUP, name, value)
+                                      for name, value in metric_lib.score(recorded.ranked, query.qrels, parsed).items())
             ticker.tick()
     finally:
         ticker.close()

@@ -3,7 +3,9 @@
 - `eval_run`: one row per run (dataset, split, configuration, mean metrics, baseline, diagnostics, and the
   versions of the libraries that decide its numbers, `library_versions`: null for runs stored before them).
 - `eval_query`: one row per (run, query): the query, its labels, the filter decision and other diagnostics,
-  and `invocation_id`, the `tool_invocation` row of its lookup.
+  its relevance grade (`confidence`, `relevance_level`), and `invocation_id`, the `tool_invocation` row of its
+  lookup. Unanswerable questions (`answerable` false: no relevant page) have rows but no metrics; the
+  per-query frame (`load_per_query`) holds the scored ones, `load_unanswerable` the others.
 - `eval_query_metric`: long form (run, query, system, metric, value); `system` is `lookup`, the BM25
   baseline (`bm25`) or the oracle filter (`oracle`).
 
@@ -36,11 +38,13 @@ from .defaults import LOOKUP
 QUERY_COLUMNS = ("run_id", "query_id", "position", "query", "n_relevant", "relevant", "categories",
                  "invocation_id", "first_relevant_rank", "top_sources", "filter_decision", "filter_category",
                  "filter_correct", "filter_harm", "filter_harm_missed", "filter_widened", "retrieval_layer",
-                 "l1_status", "candidate_count", "duplicates_merged", "evidence_count", "latency_ms", "filter_changed")
+                 "l1_status", "candidate_count", "duplicates_merged", "evidence_count", "latency_ms", "filter_changed",
+                 "answerable", "confidence", "relevance_level", "question_set")
 RUN_JSON = ("config", "overrides", "metrics", "baseline", "diagnostics", "dataset_info", "metric_names",
             "library_versions")
 STARTED, COMPLETE, INCOMPLETE, RUNNING = "started", "complete", "incomplete", "running"
-BOOLEAN_COLUMNS = ("filter_correct", "filter_harm", "filter_harm_missed", "filter_widened", "filter_changed")
+BOOLEAN_COLUMNS = ("filter_correct", "filter_harm", "filter_harm_missed", "filter_widened", "filter_changed",
+                   "answerable")
 
 
 class UnknownRunError(ValueError):
@@ -181,8 +185,8 @@ def delete_run(store: TraceStore, run_id: str) -> dict[str, int]:
 
 
 def load_per_query(store: TraceStore, run_id: str) -> pd.DataFrame:
-    """The wide per-query frame of a run: facts, lookup metrics by name, baseline metrics as `<system>:<name>`
-    (a judged run's labels, facts and metrics as the judgements score it now)."""
+    """The wide per-query frame of a run's scored questions: facts, lookup metrics by name, baseline metrics as
+    `<system>:<name>` (a judged run's labels, facts and metrics as the judgements score it now)."""
     queries = _stored_queries(store, run_id)
     kind = store.query("SELECT dataset_kind FROM eval_run WHERE run_id = ?", [run_id])["dataset_kind"]
     if not kind.empty and judged.is_judged(kind.iloc[0]) and not queries.empty:
@@ -190,6 +194,7 @@ def load_per_query(store: TraceStore, run_id: str) -> pd.DataFrame:
         queries = scored.per_query.reindex(columns=list(queries.columns))
         metrics = scored.metric_frame.drop(columns=["run_id"])
     else:
+        queries = queries[~_unanswerable(queries)].reset_index(drop=True)
         metrics = store.query("SELECT query_id, system, metric, value FROM eval_query_metric WHERE run_id = ?",
                               [run_id])
     if metrics.empty:
@@ -199,6 +204,19 @@ def load_per_query(store: TraceStore, run_id: str) -> pd.DataFrame:
     wide = metrics.pivot(index="query_id", columns="column", values="value").reset_index()
     wide.columns.name = None
     return queries.merge(wide, on="query_id", how="left")
+
+
+def load_unanswerable(store: TraceStore, run_id: str) -> pd.DataFrame:
+    """A run's unanswerable questions (no relevant page), in order: their grades and what came back first."""
+    queries = _stored_queries(store, run_id)
+    return queries[_unanswerable(queries)].reset_index(drop=True)
+
+
+def _unanswerable(queries: pd.DataFrame) -> pd.Series:
+    """Rows of questions that name no relevant page (null, as in runs stored before the column: answerable)."""
+    if "answerable" not in queries:
+        return pd.Series(False, index=queries.index)
+    return queries["answerable"].astype("boolean").fillna(True).eq(False).astype(bool)
 
 
 def _stored_queries(store: TraceStore, run_id: str) -> pd.DataFrame:

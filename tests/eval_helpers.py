@@ -32,7 +32,8 @@ QUERIES = [
     {"_id": "q4", "text": "too many requests 429", "relevant": ["api/rate-limits.md"]},
     {"_id": "q5", "text": "SAML login identity provider", "relevant": ["security/sso.md"]},
     {"_id": "q6", "text": "enterprise plan yearly invoice", "relevant": ["billing/plans.md", "billing/invoices.md"]},
-    {"_id": "q7", "text": "a question nobody labelled", "relevant": []},
+    {"_id": "q7", "text": "what is the capital of France", "relevant": []},  # unanswerable: looked up, graded
+    {"_id": "q8", "text": "a question nobody labelled"},  # no `relevant` at all: unlabelled, skipped
 ]
 
 

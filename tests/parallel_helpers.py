@@ -19,7 +19,7 @@ VOLATILE = ("run_id", "invocation_id", "latency_ms")  # what differs between two
 def write_many(root: Path, copies: int) -> Path:
     """tests/eval_helpers.py's dataset with its labelled questions repeated `copies` times (ids made unique)."""
     write_dataset(root)
-    many = [{**q, "_id": f"{q['_id']}-{n}"} for n in range(copies) for q in QUERIES if q["relevant"]]
+    many = [{**q, "_id": f"{q['_id']}-{n}"} for n in range(copies) for q in QUERIES if q.get("relevant")]
     (root / "queries.jsonl").write_text("\n".join(json.dumps(q) for q in many) + "\n", encoding="utf-8")
     return root
 
@@ -50,10 +50,12 @@ def same_run(store: TraceStore, serial, parallel) -> None:
     apart from ids and latencies, and the same ranked sources in each stored lookup."""
     assert parallel.metrics == serial.metrics and parallel.baseline == serial.baseline
     assert parallel.diagnostics["oracle"] == serial.diagnostics["oracle"]
+    assert parallel.diagnostics["answerability"] == serial.diagnostics["answerability"]
     ours, theirs = (r.per_query.drop(columns=list(VOLATILE)) for r in (parallel, serial))
     pd.testing.assert_frame_equal(ours, theirs)
     expected = ranked_sources(store, serial.run_id)
-    assert ranked_sources(store, parallel.run_id) == expected and len(expected) == len(serial.per_query)
+    questions = len(serial.per_query) + (0 if serial.unanswerable is None else len(serial.unanswerable))
+    assert ranked_sources(store, parallel.run_id) == expected and len(expected) == questions
 
 
 def stored_ids(store: TraceStore, run_id: str) -> set[str]:

@@ -117,3 +117,23 @@ def test_typing_an_unknown_run_id_says_so():
     with pytest.raises(runs_data.IncomparableRunsError, match="starts 2 runs"):
         runs_data.resolve_run(table, "run-")
     assert runs_data.resolve_run(table, " run-2 ") == "run-2"
+
+
+def test_the_compare_page_shows_a_runs_answerability_and_runs_with_an_unanswerable_file(app, stored, tmp_path):
+    app.text_input(key="eval_dataset").set_value(str(stored["one"]))
+    app.text_input(key="eval_unanswerable").set_value(str(_off_topic_file(tmp_path)))
+    at = ok(app.button(key="eval_start").click().run())
+    labels = {m.label for m in at.metric}
+    assert {"unanswerable graded high", "AUROC", "high: relevant first"} <= labels
+    frames = [d.value for d in at.dataframe]  # a plain st.dataframe's key is not surfaced by AppTest
+    levels = next(f for f in frames if "unanswerable: off_topic" in f.columns)
+    assert levels["level"].tolist() == ["high", "medium", "low", "none"]
+    shown = next(f for f in frames if "figure" in f.columns)
+    assert "AUROC of confidence, answered vs unanswerable" in shown["figure"].tolist()
+
+
+def _off_topic_file(tmp_path):
+    path = tmp_path / "off_topic.jsonl"
+    path.write_text("".join(json.dumps({"_id": f"u{i}", "text": text}) + "\n" for i, text in
+                            enumerate(("best sourdough starter ratio", "who won the 1998 world cup"))))
+    return path

@@ -41,7 +41,9 @@ def write_beir(root: Path) -> Path:
 
 def test_markdown_dataset_reads_labelled_queries_and_skips_unlabelled(eval_dataset):
     assert eval_dataset.kind == "markdown" and eval_dataset.split == "all"
-    assert [q.id for q in eval_dataset.queries] == ["q1", "q2", "q3", "q4", "q5", "q6"]
+    assert [q.id for q in eval_dataset.queries] == ["q1", "q2", "q3", "q4", "q5", "q6", "q7"]
+    assert [q.id for q in eval_dataset.queries if not q.answerable] == ["q7"]  # "relevant": [] is unanswerable
+    assert eval_dataset.notes["unanswerable"] == 1
     assert eval_dataset.queries[5].qrels == {"billing/plans.md": 1.0, "billing/invoices.md": 1.0}
     assert Path(eval_dataset.kb_path).name == "kb"
     assert eval_dataset.notes["unlabelled_skipped"] == 1
@@ -81,7 +83,7 @@ def test_run_records_one_invocation_per_query_with_run_and_query_ids(eval_datase
     result = runs.run_evaluation(eval_dataset, CONFIG, store=store, metrics=METRICS)
     rows = store.query("SELECT run_id, query_id, arguments FROM tool_invocation ORDER BY query_id")
     assert rows["run_id"].unique().tolist() == [result.run_id]
-    assert rows["query_id"].tolist() == ["q1", "q2", "q3", "q4", "q5", "q6"]
+    assert rows["query_id"].tolist() == ["q1", "q2", "q3", "q4", "q5", "q6", "q7"]  # q7, unanswerable, too
     assert {json.loads(a)["top_k"] for a in rows["arguments"]} == {10}  # deepest cutoff: recall@10
 
 
@@ -94,7 +96,7 @@ def test_run_stores_per_query_metrics_and_facts_in_duckdb(eval_dataset, store):
     facts = store.query("SELECT query_id, invocation_id, filter_decision FROM eval_query WHERE run_id = ?",
                         [result.run_id])
     traced = set(store.query("SELECT id FROM tool_invocation")["id"])
-    assert set(facts["invocation_id"]) <= traced and len(facts) == 6
+    assert set(facts["invocation_id"]) <= traced and len(facts) == 7  # q7 (unanswerable) has a row, no metrics
     assert result.per_query["ndcg@5"].mean() == pytest.approx(result.metrics["ndcg@5"], abs=1e-4)
     assert set(result.baseline) == set(METRICS)
     assert runs.list_runs(store)["run_id"].tolist() == [result.run_id]
@@ -112,13 +114,13 @@ def test_invocations_are_recorded_in_batches(eval_dataset, store, monkeypatch):
     original = store.record_many
     monkeypatch.setattr(store, "record_many", lambda batch: (sizes.append(len(batch)), original(batch)))
     runs.run_evaluation(eval_dataset, CONFIG, store=store, metrics=METRICS, batch_size=4)
-    assert sizes == [4, 2]
+    assert sizes == [4, 3]
 
 
 def test_progress_callback_sees_every_query(eval_dataset, store):
     seen = []
     runs.run_evaluation(eval_dataset, CONFIG, store=store, metrics=METRICS, progress=lambda d, t: seen.append((d, t)))
-    assert seen == [(i, 6) for i in range(1, 7)]
+    assert seen == [(i, 7) for i in range(1, 8)]
 
 
 def test_sweep_runs_the_grid_with_one_index_per_svd_dims(eval_dataset, store, monkeypatch):
@@ -196,10 +198,10 @@ def test_reports_in_every_format(eval_dataset, store, tmp_path):
     run = runs.run_evaluation(eval_dataset, CONFIG, store=store, metrics=METRICS)
     markdown = render(run, "markdown")
     assert markdown.startswith(f"# Evaluation run {run.run_id}") and "| ndcg@5 |" in markdown
-    assert len(pd.read_csv(io.StringIO(render(run, "csv")))) == 6
-    assert len(pd.read_parquet(io.BytesIO(render(run, "parquet")))) == 6
+    assert len(pd.read_csv(io.StringIO(render(run, "csv")))) == 7  # q7, unanswerable, with its grade and no metric
+    assert len(pd.read_parquet(io.BytesIO(render(run, "parquet")))) == 7
     traces = [json.loads(line) for line in render(run, "jsonl", store=store).splitlines()]
-    assert {t["run_id"] for t in traces} == {run.run_id} and len(traces) == 6
+    assert {t["run_id"] for t in traces} == {run.run_id} and len(traces) == 7
     assert isinstance(traces[0]["retrieval_details"], dict)
     assert json.loads(render(run, "json"))["run_id"] == run.run_id
     assert export(run, "parquet", tmp_path / "out" / "run.parquet").stat().st_size > 0
@@ -210,12 +212,12 @@ def test_a_runs_jsonl_report_is_streamed_to_its_file_by_duckdb(eval_dataset, sto
     other = runs.run_evaluation(eval_dataset, CONFIG, store=store, metrics=METRICS)
     path = export(run, "jsonl", tmp_path / "out" / "traces.jsonl", store=store)
     rows = [json.loads(line) for line in path.read_text().splitlines()]
-    assert len(rows) == 6 and {r["run_id"] for r in rows} == {run.run_id}
+    assert len(rows) == 7 and {r["run_id"] for r in rows} == {run.run_id}
     assert isinstance(rows[0]["retrieval_details"]["filter"], dict)  # nested, not text
     assert [r["created_at"] for r in rows] == sorted(r["created_at"] for r in rows)  # in time order
     both = export(compare_runs(store, run.run_id, other.run_id), "jsonl", tmp_path / "both.jsonl", store=store)
-    assert [json.loads(line)["run_id"] for line in both.read_text().splitlines()] == [run.run_id] * 6 + \
-        [other.run_id] * 6
+    assert [json.loads(line)["run_id"] for line in both.read_text().splitlines()] == [run.run_id] * 7 + \
+        [other.run_id] * 7
 
 
 def test_html_report_is_self_contained_and_escaped(eval_dataset, store):
@@ -234,7 +236,7 @@ def test_comparison_reports_and_unknown_format(eval_dataset, store):
     words = {significance_words(m["p_randomization"], m["delta"]) for m in comparison.metrics.values()}
     assert "| significance |" in markdown and all(w in markdown for w in words) and "t-test" not in markdown
     assert "<script>" not in render(comparison, "html")
-    assert len(render(comparison, "jsonl", store=store).splitlines()) == 12
+    assert len(render(comparison, "jsonl", store=store).splitlines()) == 14
     with pytest.raises(ValueError, match="known formats: markdown, html"):
         render(comparison, "pdf")
     with pytest.raises(ValueError, match="pass the trace store"):

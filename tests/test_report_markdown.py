@@ -37,7 +37,10 @@ def test_run_report_renders_its_metrics_table_and_readable_diagnostics(eval_data
     latency = next(item for item in shown.items if item.startswith("latency_ms: "))
     assert re.fullmatch(r"latency_ms: p50 \d+(\.\d)?, p95 \d+(\.\d)?, mean \d+(\.\d)?", latency)  # ms, 1 decimal
     assert "filter_harm: count 0, rate 0, missed 0, query_ids none" in shown.items
-    assert any(item.startswith("not scored: 1 question(s) name no relevant page") for item in shown.items)
+    assert any(item.startswith("unanswerable (no relevant page; graded, not ranked): 1 question(s), e.g. q7")
+               for item in shown.items)
+    assert any(item.startswith("not scored: 1 row(s) have no text or no `relevant` field, e.g. q8")
+               for item in shown.items)
     assert_readable(shown)
 
 

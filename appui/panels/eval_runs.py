@@ -13,7 +13,7 @@ import pandas as pd
 import streamlit as st
 
 from appui.data import runs as runs_data
-from appui.panels import run_compare
+from appui.panels import answerability, run_compare
 from appui.widgets import build_bar, eval_inputs, state
 from retrieval import LookupConfig
 
@@ -117,6 +117,7 @@ def _headroom(ctx: state.AppContext, runs: pd.DataFrame) -> None:
                     "outside it)")
         st.dataframe(pd.DataFrame([{"category": d, **v} for d, v in by_domain.items()]), hide_index=True,
                      key="eval_filter_domains")
+    answerability.run_panel(run)
     skipped = eval_datasets.skipped_note(run.dataset)
     if skipped:
         st.caption(skipped[0].upper() + skipped[1:] + ".")

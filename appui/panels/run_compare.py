@@ -16,6 +16,7 @@ import pandas as pd
 import streamlit as st
 
 from appui.data import runs as runs_data
+from appui.panels import answerability
 from appui.widgets import state, views
 
 TOP_DEFAULT = 5
@@ -137,6 +138,7 @@ def render(ctx: state.AppContext, table: pd.DataFrame) -> None:
                  hide_index=True, key="eval_metrics")
     if comparison.config_diff:
         st.caption("Settings: " + ", ".join(f"`{k}` {a} → {b}" for k, (a, b) in comparison.config_diff.items()))
+    answerability.comparison_panel(comparison)
     _delta_chart(comparison)
     _pairs(ctx, comparison)
 

@@ -15,7 +15,7 @@ DATASET, DOCS, JUDGED = "Dataset folder", "Docs folder + query file", "Docs fold
 
 def render() -> None:
     """The source choice and its inputs, all keyed (`eval_source`, `eval_dataset`, `eval_kb`, `eval_queries`,
-    `eval_exclude`, `eval_split`)."""
+    `eval_exclude`, `eval_unanswerable`, `eval_split`)."""
     st.radio("Labelled set", [DATASET, DOCS, JUDGED], key="eval_source", horizontal=True,
              help="A dataset folder (kb/ + queries.jsonl, or BEIR), a docs folder run against a query file "
                   "in place (like `python -m eval run --kb DIR --queries FILE`), or against the judgements "
@@ -34,11 +34,24 @@ def render() -> None:
                       value=str(PROJECT_ROOT / "data"))
     st.text_input("Excluded path prefixes (--exclude: comma-separated, relative to the knowledge-base root)",
                   key="eval_exclude", placeholder="e.g. news,showcase,myshowcase,readfiles,maintenance")
+    st.text_input("Unanswerable questions (--unanswerable: a JSONL file of questions the knowledge base should "
+                  "not answer; optional)", key="eval_unanswerable", placeholder="e.g. data/offtopic_queries.jsonl",
+                  help='{"_id", "text"} rows: each is looked up and its relevance grade scored (it should be low '
+                       "or none), beside the labelled set's own unanswerable questions")
 
 
 def load(datasets_module: ModuleType, traces_path: str | None = None) -> Any:
-    """The eval.datasets.Dataset the inputs name (`datasets_module` is eval.datasets, optional for the app);
-    ValueError (DatasetError) saying what to fill in when they do not name one."""
+    """The eval.datasets.Dataset the inputs name (`datasets_module` is eval.datasets, optional for the app), with
+    the unanswerable questions of `eval_unanswerable` added; ValueError (DatasetError) saying what to fill in when
+    they do not name one."""
+    from eval.unanswerable import with_unanswerable
+
+    extra = (st.session_state.get("eval_unanswerable", "") or "").strip() or None
+    return with_unanswerable(_labelled(datasets_module, traces_path), extra)
+
+
+def _labelled(datasets_module: ModuleType, traces_path: str | None) -> Any:
+    """The labelled set the inputs name, as `load` describes."""
     exclude = st.session_state.get("eval_exclude", "") or ""
     split = (st.session_state.get("eval_split", "") or "").strip() or None
     if st.session_state.get("eval_source") == JUDGED:

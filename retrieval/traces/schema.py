@@ -120,6 +120,14 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
         f"ALTER TABLE {TABLE} ADD COLUMN IF NOT EXISTS host VARCHAR",
         f"ALTER TABLE {TABLE} ADD COLUMN IF NOT EXISTS pid INTEGER",
     )),
+    # v10 (answerability): each evaluated question's relevance grade, and whether a page answers it; a run looks
+    # up its unanswerable questions too (eval/abstention.py); rows stored before read null (answerable)
+    (10, (
+        "ALTER TABLE eval_query ADD COLUMN IF NOT EXISTS answerable BOOLEAN",
+        "ALTER TABLE eval_query ADD COLUMN IF NOT EXISTS confidence DOUBLE",
+        "ALTER TABLE eval_query ADD COLUMN IF NOT EXISTS relevance_level VARCHAR",
+        "ALTER TABLE eval_query ADD COLUMN IF NOT EXISTS question_set VARCHAR",
+    )),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 

@@ -1,0 +1,53 @@
+"""A run's answerability on the Compare page: how its relevance grades separate answered questions from
+unanswerable ones (eval.abstention), and two runs' figures side by side (eval.abstention_report)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import streamlit as st
+
+CARD = (  # (key, label, help): the figures on a run's card, each a share or an AUROC
+    ("unanswerable_high", "unanswerable graded high", "the agent would answer from a wrong page: lower is better"),
+    ("unanswerable_abstained", "unanswerable abstained", "graded low or none, so the result says the knowledge "
+                                                         "base does not seem to hold an answer: higher is better"),
+    ("auroc", "AUROC", "of confidence, answered questions (a relevant page in the top 5) against unanswerable ones"),
+    ("high_precision", "high: relevant first", "of answerable questions graded high, a relevant page first"),
+    ("high_recall", "relevant first: high", "of answerable questions with a relevant page first, graded high"),
+)
+
+
+def run_panel(run: Any) -> None:
+    """The figures as a row of metrics, the share of each level, and the unanswerable questions graded high or
+    medium (most confident first)."""
+    from eval import abstention_report
+
+    summary: Mapping[str, Any] | None = run.diagnostics.get("answerability")
+    st.markdown("**Answerability**: does the relevance grade say when nothing answers?")
+    if not summary or "levels" not in summary:
+        st.caption("Not measured: this run was stored before runs graded their questions.")
+        return
+    if not summary["unanswerable"]:
+        st.caption(summary.get("note", ""))
+    for column, (key, label, help_text) in zip(st.columns(len(CARD)), CARD, strict=True):
+        value = summary.get(key)
+        column.metric(label, "n/a" if value is None else (f"{value:.3f}" if key == "auroc" else f"{value:.1%}"),
+                      help=help_text)
+    st.dataframe(abstention_report.level_table(summary), hide_index=True, key="eval_answerability_levels")
+    st.caption(abstention_report.EXPLAINED)
+    wrong = abstention_report.false_confidence(run.unanswerable)
+    if not wrong.empty:
+        st.markdown(f"**{len(wrong)} unanswerable question(s) graded high or medium**")
+        st.dataframe(wrong, hide_index=True, key="eval_answerability_wrong")
+
+
+def comparison_panel(comparison: Any) -> None:
+    """Runs A and B's answerability figures side by side (nothing when neither measured it)."""
+    from eval import abstention_report
+
+    a, b = comparison.answerability
+    if not (a and "levels" in a) and not (b and "levels" in b):
+        return
+    st.markdown("**Answerability, A vs B** (shares and AUROC; Δ = B − A)")
+    st.dataframe(abstention_report.comparison_table(a, b), hide_index=True, key="eval_answerability_compare")
