@@ -25,6 +25,7 @@ from retrieval.export import json_object
 
 from . import judgements
 from . import metrics as metric_lib
+from .abstention import answerability_summary
 from .datasets import Query
 from .defaults import LOOKUP
 from .diagnostics import DomainsOf, summarize
@@ -101,23 +102,31 @@ def source_domains(sources: Iterable[str], index: KnowledgeIndex) -> dict[str, l
 
 
 def score(run_id: str, lookups: Sequence[Lookup], label: Callable[[Lookup], Query | None], domains_of: DomainsOf,
-          metric_names: Sequence[str], oracle: Mapping[str, Any]) -> Scored:
+          metric_names: Sequence[str], oracle: Mapping[str, Any], *, grade_unanswerable: bool = False) -> Scored:
     """Score `lookups` against `label(lookup)` (None: unlabelled, every metric 0): the one scoring of a saved
-    replay, at save and on every read of a judged run."""
+    replay, at save and on every read of a judged run. With `grade_unanswerable` (a replay of a labelled run),
+    a label with no relevant page is an unanswerable question, graded and never ranked, as in the run."""
     parsed = metric_lib.parse_metrics(metric_names)
     rows, metric_rows, labelled = [], [], 0
     for position, lookup in enumerate(lookups):
-        found = label(lookup) or Query(lookup.query_id, lookup.query, {})
+        found = label(lookup)
+        unanswerable = grade_unanswerable and found is not None and not found.answerable
+        found = found or Query(lookup.query_id, lookup.query, {})
         labelled += bool(found.qrels)
-        query = Query(lookup.query_id, lookup.query, found.qrels, found.categories, found.categories_labelled)
+        query = Query(lookup.query_id, lookup.query, found.qrels, found.categories, found.categories_labelled,
+                      found.origin)
         row = query_facts(query, position, lookup.invocation_id, lookup.ranked, lookup.details, lookup.latency_ms,
                           domains_of)
-        rows.append({**row, "run_id": run_id, "answerable": None})  # unjudged is not unanswerable
-        metric_rows.extend((run_id, lookup.query_id, LOOKUP, name, value)
-                           for name, value in metric_lib.score(lookup.ranked, query.qrels, parsed).items())
+        # unjudged is not unanswerable: only a labelled run's unanswerable questions are graded apart
+        rows.append({**row, "run_id": run_id, "answerable": not unanswerable if grade_unanswerable else None})
+        if not unanswerable:
+            metric_rows.extend((run_id, lookup.query_id, LOOKUP, name, value)
+                               for name, value in metric_lib.score(lookup.ranked, query.qrels, parsed).items())
     per_query = pd.DataFrame(rows)
     metric_frame = pd.DataFrame(metric_rows, columns=["run_id", "query_id", "system", "metric", "value"])
-    diagnostics = {**summarize(per_query), "oracle": dict(oracle), "answerability": {"skipped": NOT_GRADED}}
+    ranked = per_query[per_query["answerable"].astype("boolean").fillna(True).astype(bool)] if rows else per_query
+    graded = answerability_summary(per_query) if grade_unanswerable else {"skipped": NOT_GRADED}
+    diagnostics = {**summarize(ranked), "oracle": dict(oracle), "answerability": graded}
     return Scored(per_query, metric_frame, metric_means(metric_frame, LOOKUP, parsed), diagnostics, labelled)
 
 

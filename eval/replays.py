@@ -34,7 +34,7 @@ from .datasets import Query
 from .judged import Lookup
 from .runs import DEFAULT_METRICS
 from .scoring import index_domains
-from .storage import UnknownRunError, load_per_query, load_run_row, save_run
+from .storage import UnknownRunError, load_per_query, load_run_row, load_unanswerable, save_run
 
 RECORDED_PREFIX = "recorded-"
 INTERACTIVE = "interactive lookups"
@@ -86,7 +86,8 @@ def _save(store: TraceStore, run_id: str, lookups: list[Lookup], label: Callable
           metric_names: list[str], versions: dict[str, str | None] | None) -> None:
     """Score `lookups` (eval.judged.score, which also re-scores a judged run when it is read) and store them
     with the library `versions` they were looked up with (None: not known)."""
-    scored = judged.score(run_id, lookups, label, index_domains(index), metric_names, oracle_lib.skipped(NO_ORACLE))
+    scored = judged.score(run_id, lookups, label, index_domains(index), metric_names, oracle_lib.skipped(NO_ORACLE),
+                          grade_unanswerable=not judged.is_judged(dataset["kind"]))
     save_run(store, {
         "run_id": run_id, "created_at": created, "sweep_id": None, "dataset": dataset["name"],
         "dataset_kind": dataset["kind"], "dataset_path": dataset["path"], "split": dataset["split"],
@@ -141,10 +142,11 @@ def _dataset_of(row: Mapping[str, Any]) -> dict[str, Any]:
 
 def _run_labels(store: TraceStore, run_id: str) -> dict[str, Query]:
     """The stored run's labels by query id: its relevant sources (grade 1) and the categories it scored with."""
-    frame = load_per_query(store, run_id)
+    frame = pd.concat([load_per_query(store, run_id), load_unanswerable(store, run_id)], ignore_index=True)
+    sets = frame["question_set"] if "question_set" in frame else pd.Series(None, index=frame.index)
     return {str(r.query_id): Query(str(r.query_id), str(r.query), {s: 1.0 for s in (r.relevant or [])},
-                                   tuple(r.categories or ()), True)
-            for r in frame.itertuples(index=False)}
+                                   tuple(r.categories or ()), True, origin if isinstance(origin, str) else "")
+            for r, origin in zip(frame.itertuples(index=False), sets, strict=True)}
 
 
 def _domains(store: TraceStore, lookups: list[Lookup], index: KnowledgeIndex) -> dict[str, list[str]]:

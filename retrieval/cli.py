@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from retrieval.agent.tool import tool_definition
 from retrieval.config import LookupConfig
 from retrieval.index.build import KnowledgeIndex, open_index
+from retrieval.lookup.explain_command import add_explain, run_explain
 from retrieval.lookup.orchestrator import lookup_knowledge
 from retrieval.lookup.recorders import combine
 from retrieval.otel.env import tracing_from_env
@@ -71,7 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
     lookup = commands.add_parser("lookup", help="look up a query and print the result JSON")
     lookup.add_argument("query", help="the question or keywords")
     lookup.add_argument("--category", help="caller's category filter (always kept)")
-    _add_kb_flags(lookup)
+    add_kb_flags(lookup)
     lookup.add_argument("--traces", default=None, help="DuckDB trace file (default: traces.duckdb)")
     lookup.add_argument("--no-trace", action="store_true", help="do not record the invocation")
     lookup.add_argument("--lock-timeout", type=float, default=exit_drain.LOCK_TIMEOUT, metavar="SECONDS",
@@ -80,11 +81,12 @@ def build_parser() -> argparse.ArgumentParser:
     lookup.add_argument("--compact", action="store_true", help="one-line JSON")
     lookup.add_argument("--otlp-endpoint", default=None, metavar="URL", help=OTLP_HELP)
     add_config_flags(lookup)
+    add_explain(commands, add_kb_flags, add_config_flags)
     index = commands.add_parser("index", help="build (or load from cache) the index and print a summary")
-    _add_kb_flags(index)
+    add_kb_flags(index)
     index.add_argument("--svd-dims", dest="svd_dims", type=int, default=LookupConfig.svd_dims)
     mcp = commands.add_parser("mcp", help="serve lookup_knowledge as an MCP tool (stdio; needs the [mcp] extra)")
-    _add_kb_flags(mcp)
+    add_kb_flags(mcp)
     mcp.add_argument("--traces", default=None, help="DuckDB trace file (default: traces.duckdb)")
     mcp.add_argument("--no-trace", action="store_true", help="do not record invocations")
     mcp.add_argument("--http", type=int, default=None, metavar="PORT",
@@ -92,7 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     mcp.add_argument("--otlp-endpoint", default=None, metavar="URL", help=OTLP_HELP)
     add_config_flags(mcp)
     definition = commands.add_parser("tool-definition", help="print the agent tool definition as JSON")
-    _add_kb_flags(definition)
+    add_kb_flags(definition)
     traces = commands.add_parser("traces", help="work on a trace file").add_subparsers(dest="action", required=True)
     backfill = traces.add_parser("export-otlp", help="send stored invocations to an OTLP collector as spans, with "
                                                      "their original timestamps")
@@ -115,7 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _add_kb_flags(parser: argparse.ArgumentParser) -> None:
+def add_kb_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kb", default=None, help="knowledge base: Markdown folder or corpus.jsonl "
                                                    "(default: the sample in data/kb)")
     parser.add_argument("--strict", action="store_true", help="fail on a file with broken front matter")
@@ -125,8 +127,8 @@ def _add_kb_flags(parser: argparse.ArgumentParser) -> None:
                              "(`news` drops news/ and everything under it; for a corpus.jsonl, `_id` prefixes)")
 
 
-def _open_kb(args: argparse.Namespace, kb: Any, svd_dims: int) -> KnowledgeIndex:
-    """The index of `kb` as the knowledge-base flags (`_add_kb_flags`) ask for it."""
+def open_kb(args: argparse.Namespace, kb: Any, svd_dims: int) -> KnowledgeIndex:
+    """The index of `kb` as the knowledge-base flags (`add_kb_flags`) ask for it."""
     return open_index(kb, svd_dims=svd_dims, strict=args.strict, use_cache=not args.no_cache,
                       exclude_paths=args.exclude)
 
@@ -163,6 +165,8 @@ def _run(args: argparse.Namespace, tracing: list[Tracing]) -> str | None:
     kb = args.kb or default_kb()
     if args.command == "mcp":
         return _serve_mcp(args, kb)
+    if args.command == "explain":
+        return run_explain(args, kb, config_from_args(args), open_kb)
     if args.command == "lookup":
         if not args.query.strip():
             raise ValueError('the query is empty; pass the question in quotes, e.g. lookup "reset my API token"')
@@ -175,7 +179,7 @@ def _run(args: argparse.Namespace, tracing: list[Tracing]) -> str | None:
         recorder = combine(store, tracing[0].recorder if tracing else None)
         helper = None if store is None else exit_drain.take(store.path, store.lock_timeout)  # DuckDB loads beside
         try:  # the lookup, in a helper process, which moves the row into the table before this one exits
-            index = _open_kb(args, kb, config.svd_dims)
+            index = open_kb(args, kb, config.svd_dims)
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
                 result = lookup_knowledge(args.query, index=index, config=config, category=args.category,
@@ -195,7 +199,7 @@ def _run(args: argparse.Namespace, tracing: list[Tracing]) -> str | None:
             print(f"warning: {len(index.kb.problems)} knowledge-base file(s) or line(s) skipped ({named}"
                   f"{'; …' if len(index.kb.problems) > 3 else ''}); `index` lists them all", file=sys.stderr)
         return json.dumps(result.to_dict(), indent=None if args.compact else 2, ensure_ascii=False)
-    index = _open_kb(args, kb, getattr(args, "svd_dims", LookupConfig.svd_dims))
+    index = open_kb(args, kb, getattr(args, "svd_dims", LookupConfig.svd_dims))
     if args.command == "index":
         summary: dict[str, Any] = index.kb.summary()
         summary.update(l1_dimensions=index.l1.dimensions if index.l1 else 0, from_cache=index.from_cache,
@@ -236,7 +240,7 @@ def _serve_mcp(args: argparse.Namespace, kb: Any) -> None:
     tracing = tracing_from_env(args.otlp_endpoint, set_global=True)  # the SDK's `tools/call` spans go there too
     store = None if args.no_trace else TraceStore(args.traces or default_traces())
     try:
-        index = _open_kb(args, kb, config.svd_dims)
+        index = open_kb(args, kb, config.svd_dims)
         serve(index, config, combine(store, tracing.recorder if tracing else None),
               transport="http" if args.http is not None else "stdio", port=args.http or 0)
     finally:

@@ -26,6 +26,7 @@ pytest_plugins = [
     "tests.fixtures.app_fixtures",
     "tests.fixtures.browser_fixtures",
     "tests.fixtures.eval_fixtures",
+    "tests.fixtures.explain_fixtures",
     "tests.fixtures.hostile_fixtures",
     "tests.fixtures.index_fixtures",
     "tests.fixtures.mcp_fixtures",

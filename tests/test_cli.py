@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from retrieval import MISSING_STAGES as STAGES
 from retrieval import LookupConfig
 from retrieval.cli import build_parser, config_flag, main
 
@@ -125,6 +126,8 @@ def test_documented_examples_run_as_written(command, tmp_path):
     payload = json.loads(completed.stdout)
     if argv[3] == "lookup":
         assert set(payload) >= RESULT_KEYS and payload["evidence_blocks"]
+    elif argv[3] == "explain":
+        assert payload["reproduced"] and all(s["stage"] in STAGES for s in payload["sources"])
     elif argv[3] == "tool-definition":
         assert payload["name"] == "lookup_knowledge" and payload["parameters"]["required"] == ["query"]
     else:

@@ -13,6 +13,7 @@ from appui.data import replay
 from appui.data import runs as runs_data
 from eval import compare, judgements, replays, runs, storage
 from eval.cli import main
+from eval.unanswerable import with_unanswerable
 from retrieval import LookupConfig, TraceStore, lookup_knowledge
 from tests.app_helpers import QUERIES
 from tests.replay_helpers import by_hand, recorded_rankings
@@ -52,6 +53,25 @@ def test_a_run_replay_is_scored_against_the_runs_labels(tiny_kb_dataset, store):
     replay.replay(calls, index=index, config=CONFIG, store=store, run_id=run_id)  # same settings: same figures
     replays.save_replay_run(store, run_id, calls, index=index, config=CONFIG.to_dict(), source_run=original.run_id)
     assert runs.load_run(store, run_id).metrics == original.metrics
+
+
+def test_a_replay_of_a_run_with_unanswerable_questions_grades_them_and_keeps_the_metrics(tiny_kb_dataset, store,
+                                                                                          tmp_path):
+    off_topic = tmp_path / "off.jsonl"
+    off_topic.write_text(json.dumps({"_id": "u1", "text": "best sourdough starter ratio"}) + "\n")
+    dataset = with_unanswerable(tiny_kb_dataset, off_topic)
+    original = runs.run_evaluation(dataset, CONFIG, store=store, baseline=False, oracle=False)
+    index = runs.open_dataset_index(dataset, CONFIG.svd_dims)
+    calls = replay.recorded_calls(store, run_id=original.run_id, limit=100)
+    run_id = replay.new_run_id()
+    replay.replay(calls, index=index, config=CONFIG, store=store, run_id=run_id)
+    replays.save_replay_run(store, run_id, calls, index=index, config=CONFIG.to_dict(), source_run=original.run_id)
+    replayed = runs.load_run(store, run_id)
+    assert replayed.metrics == original.metrics  # u1 has no rank metric here either
+    assert replayed.unanswerable["query_id"].tolist() == ["u1"]
+    figures = replayed.diagnostics["answerability"]
+    assert figures["unanswerable"] == 1 and figures["by_set"]["off"]["questions"] == 1
+    assert figures == original.diagnostics["answerability"]
 
 
 def test_an_interactive_replay_is_paired_with_its_recorded_calls_as_a_run(store, index):

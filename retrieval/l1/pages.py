@@ -28,6 +28,10 @@ class PageSets:
         self._universes: dict[tuple[tuple[str, str], ...], Universe] = {}
         self._lock = threading.Lock()
 
+    def page_of(self, source: str) -> int | None:
+        """The page number of `source` (None: L1 holds no section of it)."""
+        return self._by_source.get(source)
+
     def allowed(self, filters: Mapping[str, str]) -> np.ndarray | None:
         """The pages `filters` allows (None: every page); an unknown filter key raises ValueError."""
         check_filter_keys(filters)
