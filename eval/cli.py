@@ -88,6 +88,8 @@ def _dataset_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-baseline", action="store_true", help="skip the BM25 baseline")
     parser.add_argument("--no-oracle", action="store_true",
                         help="skip the oracle filter diagnostic (each query again with its true category)")
+    parser.add_argument("--no-attribution", action="store_true",
+                        help="skip saying which stage of the lookup lost each missed relevant page")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--workers", default="1", metavar="N|auto",
                         help="look up in N local worker processes (auto: one per core); results equal --workers 1")

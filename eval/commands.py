@@ -60,13 +60,14 @@ def _run(args: argparse.Namespace, store: TraceStore) -> str:
         if pool.serial:
             result = run_evaluation(dataset, config, store=store, metrics=metrics, progress=progress, top_k=top_k,
                                     overrides=overrides, baseline=not args.no_baseline, oracle=not args.no_oracle,
-                                    resume=args.resume)
+                                    resume=args.resume, attribute=not args.no_attribution)
         else:
             from .fanout import run_parallel
 
             result = run_parallel(dataset, config, store=store, pool=pool, metrics=metrics, progress=progress,
                                   top_k=top_k, overrides=overrides, baseline=not args.no_baseline,
-                                  oracle=not args.no_oracle, resume=args.resume, parts_dir=args.parts)
+                                  oracle=not args.no_oracle, resume=args.resume, parts_dir=args.parts,
+                                  attribute=not args.no_attribution)
     return json.dumps(result.to_dict(), indent=2, default=str) if args.json else _summary(result)
 
 
@@ -75,7 +76,7 @@ def _sweep(args: argparse.Namespace, store: TraceStore) -> str:
     dataset, overrides, config, metrics = _inputs(args)
     grid = {k: [v for v in values.split(",") if v.strip()] for k, values in parse_assignments(args.grid).items()}
     shared = {"store": store, "base_config": LookupConfig(), "base_overrides": overrides, "metrics": metrics,
-              "baseline": not args.no_baseline, "oracle": not args.no_oracle}
+              "baseline": not args.no_baseline, "oracle": not args.no_oracle, "attribute": not args.no_attribution}
     with _progress(args, f"sweep {dataset.name}") as progress:
         if pool.serial:
             results = run_sweep(dataset, grid, progress=progress, **shared)
@@ -181,6 +182,8 @@ def _summary(result: RunResult) -> str:
                  f"p95 {diag.get('latency_ms', {}).get('p95')} ms")
     lines.append(f"  oracle filter: {_headroom_note(result)}")
     lines.append(f"  {summary_line(diag.get('answerability'))}")
+    missed = diag.get("missed_stages") or {}
+    lines.append(f"  missed pages: {missed.get('sentence') or missed.get('skipped', 'not attributed')}")
     skipped = skipped_note(result.dataset)
     if skipped:
         lines.append(f"  {skipped}")

@@ -18,11 +18,13 @@ from scipy import stats
 
 from retrieval import TraceStore
 
+from .attribution import stage_moves
 from .storage import load_per_query, load_run_row, run_bases
 from .versions import WORKERS_KEY, VersionNote, library_diff, recorded, version_notes
 
 PERMUTATIONS = 10_000
-FACTS = ("filter_decision", "filter_category", "first_relevant_rank", "retrieval_layer", "filter_changed")
+FACTS = ("filter_decision", "filter_category", "first_relevant_rank", "retrieval_layer", "filter_changed",
+         "relevant_stages")
 
 
 @dataclass(frozen=True, eq=False)
@@ -44,6 +46,7 @@ class Comparison:
     worker_versions: tuple[dict[str, Any] | None, dict[str, Any] | None] = (None, None)
     kb_fingerprints: tuple[str | None, str | None] = (None, None)  # each run's knowledge base (None: no lookups)
     answerability: tuple[dict[str, Any] | None, dict[str, Any] | None] = (None, None)  # eval.abstention's, per run
+    stage_moves: dict[str, Any] | None = None  # eval.attribution.stage_moves: the stages that moved from A to B
 
     def library_notes(self) -> list[VersionNote]:
         """A warning when the runs' library versions differ, a note when a run did not record them."""
@@ -84,7 +87,7 @@ class Comparison:
                 "library_versions": list(self.library_versions),
                 "library_notes": [note.line() for note in self.library_notes()],
                 "kb_fingerprints": list(self.kb_fingerprints), "notes": [note.line() for note in self.notes()],
-                "answerability": list(self.answerability)}
+                "answerability": list(self.answerability), "stage_moves": self.stage_moves}
 
 
 def compare_runs(store: TraceStore, run_a: str, run_b: str, *, metrics: list[str] | None = None,
@@ -109,7 +112,8 @@ def compare_runs(store: TraceStore, run_a: str, run_b: str, *, metrics: list[str
                       _config_diff(row_a["config"], row_b["config"]), (row_a["dataset"], row_b["dataset"]), unpaired,
                       library_diff(*versions), versions, workers,
                       _kb_fingerprints(store, row_a["run_id"], row_b["run_id"]),
-                      tuple((row.get("diagnostics") or {}).get("answerability") for row in (row_a, row_b)))
+                      tuple((row.get("diagnostics") or {}).get("answerability") for row in (row_a, row_b)),
+                      stage_moves(frame_a, frame_b))
 
 
 def _kb_fingerprints(store: TraceStore, run_a: str, run_b: str) -> tuple[str | None, str | None]:

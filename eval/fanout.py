@@ -68,12 +68,12 @@ def run_parallel(dataset: Dataset, config: LookupConfig | None = None, *, store:
                  metrics: Sequence[str] = DEFAULT_METRICS, progress: Progress | None = None, top_k: int | None = None,
                  overrides: Mapping[str, Any] | None = None, baseline: bool = True, oracle: bool = True,
                  resume: str | None = None, parts_dir: str | Path | None = None,
-                 shard_size: int | None = None) -> RunResult:
+                 shard_size: int | None = None, attribute: bool = True) -> RunResult:
     """`eval.runs.run_evaluation` on `pool`: the same run, metrics and stored rows, its lookups in workers."""
     planned = plan_run(dataset, config, store=store, metrics=metrics, top_k=top_k, overrides=overrides,
                        resume=resume)
     (result,) = _fan_out([(planned, dataset)], store=store, pool=pool, progress=progress, baseline=baseline,
-                         oracle=oracle, parts_dir=parts_dir, shard_size=shard_size)
+                         oracle=oracle, parts_dir=parts_dir, shard_size=shard_size, attribute=attribute)
     return result
 
 
@@ -81,7 +81,7 @@ def sweep_parallel(dataset: Dataset, grid: Mapping[str, Sequence[Any]], *, store
                    base_config: LookupConfig | None = None, base_overrides: Mapping[str, Any] | None = None,
                    metrics: Sequence[str] = DEFAULT_METRICS, progress: Progress | None = None, baseline: bool = True,
                    oracle: bool = True, parts_dir: str | Path | None = None,
-                   shard_size: int | None = None) -> list[RunResult]:
+                   shard_size: int | None = None, attribute: bool = True) -> list[RunResult]:
     """`eval.runs.run_sweep` on `pool`: every combination's shards in one fan-out, one baseline for all."""
     combos = expand_grid(grid, base_config, base_overrides)
     metric_lib.parse_metrics(metrics)
@@ -89,11 +89,12 @@ def sweep_parallel(dataset: Dataset, grid: Mapping[str, Sequence[Any]], *, store
     plans = [(plan_run(dataset, config, store=store, metrics=metrics, overrides=overrides, sweep_id=sweep_id,
                        top_k=config.top_k if "top_k" in overrides else None), dataset) for overrides, config in combos]
     return _fan_out(plans, store=store, pool=pool, progress=progress, baseline=baseline, oracle=oracle,
-                    parts_dir=parts_dir, shard_size=shard_size)
+                    parts_dir=parts_dir, shard_size=shard_size, attribute=attribute)
 
 
 def _fan_out(plans: list[tuple[PlannedRun, Dataset]], *, store: TraceStore, pool: Pool, progress: Progress | None,
-             baseline: bool, oracle: bool, parts_dir: str | Path | None, shard_size: int | None) -> list[RunResult]:
+             baseline: bool, oracle: bool, parts_dir: str | Path | None, shard_size: int | None,
+             attribute: bool = True) -> list[RunResult]:
     indexes: dict[int, KnowledgeIndex] = {}
     for dims in sorted({planned.config.svd_dims for planned, _ in plans}):
         indexes[dims] = open_dataset_index(plans[0][1], dims)
@@ -105,7 +106,7 @@ def _fan_out(plans: list[tuple[PlannedRun, Dataset]], *, store: TraceStore, pool
         # local workers report each question through a tick file; a Dask run's progress moves per shard
         watcher = TickWatcher(questions, progress) if progress is not None and not pool.dask else None
         ticks = None if watcher is None else str(watcher.path)
-        jobs = [_job(planned, dataset, indexes[planned.config.svd_dims], pool, sink, size, oracle, ticks)
+        jobs = [_job(planned, dataset, indexes[planned.config.svd_dims], pool, sink, size, oracle, ticks, attribute)
                 for planned, dataset in plans]
         for job in jobs:
             start_run(store, job.planned.run)
@@ -118,7 +119,7 @@ def _fan_out(plans: list[tuple[PlannedRun, Dataset]], *, store: TraceStore, pool
 
 
 def _job(planned: PlannedRun, dataset: Dataset, index: KnowledgeIndex, pool: Pool, sink: TraceSink, size: int,
-         oracle: bool, ticks: str | None = None) -> _Job:
+         oracle: bool, ticks: str | None = None, attribute: bool = True) -> _Job:
     """A run's shards; the oracle runs in them when the serial path would run it (a question has a category)."""
     oracle_on = oracle and any(oracle_lib.true_category(query_categories(q, index)) for q in dataset.queries)
     source = IndexSource(str(Path(dataset.kb_path).resolve()), planned.config.svd_dims,
@@ -127,7 +128,8 @@ def _job(planned: PlannedRun, dataset: Dataset, index: KnowledgeIndex, pool: Poo
     items = [ShardItem(position, query, planned.done.get(query.id)) for position, query in enumerate(dataset.queries)]
     names = tuple(m.name for m in planned.parsed)
     shards = tuple(Shard(planned.run_id, number, source, planned.config, names, tuple(items[start:start + size]),
-                         oracle_on, sink, ticks=ticks) for number, start in enumerate(range(0, len(items), size)))
+                         oracle_on, sink, ticks=ticks, cutoff=planned.cutoff if attribute else None)
+                   for number, start in enumerate(range(0, len(items), size)))
     return _Job(planned, dataset, index, shards)
 
 

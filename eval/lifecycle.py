@@ -19,6 +19,7 @@ from retrieval.index import library_versions
 from . import metrics as metric_lib
 from . import oracle as oracle_lib
 from .abstention import answerability_summary
+from .attribution import missed_summary
 from .datasets import Dataset
 from .diagnostics import summarize
 from .resume import Recorded, resumable
@@ -27,6 +28,7 @@ from .storage import LOOKUP, save_run
 from .versions import WORKERS_KEY
 
 METRIC_COLUMNS = ["run_id", "query_id", "system", "metric", "value"]
+NOT_ATTRIBUTED = "switched off (--no-attribution)"
 
 
 @dataclass(frozen=True, eq=False)
@@ -43,6 +45,11 @@ class PlannedRun:
     @property
     def run_id(self) -> str:
         return str(self.run["run_id"])
+
+    @property
+    def cutoff(self) -> int:
+        """The primary metric's cut-off (within the depth): where a relevant page counts as missed."""
+        return min(self.parsed[0].k, int(self.run["top_k"]))
 
 
 def plan_run(dataset: Dataset, config: LookupConfig | None, *, store: TraceStore, metrics: Sequence[str],
@@ -81,6 +88,9 @@ def finish_run(store: TraceStore, planned: PlannedRun, rows: list[dict[str, Any]
     means = metric_means(metric_frame, LOOKUP, planned.parsed)
     diagnostics = summarize(pd.DataFrame(scored))  # the filter's precision and harm need a relevant page
     diagnostics["answerability"] = answerability_summary(per_query)
+    stages = [row.get("relevant_stages") for row in scored]
+    diagnostics["missed_stages"] = (missed_summary(stages, planned.cutoff, planned.parsed[0].name)
+                                    if any(s is not None for s in stages) else {"skipped": NOT_ATTRIBUTED})
     diagnostics["oracle"] = oracle_diagnostics(oracle, metric_frame, means, categories, planned.parsed)
     if worker_versions:
         diagnostics[WORKERS_KEY] = dict(worker_versions)

@@ -19,6 +19,7 @@ from retrieval.export import Section, cell_text, csv_safe, html_document, is_ms,
 from retrieval.traces import TraceFilter, export_traces
 
 from . import abstention_report
+from .attribution import missed_cell
 from .compare import SIGNIFICANCE, Comparison, significance_words
 from .defaults import FORMATS
 from .oracle import headroom_table
@@ -26,7 +27,7 @@ from .runs import RunResult
 
 ALIASES = {"md": "markdown", "htm": "html", "pq": "parquet"}
 TABLE_ROWS = 20
-TABLE_DIAGNOSTICS = ("oracle", "filter_by_domain", "filter_confusion", "answerability")  # own sections, not lines
+TABLE_DIAGNOSTICS = ("oracle", "filter_by_domain", "filter_confusion", "answerability", "missed_stages")  # sections
 
 
 def normalize_format(fmt: str) -> str:
@@ -120,14 +121,29 @@ def _run_sections(run: RunResult) -> list[Section]:
                                 for v, b in zip(metrics["lookup"], metrics["bm25 baseline"], strict=True)])
     primary = next(iter(run.metrics), None)
     worst = run.per_query.sort_values([primary, "query_id"]).head(TABLE_ROWS) if primary else None
-    keep = ["query_id", "query", primary, "first_relevant_rank", "filter_decision", "filter_category",
+    keep = ["query_id", "query", primary, "first_relevant_rank", "missed", "filter_decision", "filter_category",
             "filter_harm", "retrieval_layer"]
+    if worst is not None:
+        worst = worst.assign(missed=worst.get("relevant_stages", pd.Series(None, index=worst.index)).map(missed_cell))
     return [Section(f"Evaluation run {run.run_id}", head),
             Section("Metrics", (_oracle_line(run.diagnostics),), table=metrics),
             Section("Diagnostics", tuple(_diagnostic_lines(run.diagnostics))),
             *_filter_sections(run.diagnostics),
+            *_missed_sections(run.diagnostics.get("missed_stages")),
             *abstention_report.run_sections(run.diagnostics.get("answerability"), run.unanswerable),
             Section(f"Lowest {primary} queries", table=None if worst is None else worst.reindex(columns=keep))]
+
+
+def _missed_sections(missed: dict[str, Any] | None) -> list[Section]:
+    """Where the run lost its relevant pages: the stage counts (eval.attribution)."""
+    if not missed:
+        return []
+    if "counts" not in missed:
+        return [Section("Missed relevant pages", (f"not attributed: {missed.get('skipped')}",))]
+    table = pd.DataFrame([{"stage": stage, "pages": n} for stage, n in missed["counts"].items()],
+                         columns=["stage", "pages"])
+    return [Section("Missed relevant pages", (missed["sentence"], "each page's first lost stage: docs/explain.md"),
+                    table=table)]
 
 
 def _libraries(run: RunResult) -> str:
@@ -216,7 +232,15 @@ def _comparison_sections(comparison: Comparison) -> list[Section]:
     return [Section(f"Comparison {comparison.run_a} vs {comparison.run_b}", head),
             Section("Metrics", table=pd.DataFrame(rows)),
             *abstention_report.comparison_sections(*comparison.answerability),
+            *_moves_section(comparison.stage_moves),
             Section(f"Largest per-query losses of B on {comparison.primary_metric}", table=losses)]
+
+
+def _moves_section(moves: dict[str, Any] | None) -> list[Section]:
+    """Which stages of the lookup moved between the runs (eval.attribution.stage_moves)."""
+    if not moves or not moves.get("sentences"):
+        return []
+    return [Section("Where B lost or won relevant pages", tuple(moves["sentences"]))]
 
 
 def _verdicts(comparison: Comparison) -> list[str]:

@@ -35,6 +35,7 @@ from retrieval import (
 
 from . import metrics as metric_lib
 from . import oracle as oracle_lib
+from .attribution import relevant_stages
 from .baseline import BM25Baseline
 from .datasets import Dataset
 from .defaults import DEFAULT_METRICS
@@ -106,7 +107,7 @@ def run_evaluation(dataset: Dataset, config: LookupConfig | None = None, *, stor
                    top_k: int | None = None, overrides: Mapping[str, Any] | None = None,
                    index: KnowledgeIndex | None = None, baseline: bool | BM25Baseline = True,
                    sweep_id: str | None = None, batch_size: int = BATCH_SIZE, oracle: bool = True,
-                   resume: str | None = None) -> RunResult:
+                   resume: str | None = None, attribute: bool = True) -> RunResult:
     """Look up every query of `dataset`, score it, record traces and metrics in `store`, and return the run.
 
     With `oracle` (the default) every query is also looked up with its true category as the caller's
@@ -115,6 +116,8 @@ def run_evaluation(dataset: Dataset, config: LookupConfig | None = None, *, stor
     finished: its recorded lookups are reused and only the missing queries are looked up.
     Recorded lookups are spooled every `batch_size` queries or SPOOL_AGE seconds, whichever comes first: a
     killed run keeps every spooled one, and the table follows the run within about 2 s.
+    With `attribute` (the default), each relevant page missed at the primary metric's cut-off gets the stage
+    that lost it (eval.attribution; `diagnostics["missed_stages"]`).
     """
     planned = plan_run(dataset, config, store=store, metrics=metrics, top_k=top_k, overrides=overrides,
                        sweep_id=sweep_id, resume=resume)
@@ -122,7 +125,7 @@ def run_evaluation(dataset: Dataset, config: LookupConfig | None = None, *, stor
     start_run(store, planned.run)
     finished = False
     try:
-        _score_and_save(planned, dataset, index, store, progress, baseline, oracle, batch_size)
+        _score_and_save(planned, dataset, index, store, progress, baseline, oracle, batch_size, attribute)
         finished = True
     finally:
         if not finished:
@@ -132,10 +135,13 @@ def run_evaluation(dataset: Dataset, config: LookupConfig | None = None, *, stor
 
 
 def _score_and_save(planned: PlannedRun, dataset: Dataset, index: KnowledgeIndex, store: TraceStore,
-                    progress: Progress | None, baseline: bool | BM25Baseline, oracle: bool, batch_size: int) -> None:
+                    progress: Progress | None, baseline: bool | BM25Baseline, oracle: bool, batch_size: int,
+                    attribute: bool = True) -> None:
     """The lookups, the baseline and the oracle filter of one run, scored and stored as `complete`."""
     config, parsed, run_id, depth = planned.config, planned.parsed, planned.run_id, planned.run["top_k"]
-    rows, metric_rows = _lookups(dataset, config, index, store, run_id, parsed, progress, planned.done, batch_size)
+    cutoff = planned.cutoff if attribute else None
+    rows, metric_rows = _lookups(dataset, config, index, store, run_id, parsed, progress, planned.done, batch_size,
+                                 cutoff)
     baseline_means = None
     if baseline:
         engine = baseline if isinstance(baseline, BM25Baseline) else BM25Baseline.build(index.kb)
@@ -150,21 +156,23 @@ def _score_and_save(planned: PlannedRun, dataset: Dataset, index: KnowledgeIndex
 
 def _lookups(dataset: Dataset, config: LookupConfig, index: KnowledgeIndex, store: TraceStore, run_id: str,
              parsed: Sequence[metric_lib.Metric], progress: Progress | None, done: Mapping[str, Recorded],
-             batch_size: int) -> tuple[list[dict[str, Any]], list[tuple]]:
+             batch_size: int, cutoff: int | None) -> tuple[list[dict[str, Any]], list[tuple]]:
     """Run every lookup not `done` through the core, spooling recorded invocations every `batch_size` queries
-    or SPOOL_AGE seconds."""
+    or SPOOL_AGE seconds; with a `cutoff`, each relevant page gets the stage that lost it (eval.attribution)."""
     buffer: list[ToolInvocation] = []
     buffered_at = time.monotonic()  # about when the buffer's oldest lookup was recorded
     rows, metric_rows = [], []
     total = len(dataset.queries)
     for position, query in enumerate(dataset.queries):
-        recorded = done.get(query.id)
+        recorded, result = done.get(query.id), None
         if recorded is None:
             result = lookup_knowledge(query.text, index=index, config=config, top_k=config.top_k,
                                       recorder=buffer.append, run_id=run_id, query_id=query.id)
             recorded = Recorded(result.invocation_id, buffer[-1].latency_ms, result.retrieval_details)
         rows.append(query_row(query, position, recorded.invocation_id, recorded.ranked, recorded.details,
                                recorded.latency_ms, index))
+        if cutoff is not None:
+            rows[-1]["relevant_stages"] = relevant_stages(query, result, index=index, config=config, cutoff=cutoff)
         if query.answerable:  # an unanswerable one is scored by its grade (eval.abstention), not by rank
             metric_rows.extend((run_id, query.id, LOOKUP, name, value)
                                for name, value in metric_lib.score(recorded.ranked, query.qrels, parsed).items())
@@ -209,7 +217,7 @@ def expand_grid(grid: Mapping[str, Sequence[Any]], base: LookupConfig | None = N
 def run_sweep(dataset: Dataset, grid: Mapping[str, Sequence[Any]], *, store: TraceStore,
               base_config: LookupConfig | None = None, base_overrides: Mapping[str, Any] | None = None,
               metrics: Sequence[str] = DEFAULT_METRICS, progress: Progress | None = None,
-              baseline: bool = True, oracle: bool = True) -> list[RunResult]:
+              baseline: bool = True, oracle: bool = True, attribute: bool = True) -> list[RunResult]:
     """One run per grid combination; one index per distinct svd_dims and one baseline for the sweep."""
     combos = expand_grid(grid, base_config, base_overrides)
     metric_lib.parse_metrics(metrics)
@@ -231,6 +239,7 @@ def run_sweep(dataset: Dataset, grid: Mapping[str, Sequence[Any]], *, store: Tra
         explicit_k = config.top_k if "top_k" in overrides else None
         results[position] = run_evaluation(dataset, config, store=store, metrics=metrics, progress=step,
                                            top_k=explicit_k, overrides=overrides, index=index,
-                                           baseline=engine or False, sweep_id=sweep_id, oracle=oracle)
+                                           baseline=engine or False, sweep_id=sweep_id, oracle=oracle,
+                                           attribute=attribute)
         done += n
     return [results[i] for i in range(len(combos))]

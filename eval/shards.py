@@ -26,6 +26,7 @@ from retrieval.traces import write_part
 
 from . import metrics as metric_lib
 from . import oracle as oracle_lib
+from .attribution import relevant_stages
 from .datasets import Query
 from .resume import Recorded
 from .scoring import query_row
@@ -79,6 +80,7 @@ class Shard:
     sink: TraceSink
     batch_size: int = 200
     ticks: str | None = None  # a local run's progress file (eval.ticks): one byte per finished question
+    cutoff: int | None = None  # the primary metric's cut-off: each relevant page gets its stage (None: off)
 
 
 @dataclass(frozen=True)
@@ -109,7 +111,7 @@ def run_shard(shard: Shard) -> ShardResult:
     rows, lookup_metrics, looked_up = [], [], 0
     try:
         for item in shard.items:
-            query, recorded = item.query, item.recorded
+            query, recorded, result = item.query, item.recorded, None
             if recorded is None:
                 result = lookup_knowledge(query.text, index=index, config=config, top_k=config.top_k,
                                           recorder=sink.buffer.append, run_id=run_id, query_id=query.id)
@@ -118,6 +120,9 @@ def run_shard(shard: Shard) -> ShardResult:
                 sink.maybe_spool()
             rows.append(query_row(query, item.position, recorded.invocation_id, recorded.ranked, recorded.details,
                                   recorded.latency_ms, index))
+            if shard.cutoff is not None:  # as the serial path (eval.runs): the lookup itself is explained
+                rows[-1]["relevant_stages"] = relevant_stages(query, result, index=index, config=config,
+                                                              cutoff=shard.cutoff)
             if query.answerable:  # as the serial path: an unanswerable question has no rank metric
                 lookup_metrics.extend((run_id, query.id, LOOKUP, name, value)
                                       for name, value in metric_lib.score(recorded.ranked, query.qrels, parsed).items())

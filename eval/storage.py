@@ -39,10 +39,11 @@ QUERY_COLUMNS = ("run_id", "query_id", "position", "query", "n_relevant", "relev
                  "invocation_id", "first_relevant_rank", "top_sources", "filter_decision", "filter_category",
                  "filter_correct", "filter_harm", "filter_harm_missed", "filter_widened", "retrieval_layer",
                  "l1_status", "candidate_count", "duplicates_merged", "evidence_count", "latency_ms", "filter_changed",
-                 "answerable", "confidence", "relevance_level", "question_set")
+                 "answerable", "confidence", "relevance_level", "question_set", "relevant_stages")
 RUN_JSON = ("config", "overrides", "metrics", "baseline", "diagnostics", "dataset_info", "metric_names",
             "library_versions")
 STARTED, COMPLETE, INCOMPLETE, RUNNING = "started", "complete", "incomplete", "running"
+JSON_COLUMNS = ("relevant", "categories", "top_sources", "relevant_stages")
 BOOLEAN_COLUMNS = ("filter_correct", "filter_harm", "filter_harm_missed", "filter_widened", "filter_changed",
                    "answerable")
 
@@ -88,8 +89,8 @@ def save_run(store: TraceStore, run: dict[str, Any], per_query: pd.DataFrame, me
     row = {k: (json.dumps(v, default=str) if k in RUN_JSON else v) for k, v in run.items()}
     row.update(status=COMPLETE, pid=None, host=None)
     queries = per_query.reindex(columns=list(QUERY_COLUMNS)).copy()
-    for name in ("relevant", "categories", "top_sources"):
-        queries[name] = queries[name].map(json.dumps)
+    for name in JSON_COLUMNS:
+        queries[name] = queries[name].map(_json_cell)
     for name in BOOLEAN_COLUMNS:
         queries[name] = queries[name].astype("boolean")
     with store.connect() as con:
@@ -103,6 +104,13 @@ def save_run(store: TraceStore, run: dict[str, Any], per_query: pd.DataFrame, me
             con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM _incoming")
             con.unregister("_incoming")
         con.execute("COMMIT")
+
+
+def _json_cell(value: Any) -> str | None:
+    """A JSON column's cell as text; None for a missing one (a column a row does not have reads null)."""
+    if value is None or (isinstance(value, float) and value != value):
+        return None
+    return json.dumps(value)
 
 
 def resolve_run_id(store: TraceStore, text: str) -> str:
@@ -222,8 +230,9 @@ def _unanswerable(queries: pd.DataFrame) -> pd.Series:
 def _stored_queries(store: TraceStore, run_id: str) -> pd.DataFrame:
     """A run's `eval_query` rows as stored, in order, JSON columns decoded."""
     queries = store.query("SELECT * FROM eval_query WHERE run_id = ? ORDER BY position", [run_id])
-    for name in ("relevant", "categories", "top_sources"):
-        queries[name] = queries[name].map(lambda v: json.loads(v) if isinstance(v, str) else v)
+    for name in JSON_COLUMNS:
+        if name in queries:
+            queries[name] = queries[name].map(lambda v: json.loads(v) if isinstance(v, str) else v)
     return queries
 
 

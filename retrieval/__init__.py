@@ -55,7 +55,7 @@ __all__, __getattr__, __dir__ = lazy_exports(__name__, {
     "index.config": "IndexConfig",
     "index.build": "KnowledgeIndex build_index open_index",
     "lookup.orchestrator": "LookupResult lookup_knowledge",
-    "lookup.explain": "explain_missing MissingReport Explanation MISSING_STAGES=STAGES",
+    "lookup.explain": "explain_missing explain_result MissingReport Explanation MISSING_STAGES=STAGES",
     "lookup.invocation": "ToolInvocation",
     "lookup.recorders": "Recorders combine_recorders=combine",
     "agent.tool": "LookupTool",

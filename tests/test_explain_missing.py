@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from retrieval import MISSING_STAGES as STAGES
-from retrieval import LookupConfig, TraceStore, explain_missing, lookup_knowledge, open_index
+from retrieval import LookupConfig, TraceStore, explain_missing, explain_result, lookup_knowledge, open_index
 from retrieval.lookup.explain import NOT_REPRODUCED
 from tests.fixtures.explain_fixtures import QUERY
 
@@ -105,6 +105,27 @@ def test_below_top_k_gives_its_rank_parts_and_the_gap_to_the_last_returned_block
     assert found.numbers["gap"] == pytest.approx(last.score - second.score, abs=1e-6) and found.numbers["gap"] >= 0
     assert sum(p.contribution for p in found.parts) == pytest.approx(second.score, abs=1e-6)
     assert found.last_parts == last.score_parts and "short of it in total" in found.reason
+
+
+def test_a_page_retrieved_past_the_cutoff_is_below_top_k_at_its_rank(explain_index):
+    config = LookupConfig(svd_dims=8, l0_filter=False)
+    result = lookup_knowledge(QUERY, index=explain_index, config=config, top_k=5)
+    third = result.evidence_blocks[2]
+    report = explain_missing(QUERY, [third.source, result.evidence_blocks[0].source], index=explain_index,
+                             config=config, top_k=5, cutoff=2)
+    past, first = report.explanations
+    assert (past.stage, past.rank, report.cutoff) == ("below_top_k", 3, 2)
+    assert past.numbers["last_returned"]["source"] == result.evidence_blocks[1].source
+    assert first.stage == "returned" and first.rank == 1
+
+
+def test_explain_result_reuses_a_lookup_and_agrees_with_explain_missing(explain_index):
+    config = LookupConfig(svd_dims=8)
+    result = lookup_knowledge(QUERY, index=explain_index, config=config, top_k=3)
+    sources = ["api/webhooks.md", "misc/garden.md", result.evidence_blocks[0].source]
+    reused = explain_result(result, sources, index=explain_index, config=config, category=None, top_k=3)
+    fresh = explain_missing(QUERY, sources, index=explain_index, config=config, top_k=3)
+    assert [e.to_dict() for e in reused.explanations] == [e.to_dict() for e in fresh.explanations]
 
 
 def test_a_changed_knowledge_base_is_not_guessed_at(explain_index):

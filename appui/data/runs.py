@@ -111,6 +111,17 @@ def pair_table(per_query: pd.DataFrame, primary: str, truth: pd.DataFrame) -> pd
     return pd.concat([lead, rest], axis=1)
 
 
+def relevant_pages(row: pd.Series) -> pd.DataFrame:
+    """One paired question's relevant pages: each one's rank and the stage that lost it, in A and in B (from the
+    runs' `relevant_stages`; empty for runs stored before they were attributed)."""
+    a, b = row.get("relevant_stages_a"), row.get("relevant_stages_b")
+    a, b = (a if isinstance(a, dict) else {}), (b if isinstance(b, dict) else {})
+    rows = [{"relevant page": source, "rank A": (a.get(source) or {}).get("rank"),
+             "stage A": (a.get(source) or {}).get("stage"), "rank B": (b.get(source) or {}).get("rank"),
+             "stage B": (b.get(source) or {}).get("stage")} for source in sorted(set(a) | set(b))]
+    return pd.DataFrame(rows, columns=["relevant page", "rank A", "stage A", "rank B", "stage B"])
+
+
 def _rank(value: Any) -> str:
     return "miss" if value is None or pd.isna(value) else str(int(value))
 

@@ -117,6 +117,9 @@ def _headroom(ctx: state.AppContext, runs: pd.DataFrame) -> None:
                     "outside it)")
         st.dataframe(pd.DataFrame([{"category": d, **v} for d, v in by_domain.items()]), hide_index=True,
                      key="eval_filter_domains")
+    missed = run.diagnostics.get("missed_stages") or {}
+    if "sentence" in missed:  # where the relevant pages were lost (docs/explain.md)
+        st.markdown(f"**Missed relevant pages**: {missed['sentence']}")
     answerability.run_panel(run)
     skipped = eval_datasets.skipped_note(run.dataset)
     if skipped:

@@ -139,6 +139,8 @@ def render(ctx: state.AppContext, table: pd.DataFrame) -> None:
     if comparison.config_diff:
         st.caption("Settings: " + ", ".join(f"`{k}` {a} → {b}" for k, (a, b) in comparison.config_diff.items()))
     answerability.comparison_panel(comparison)
+    for sentence in (comparison.stage_moves or {}).get("sentences", []):
+        st.caption(sentence)
     _delta_chart(comparison)
     _pairs(ctx, comparison)
 
@@ -168,7 +170,8 @@ def _delta_chart(comparison: Any) -> None:
 def _pairs(ctx: state.AppContext, comparison: Any) -> None:
     truth = _truth(ctx.traces_path, comparison.run_a, _labels(ctx))
     table = runs_data.pair_table(comparison.per_query, comparison.primary_metric, truth)
-    rest = [c for c in table.columns if c not in runs_data.LEAD and c not in ("relevant", "categories")]
+    rest = [c for c in table.columns if c not in runs_data.LEAD and c not in ("relevant", "categories")
+            and not c.startswith("relevant_stages")]  # shown per question, below
     extra = st.multiselect("More columns", rest, key="eval_pairs_columns",
                            help="Metrics of A and B, layers, the query id…")
     st.markdown(f"**Per query, largest loss on {comparison.primary_metric} first** (click a row to open both "
@@ -190,6 +193,9 @@ def _pair_lookups(ctx: state.AppContext, comparison: Any, row: pd.Series) -> Non
     relevant = set(row["relevant"]) if isinstance(row.get("relevant"), list) else set()
     st.markdown(f"#### Query `{row['query_id']}`: “{row['query']}”")
     st.caption("Labelled relevant: " + views.chips(sorted(relevant)) + f" · first relevant rank {row['rank A → B']}")
+    pages = runs_data.relevant_pages(row)
+    if not pages.empty:  # where each relevant page stood in A and in B (docs/explain.md: the stages)
+        st.dataframe(pages, hide_index=True, key="eval_pair_stages")
     top = st.number_input("Blocks per side", min_value=1, max_value=50, value=TOP_DEFAULT, key="eval_pair_top")
     columns = st.columns(2)
     for column, run_id, side in ((columns[0], comparison.run_a, "A"), (columns[1], comparison.run_b, "B")):

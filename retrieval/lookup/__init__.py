@@ -9,5 +9,5 @@ __all__, __getattr__, __dir__ = lazy_exports(__name__, {
     "invocation": "ToolInvocation",
     "recorders": "Recorders combine",
     "answerability": "Signals SIGNALS",
-    "explain": "explain_missing MissingReport Explanation MISSING_STAGES=STAGES",
+    "explain": "explain_missing explain_result MissingReport Explanation MISSING_STAGES=STAGES",
 })

@@ -24,8 +24,9 @@ from typing import Any
 
 from retrieval.config import LookupConfig
 from retrieval.index.build import KnowledgeIndex
-from retrieval.l1.standing import PageStanding, page_standing
+from retrieval.l1.standing import page_standing
 from retrieval.lookup.evidence import EvidenceBlock, ScorePart, dedupe, fused_score, l0_block, l1_page_block, rank
+from retrieval.lookup.explain_numbers import number_text, shortfall_words, standing_numbers
 from retrieval.lookup.orchestrator import LookupResult, lookup_knowledge
 from retrieval.text.analysis import normalize_label
 
@@ -66,23 +67,26 @@ class MissingReport:
     kb_fingerprint: str
     reproduced: bool = True
     note: str | None = None
+    cutoff: int | None = None  # the rank a page had to reach to count as returned (None: top_k)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"query": self.query, "category": self.category, "top_k": self.top_k, "returned": list(self.returned),
+        return {"query": self.query, "category": self.category, "top_k": self.top_k,
+                "cutoff": self.cutoff or self.top_k, "returned": list(self.returned),
                 "kb_fingerprint": self.kb_fingerprint, "reproduced": self.reproduced, "note": self.note,
                 "sources": [e.to_dict() for e in self.explanations], "stages": list(STAGES)}
 
 
 def explain_missing(query: str, sources: Iterable[str], *, index: KnowledgeIndex, config: LookupConfig | None = None,
-                    category: str | None = None, top_k: int | None = None, recorded_fingerprint: str | None = None,
+                    category: str | None = None, top_k: int | None = None, cutoff: int | None = None,
+                    recorded_fingerprint: str | None = None,
                     recorded_sources: Sequence[str] | None = None) -> MissingReport:
     """Explain, for each of `sources`, where `lookup_knowledge(query, category=…, top_k=…)` lost it (or its rank).
+    `cutoff` (default: top_k) is the rank a page must reach to count as returned: an evaluation run retrieves
+    100 and scores the first 10, so a page at rank 30 was lost `below_top_k` at its cut-off of 10.
     With a recorded call's `recorded_fingerprint` / `recorded_sources`, a knowledge base changed since, or a
     lookup that no longer returns what was recorded, makes every answer `could_not_reproduce`."""
     config = config or LookupConfig()
-    asked = list(dict.fromkeys(str(s).strip() for s in sources if str(s).strip()))
-    if not asked:
-        raise ValueError("name at least one source to explain, e.g. --source functions/now.md")
+    asked = _asked(sources)
     result = lookup_knowledge(query, index=index, config=config, category=category, top_k=top_k, recorder=None)
     returned = tuple(b.source for b in result.evidence_blocks)
     fingerprint = index.kb.fingerprint
@@ -90,9 +94,28 @@ def explain_missing(query: str, sources: Iterable[str], *, index: KnowledgeIndex
     k = top_k if top_k is not None else config.top_k
     if problem is not None:
         explained = tuple(Explanation(s, NOT_REPRODUCED, problem) for s in asked)
-        return MissingReport(result.query, category, k, returned, explained, fingerprint, False, problem)
-    pipeline = _Pipeline(result, index, config, category, k)
-    return MissingReport(result.query, category, k, returned, tuple(pipeline.explain(s) for s in asked), fingerprint)
+        return MissingReport(result.query, category, k, returned, explained, fingerprint, False, problem, cutoff or k)
+    return explain_result(result, asked, index=index, config=config, category=category, top_k=k, cutoff=cutoff)
+
+
+def explain_result(result: LookupResult, sources: Iterable[str], *, index: KnowledgeIndex, config: LookupConfig,
+                   category: str | None, top_k: int, cutoff: int | None = None) -> MissingReport:
+    """`explain_missing` over a lookup already made (`result`, from `lookup_knowledge` with these inputs): what an
+    evaluation run uses, so attributing its misses costs no second lookup."""
+    if result.details is None:
+        raise ValueError("explain_result needs the LookupResult of an in-process lookup (its details)")
+    asked = _asked(sources)
+    cut = min(cutoff or top_k, top_k)
+    pipeline = _Pipeline(result, index, config, category, cut)
+    return MissingReport(result.query, category, top_k, tuple(b.source for b in result.evidence_blocks),
+                         tuple(pipeline.explain(s) for s in asked), index.kb.fingerprint, cutoff=cut)
+
+
+def _asked(sources: Iterable[str]) -> list[str]:
+    asked = list(dict.fromkeys(str(s).strip() for s in sources if str(s).strip()))
+    if not asked:
+        raise ValueError("name at least one source to explain, e.g. --source functions/now.md")
+    return asked
 
 
 def _not_reproduced(fingerprint: str, returned: tuple[str, ...], recorded_fingerprint: str | None,
@@ -134,6 +157,8 @@ class _Pipeline:
         if source in returned:
             rank_ = returned.index(source) + 1
             block = self.result.evidence_blocks[rank_ - 1]
+            if rank_ > self.top_k:  # retrieved, but past the cut-off that counts
+                return self._past_cutoff(block, rank_, matched)
             return Explanation(source, "returned", f"returned at rank {rank_} of {len(returned)}",
                                {"rank": rank_, "score": round(block.score, 6)}, matched, rank_, block.score_parts)
         caller = self.details.filter.decision == "caller"
@@ -175,8 +200,8 @@ class _Pipeline:
         chosen = next((v for v in numbers.get("vote", []) if v["domain"] == self.bound), None)
         share = f" ({chosen['share']:.0%} of the vote, best page score {chosen['best_score']:.2f})" if chosen else ""
         considered = "" if guard is None else (
-            f"; the guard kept the filter: filtered best {_num(guard.filtered_best)} against unfiltered "
-            f"{_num(guard.unfiltered_best)} × {guard.ratio:g}")
+            f"; the guard kept the filter: filtered best {number_text(guard.filtered_best)} against unfiltered "
+            f"{number_text(guard.unfiltered_best)} × {guard.ratio:g}")
         return (f"the L0 filter searched only {self.bound!r}{share}; the page is in "
                 f"{', '.join(domains) or 'no category'}{considered}", numbers)
 
@@ -189,7 +214,7 @@ class _Pipeline:
         standing = page_standing(self.index.l1, self.result.query, source, filters=_filters(self.bound),
                                  min_score=config.l1_min_score, tfidf_weight=config.l1_tfidf_weight,
                                  page_weight=config.page_weight, static_weight=config.l1_static_weight)
-        numbers = _standing_numbers(standing, config)
+        numbers = standing_numbers(standing, config)
         if not standing.indexed:
             return Explanation(source, "below_min_score", "L1 holds no section of it (no indexable text)", numbers,
                                matched)
@@ -203,7 +228,7 @@ class _Pipeline:
         return Explanation(source, "not_in_pool", f"L1 ranked it {standing.rank} of {standing.pages_ranked} pages "
                                                   f"(score {standing.fused:.3f}), but the pool holds "
                                                   f"{len(self.by_page)} (l1_pool {config.l1_pool}); its last page "
-                                                  f"scored {_num(pool)}", numbers, matched, None)
+                                                  f"scored {number_text(pool)}", numbers, matched, None)
 
     def _pool_floor(self) -> float | None:
         """The pool's last page's pooling score (before the static part re-ranked the pool)."""
@@ -217,16 +242,22 @@ class _Pipeline:
         order = self._order()
         rank_ = 1 + sum(1 for other, score in order.items()
                         if other != source and (score > block.score or (score == block.score and other < source)))
-        last = self.result.evidence_blocks[-1] if self.result.evidence_blocks else None
+        return self._past_cutoff(block, rank_, matched)
+
+    def _past_cutoff(self, block: EvidenceBlock, rank_: int, matched: bool) -> Explanation:
+        """`below_top_k`: ranked `rank_`, below the last block within the cut-off, with both blocks' parts."""
+        source = block.source
+        kept = self.result.evidence_blocks[:self.top_k]
+        last = kept[-1] if kept else None
         numbers: dict[str, Any] = {"rank": rank_, "score": round(block.score, 6), "top_k": self.top_k}
         if last is None:
             return Explanation(source, "below_top_k", f"ranked {rank_}, but nothing was returned", numbers,
                                matched, rank_, block.score_parts)
         gap = last.score - block.score
         numbers.update(last_returned={"source": last.source, "score": round(last.score, 6)}, gap=round(gap, 6))
-        shortfall = _shortfall(block.score_parts, last.score_parts, gap)
+        shortfall = shortfall_words(block.score_parts, last.score_parts, gap)
         why = (f"ranked {rank_} (score {block.score:.3f}), below the last returned block, {last.source} at rank "
-               f"{len(self.result.evidence_blocks)} ({last.score:.3f}): {shortfall}")
+               f"{len(kept)} ({last.score:.3f}): {shortfall}")
         return Explanation(source, "below_top_k", why, numbers, matched, rank_, block.score_parts, last.score_parts)
 
     def _block(self, source: str, entry: Any) -> EvidenceBlock:
@@ -253,27 +284,5 @@ class _Pipeline:
         return scores
 
 
-def _shortfall(parts: Sequence[ScorePart], last: Sequence[ScorePart], gap: float) -> str:
-    """The smallest change that would have let the page in, in words: the gap, and the parts it trails on."""
-    mine = {p.part: p.contribution for p in parts}
-    theirs = {p.part: p.contribution for p in last}
-    behind = sorted(((theirs.get(k, 0.0) - mine.get(k, 0.0), k) for k in set(mine) | set(theirs)), reverse=True)
-    trailing = [f"{name} part {diff:.3f} short" for diff, name in behind if diff > 1e-6][:2]
-    said = f"; it trails most on the {' and the '.join(trailing)}" if trailing else ""
-    return f"{gap:.3f} short of it in total{said}"
-
-
-def _standing_numbers(standing: PageStanding, config: LookupConfig) -> dict[str, Any]:
-    return {"best_section": standing.best_section, "best_score": round(standing.best_score, 6),
-            "lexical": round(standing.lexical, 6), "lsa": None if standing.lsa is None else round(standing.lsa, 6),
-            "page_score": round(standing.page_score, 6), "pooling_score": round(standing.fused, 6),
-            "l1_rank": standing.rank, "pages_ranked": standing.pages_ranked, "l1_min_score": config.l1_min_score,
-            "l1_pool": config.l1_pool}
-
-
 def _filters(category: str | None) -> dict[str, str] | None:
     return {"category": category} if category is not None else None
-
-
-def _num(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.3f}"

@@ -32,6 +32,9 @@ def add_explain(commands: argparse._SubParsersAction, kb_flags: Callable[[argpar
     explain.add_argument("--invocation", default=None, metavar="ID",
                          help="explain a recorded call (its query, category, top-k and settings) from --traces")
     explain.add_argument("--traces", default=None, help="DuckDB trace file for --invocation (default: traces.duckdb)")
+    explain.add_argument("--cutoff", type=int, default=None, metavar="N",
+                         help="the rank a page must reach to count as returned (default: the top-k); an evaluation "
+                              "run retrieves 100 and scores the first 10: --cutoff 10")
     explain.add_argument("--compact", action="store_true", help="one-line JSON")
     kb_flags(explain)
     config_flags(explain)
@@ -49,8 +52,10 @@ def run_explain(args: argparse.Namespace, kb: Any, config: LookupConfig, open_kb
         raise ValueError('the query is empty; pass the question in quotes, e.g. explain "reset my API token" '
                          "--source api/tokens.md")
     index = open_kb(args, kb, config.svd_dims)
+    if args.cutoff is not None and args.cutoff < 1:
+        raise ValueError(f"--cutoff takes a rank, 1 or more, got {args.cutoff}")
     report = explain_missing(query, args.source, index=index, config=config, category=category, top_k=top_k,
-                             **recorded)
+                             cutoff=args.cutoff, **recorded)
     return json.dumps(report.to_dict(), indent=None if args.compact else 2, ensure_ascii=False)
 
 

@@ -128,6 +128,11 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
         "ALTER TABLE eval_query ADD COLUMN IF NOT EXISTS relevance_level VARCHAR",
         "ALTER TABLE eval_query ADD COLUMN IF NOT EXISTS question_set VARCHAR",
     )),
+    # v11 (why not this page): each relevant page's stage and rank in an evaluated question's lookup
+    # (eval/attribution.py); rows stored before read null
+    (11, (
+        "ALTER TABLE eval_query ADD COLUMN IF NOT EXISTS relevant_stages JSON",
+    )),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
