@@ -55,6 +55,7 @@ def test_filtered_out_names_the_filter_and_the_pages_categories(explain_index):
     assert found.stage == "filtered_out"
     assert found.numbers["categories"] == ["billing"] and found.numbers["filter"] == "api"
     assert found.numbers["decision"] == "caller" and "caller's category 'api'" in found.reason
+    assert found.parts and found.last_parts  # what it would have scored without the filter, beside the last block
 
 
 def test_filtered_out_by_the_l0_filter_gives_the_vote_that_chose_it(explain_index):
@@ -72,6 +73,7 @@ def test_below_min_score_gives_the_best_sections_score_against_the_minimum(expla
     assert found.stage == "below_min_score" and found.numbers["l1_min_score"] == 0.99
     assert 0 < found.numbers["best_score"] < 0.99 and found.numbers["l1_rank"] is None
     assert f"{found.numbers['best_score']:.3f}" in found.reason
+    assert found.parts and found.last_parts  # what it would have scored, beside the last returned block
 
 
 def test_below_min_score_says_when_nothing_of_the_page_matched(explain_index):

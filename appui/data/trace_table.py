@@ -112,6 +112,18 @@ def table_view(frame: pd.DataFrame) -> pd.DataFrame:
     return shown
 
 
+def recorded_settings(row: Mapping[str, Any]) -> tuple[LookupConfig, dict[str, Any]]:
+    """The configuration a stored call ran with (its recorded fields over the defaults; index settings and
+    unknown names left out) and its arguments (`category`, `top_k`)."""
+    recorded = _object(row.get("config"))
+    known = {k: v for k, v in recorded.items() if k in LookupConfig.__dataclass_fields__}
+    try:
+        config = LookupConfig(**known)
+    except (TypeError, ValueError):  # a trace from another version may hold a value this one refuses
+        config = LookupConfig()
+    return config, _object(row.get("arguments"))
+
+
 def settings_label(config: Any) -> str:
     """A recorded `config` as its difference from the real defaults ("defaults", "l0_filter=false, l1_pool=40");
     "" when the row recorded none. Index settings recorded beside the fields are left out."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from appui.panels import judging
+from appui.panels import judging, why_not
 from appui.widgets import origin, state, views
 from retrieval import KnowledgeIndex
 
@@ -55,6 +55,8 @@ def render() -> None:
     if shown:
         st.markdown(f"### “{shown['query']}”")
         views.lookup_result(shown, judge=judging.callback(ctx, shown), marks=judging.marks(ctx, shown["query"]))
+        if config is not None and index is not None:
+            why_not.render(shown, index, config, category=_category(), top_k=None, key="lookup")
     elif index is not None:
         st.info("Type a question and press Enter or **Look up**. Every lookup is recorded as a trace.")
 

@@ -13,7 +13,7 @@ from appui.data import file_facts
 from appui.data import sql_sandbox as sql_box
 from appui.data import trace_table as traces_data
 from appui.data import traces as data
-from appui.panels import judging
+from appui.panels import judging, why_not
 from appui.widgets import cached_reads, state, trace_download, views
 from retrieval import TraceStore, TraceStoreError
 from retrieval.traces import waiting as rows_waiting
@@ -144,8 +144,20 @@ def _trace(row: dict, *, key: str = "tr_row") -> None:
     result = traces_data.as_result(row)
     views.lookup_result(result, key=key, judge=judging.callback(state.current(), result),
                         marks=judging.marks(state.current(), str(row["query"])))
+    if row.get("status") == "ok":
+        _why_not(row, result, key)
     with st.expander("Raw row (every column, JSON as stored)"):
         views.trace_in_full(row, key=f"{key}_full")
+
+
+def _why_not(row: dict, result: dict, key: str) -> None:
+    """"Why not…?" for this trace, replayed under its recorded settings on the sidebar's knowledge base (a base
+    that changed since the call is said, not guessed at)."""
+    config, arguments = traces_data.recorded_settings(row)
+    index = state.current().index(config.svd_dims)
+    if index is not None:
+        why_not.render(result, index, config, category=arguments.get("category"), top_k=arguments.get("top_k"),
+                       key=key, recorded_fingerprint=row.get("kb_fingerprint"))
 
 
 def _nothing_matches(store: TraceStore, filters: data.TraceFilters) -> None:

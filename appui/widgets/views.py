@@ -13,7 +13,7 @@ import pandas as pd
 import streamlit as st
 
 from appui.panels import domain_view
-from appui.widgets import marking
+from appui.widgets import marking, parts_chart
 from appui.widgets.score_parts import compare_two_blocks, parts_line
 
 LAYER_COLOURS = {"L0": "orange", "L1": "blue", "L0+L1": "green", "none": "gray"}
@@ -105,6 +105,8 @@ def evidence_cards(blocks: Sequence[Mapping[str, Any]], *, full: bool = True,
             crumb = block.get("breadcrumb")
             st.caption(f"`{block['source']}`" + (f" › {crumb}" if crumb else ""))
             st.caption(parts_line(block))
+            if full:  # the parts as a bar: which part put this block where it is
+                parts_chart.show_parts([(f"#{rank}", block)], key=f"{key}_bar_{rank}")
             if judge is not None:
                 marking.judge_buttons(block, rank, judged, judge, key)
             reasons = block.get("hit_reasons") or []

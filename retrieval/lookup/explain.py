@@ -17,7 +17,6 @@ sources, a changed knowledge base or a different result is reported as `could_no
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,7 +25,7 @@ from retrieval.config import LookupConfig
 from retrieval.index.build import KnowledgeIndex
 from retrieval.l1.standing import page_standing
 from retrieval.lookup.evidence import EvidenceBlock, ScorePart, dedupe, fused_score, l0_block, l1_page_block, rank
-from retrieval.lookup.explain_numbers import number_text, shortfall_words, standing_numbers
+from retrieval.lookup.explain_numbers import absent_reason, number_text, shortfall_words, standing_numbers
 from retrieval.lookup.orchestrator import LookupResult, lookup_knowledge
 from retrieval.text.analysis import normalize_label
 
@@ -153,7 +152,7 @@ class _Pipeline:
         matched = source in self.matches
         returned = [b.source for b in self.result.evidence_blocks]
         if entry is None:
-            return Explanation(source, "not_in_kb", *self._absent(source), l0_matched=False)
+            return Explanation(source, "not_in_kb", *absent_reason(self.index.kb, source), l0_matched=False)
         if source in returned:
             rank_ = returned.index(source) + 1
             block = self.result.evidence_blocks[rank_ - 1]
@@ -164,23 +163,12 @@ class _Pipeline:
         caller = self.details.filter.decision == "caller"
         if self.bound is not None and self.bound not in entry.domains and (caller or not matched):
             # an L0-chosen filter binds L1 only: an L0 match outside it is still ranked (below)
-            return Explanation(source, "filtered_out", *self._filtered(entry.domains), l0_matched=matched)
+            why, numbers = self._filtered(entry.domains)
+            parts = self._unfiltered_parts(source)  # what it would have scored without the filter
+            return Explanation(source, "filtered_out", why, numbers, matched, None, parts, self._last_parts())
         if source in self.by_page or matched:
             return self._below_top_k(source, entry, matched)
         return self._l1_loss(source, matched)
-
-    def _absent(self, source: str) -> tuple[str, dict[str, Any]]:
-        kb = self.index.kb
-        prefix = next((p for p in kb.excluded_paths if source == p or source.startswith(p.rstrip("/") + "/")), None)
-        if prefix is not None:
-            return f"excluded by the prefix {prefix!r} (--exclude)", {"excluded_by": prefix}
-        problem = next((p for p in kb.problems if p.path == source or p.path.endswith("/" + source)), None)
-        if problem is not None:
-            return (f"skipped when the knowledge base was loaded: {problem.path}:{problem.line}: {problem.message}",
-                    {"skipped": {"path": problem.path, "line": problem.line, "message": problem.message}})
-        close = difflib.get_close_matches(source, [e.source for e in kb.entries], n=3, cutoff=0.75)
-        hint = f"; did you mean {', '.join(close)}?" if close else ""
-        return f"no page {source!r} in the knowledge base{hint}", {"close_matches": close}
 
     def _filtered(self, domains: tuple[str, ...]) -> tuple[str, dict[str, Any]]:
         decision = self.details.filter
@@ -218,17 +206,38 @@ class _Pipeline:
         if not standing.indexed:
             return Explanation(source, "below_min_score", "L1 holds no section of it (no indexable text)", numbers,
                                matched)
+        parts, last = self._would_be(standing), self._last_parts()  # what it would have scored, beside the last
         if standing.rank is None:
             why = (f"its best section ({standing.best_section!r}) scores {standing.best_score:.3f}, below "
                    f"l1_min_score {config.l1_min_score:g}" if standing.best_score > 0 else
                    "no section of it shares a term or a meaning with the query (L1 score 0)")
-            return Explanation(source, "below_min_score", why, numbers, matched)
+            return Explanation(source, "below_min_score", why, numbers, matched, None, parts, last)
         pool = self._pool_floor()
         numbers.update(pool_pages=len(self.by_page), pool_last_score=pool)
         return Explanation(source, "not_in_pool", f"L1 ranked it {standing.rank} of {standing.pages_ranked} pages "
                                                   f"(score {standing.fused:.3f}), but the pool holds "
                                                   f"{len(self.by_page)} (l1_pool {config.l1_pool}); its last page "
-                                                  f"scored {number_text(pool)}", numbers, matched, None)
+                                                  f"scored {number_text(pool)}", numbers, matched, None, parts, last)
+
+    def _would_be(self, standing: Any) -> tuple[ScorePart, ...]:
+        """The score parts a page L1 scored but did not pool would have had (its best section, its page part;
+        no static part, which only the pool gets), as `rank` builds them."""
+        block = EvidenceBlock(standing.source, "", "", "L1", "", (), l1_score=standing.best_score,
+                              page_score=standing.page_score, l1_detail=(standing.lexical, standing.lsa, None))
+        return rank([block], tfidf_weight=self.config.l1_tfidf_weight, **self.weights)[0].score_parts
+
+    def _unfiltered_parts(self, source: str) -> tuple[ScorePart, ...]:
+        if self.index.l1 is None or self.outcome.result is None:
+            return ()
+        config = self.config
+        standing = page_standing(self.index.l1, self.result.query, source, filters=None,
+                                 min_score=config.l1_min_score, tfidf_weight=config.l1_tfidf_weight,
+                                 page_weight=config.page_weight, static_weight=config.l1_static_weight)
+        return self._would_be(standing) if standing.indexed else ()
+
+    def _last_parts(self) -> tuple[ScorePart, ...]:
+        kept = self.result.evidence_blocks[:self.top_k]
+        return kept[-1].score_parts if kept else ()
 
     def _pool_floor(self) -> float | None:
         """The pool's last page's pooling score (before the static part re-ranked the pool)."""

@@ -3,10 +3,12 @@ gap to the last returned block as the parts it trails on."""
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Sequence
 from typing import Any
 
 from retrieval.config import LookupConfig
+from retrieval.kb.model import KnowledgeBase
 from retrieval.l1.standing import PageStanding
 from retrieval.lookup.evidence import ScorePart
 
@@ -31,3 +33,17 @@ def standing_numbers(standing: PageStanding, config: LookupConfig) -> dict[str, 
 
 def number_text(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3f}"
+
+
+def absent_reason(kb: KnowledgeBase, source: str) -> tuple[str, dict[str, Any]]:
+    """Why `kb` does not hold `source`: the exclusion prefix, the load problem, or absent (with close names)."""
+    prefix = next((p for p in kb.excluded_paths if source == p or source.startswith(p.rstrip("/") + "/")), None)
+    if prefix is not None:
+        return f"excluded by the prefix {prefix!r} (--exclude)", {"excluded_by": prefix}
+    problem = next((p for p in kb.problems if p.path == source or p.path.endswith("/" + source)), None)
+    if problem is not None:
+        return (f"skipped when the knowledge base was loaded: {problem.path}:{problem.line}: {problem.message}",
+                {"skipped": {"path": problem.path, "line": problem.line, "message": problem.message}})
+    close = difflib.get_close_matches(source, [e.source for e in kb.entries], n=3, cutoff=0.75)
+    hint = f"; did you mean {', '.join(close)}?" if close else ""
+    return f"no page {source!r} in the knowledge base{hint}", {"close_matches": close}

@@ -1,0 +1,59 @@
+"""Score parts as a picture: one horizontal stacked bar per block (L1 lexical, LSA and static, page, L0), positive
+parts stacked right of zero and negative ones left of it, so the eye sees at once which part put one page above
+another. Used on every evidence card and in the "Why not…?" answer."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import altair as alt
+import pandas as pd
+import streamlit as st
+
+from appui.widgets.score_parts import parts_of
+
+ORDER = ("L1 lexical", "L1 LSA", "L1 static", "L1", "page", "L0")
+COLOURS = ("#1f77b4", "#9467bd", "#17becf", "#1f77b4", "#ff7f0e", "#2ca02c")
+ROW_HEIGHT = 26
+
+
+def bar_frame(rows: Sequence[tuple[str, Mapping[str, Any]]]) -> pd.DataFrame:
+    """(label, block) pairs as bar segments: label, part, contribution, and where each segment starts and ends
+    (positives from 0 rightwards, negatives from 0 leftwards, in ORDER)."""
+    segments = []
+    for label, block in rows:
+        right = left = 0.0
+        parts = sorted(parts_of(block), key=lambda p: ORDER.index(p["part"]) if p["part"] in ORDER else len(ORDER))
+        for part in parts:
+            value = float(part["contribution"])
+            if value >= 0:
+                start, right = right, right + value
+                end = right
+            else:
+                start, left = left, left + value
+                end = left
+            segments.append({"block": label, "part": str(part["part"]), "contribution": round(value, 4),
+                             "start": start, "end": end})
+    return pd.DataFrame(segments, columns=["block", "part", "contribution", "start", "end"])
+
+
+def parts_chart(rows: Sequence[tuple[str, Mapping[str, Any]]]) -> alt.Chart | None:
+    """The stacked bars of `rows` (None when no block has parts)."""
+    frame = bar_frame(rows)
+    if frame.empty:
+        return None
+    labels = list(dict.fromkeys(label for label, _ in rows))
+    return alt.Chart(frame).mark_bar().encode(
+        alt.X("start:Q", title="score parts (contribution)"), alt.X2("end:Q"),
+        alt.Y("block:N", sort=labels, title=None),
+        alt.Color("part:N", scale=alt.Scale(domain=list(ORDER), range=list(COLOURS)),
+                  legend=alt.Legend(orient="bottom")),
+        tooltip=["block", "part", alt.Tooltip("contribution:Q", format="+.3f")])
+
+
+def show_parts(rows: Sequence[tuple[str, Mapping[str, Any]]], *, key: str) -> None:
+    """The bars of `rows`, one row each (nothing when no block has parts)."""
+    chart = parts_chart(rows)
+    if chart is not None:
+        st.altair_chart(chart, height=ROW_HEIGHT * len(rows) + 60, key=key)
