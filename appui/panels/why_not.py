@@ -26,13 +26,21 @@ def render(result: Mapping[str, Any], index: KnowledgeIndex, config: LookupConfi
     query = str(result.get("query") or "").strip()
     if not query:
         return
-    returned = [b.get("source") for b in result.get("evidence_blocks") or []]
     sources = sorted(e.source for e in index.kb.entries)
-    picked = st.selectbox("Why not…? a page you expected", sources, index=None, key=f"{key}_why_not",
-                          placeholder="type part of a page's path, e.g. now.md",
-                          help="The stage of the lookup that lost the page, with its numbers (docs/explain.md)")
-    if picked is None:
-        return
+    with st.container(key=f"{key}_why_not_box"):
+        picked = st.selectbox("Why not…? a page you expected", sources, index=None, key=f"{key}_why_not",
+                              placeholder="type part of a page's path, e.g. now.md",
+                              help="The stage of the lookup that lost the page, with its numbers (docs/explain.md)")
+        if picked is not None:
+            _answer(result, index, config, picked, category=category, top_k=top_k, key=key,
+                    recorded_fingerprint=recorded_fingerprint)
+
+
+def _answer(result: Mapping[str, Any], index: KnowledgeIndex, config: LookupConfig, picked: str, *,
+            category: str | None, top_k: int | None, key: str, recorded_fingerprint: str | None) -> None:
+    """The stage, the reason, the L0 fact, the parts beside the last returned block's, and the numbers."""
+    query = str(result.get("query") or "").strip()
+    returned = [b.get("source") for b in result.get("evidence_blocks") or []]
     report = explain_missing(query, [picked], index=index, config=config, category=category, top_k=top_k,
                              recorded_fingerprint=recorded_fingerprint, recorded_sources=returned)
     found = report.explanations[0]

@@ -46,14 +46,15 @@ def parts_chart(rows: Sequence[tuple[str, Mapping[str, Any]]]) -> alt.Chart | No
     labels = list(dict.fromkeys(label for label, _ in rows))
     return alt.Chart(frame).mark_bar().encode(
         alt.X("start:Q", title="score parts (contribution)"), alt.X2("end:Q"),
-        alt.Y("block:N", sort=labels, title=None),
+        alt.Y("block:N", sort=labels, title=None, axis=alt.Axis(labelLimit=320)),
         alt.Color("part:N", scale=alt.Scale(domain=list(ORDER), range=list(COLOURS)),
                   legend=alt.Legend(orient="bottom")),
-        tooltip=["block", "part", alt.Tooltip("contribution:Q", format="+.3f")])
+        tooltip=["block", "part", alt.Tooltip("contribution:Q", format="+.3f")],
+    ).properties(height=alt.Step(ROW_HEIGHT))  # a band per block; axis and legend come on top
 
 
 def show_parts(rows: Sequence[tuple[str, Mapping[str, Any]]], *, key: str) -> None:
     """The bars of `rows`, one row each (nothing when no block has parts)."""
     chart = parts_chart(rows)
     if chart is not None:
-        st.altair_chart(chart, height=ROW_HEIGHT * len(rows) + 60, key=key)
+        st.altair_chart(chart, key=key)
