@@ -4,32 +4,15 @@ returned block's. The screenshot goes to docs/screenshots/why-not.png with UPDAT
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from retrieval import LookupConfig, explain_missing, open_index
 from tests.browser_helpers import CHROMIUM, sync_api, visible
-from tests.conftest import shared_path
 
 pytestmark = [pytest.mark.browser,
               pytest.mark.skipif(not CHROMIUM.exists(), reason=f"Debian's Chromium is not installed at {CHROMIUM}")]
 QUESTION = "Footer copyright year should update by itself on every build instead of me editing it each January."
 MISSING = "functions/now.md"
-
-
-@pytest.fixture(scope="module")
-def hugo_tab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple]:
-    """The app served on the Hugo docs (skipped without the shared data), and a tab on it."""
-    from tests.browser_helpers import app_env, browser_tab, running_app, wait_for_app
-
-    kb = shared_path("hugo_docs", "content", "en")
-    root = tmp_path_factory.mktemp("why-not")
-    env = {**app_env(root), "LOOKUP_KNOWLEDGE_KB": str(kb)}
-    with running_app(env, root / "streamlit.log") as url, browser_tab({"width": 1400, "height": 1000}) as tab:
-        tab.goto(url)
-        wait_for_app(tab)
-        yield tab, kb
 
 
 def test_why_not_on_the_hugo_docs_shows_the_stage_and_the_parts_beside_the_last_block(hugo_tab, tmp_path_factory):
