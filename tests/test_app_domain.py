@@ -161,6 +161,11 @@ def test_old_details_without_domain_evidence_render_without_exception(details, m
     ({"decision": "applied", "l0_domains": ["billing"], "applied": {"category": "billing"}},
      {"min_coverage": 0.8, "domains": [{"domain": "billing", "share": 0.216, "l0_coverage": 1.0, "accepted": True}]},
      "One domain carried (billing, 22% of the vote; an L0 match covers 100% of the query) → filter applied"),
+    ({"decision": "applied", "l0_domains": ["functions"], "applied": {"category": "functions"}},
+     {"domains": [{"domain": "functions", "share": 1.0, "accepted": True,
+                   "supporting": [{"source": "functions/a.md", "score": 0.27}, {"source": "functions/b.md",
+                                                                                "score": 0.12}]}]},
+     "One domain carried (functions, 100% of the vote, best page score 0.27) → filter applied"),  # how weak
 ])
 def test_outcome_line_names_what_decided(decision, evidence, line):
     assert domain_view.outcome_line({"filter": decision, "l0": {"domain_evidence": evidence}}) == line

@@ -37,9 +37,20 @@ def test_compare_two_blocks_says_where_the_gap_between_their_scores_comes_from(e
     table = next(d.value for d in at.dataframe if "A − B" in d.value.columns)
     gap = table.loc[table["part"] == "score", "A − B"].iloc[0]
     assert abs(table.loc[table["part"] != "score", "A − B"].sum() - gap) <= 0.002 * len(table)
-    at.selectbox(key="lookup_parts_b").set_value(0)
+    first = at.selectbox(key="lookup_parts_a").value
+    at.selectbox(key="lookup_parts_b").set_value(first)
     at = ok(at.run())
     assert any(m.value == "#1 ties #1" for m in at.markdown)
+
+
+def test_compare_two_blocks_pickers_name_the_current_results_blocks(env):
+    at = lookup(ok(run_app()), "rotate an API token")
+    at.selectbox(key="lookup_parts_b").set_value(at.selectbox(key="lookup_parts_b").options[0])
+    at = lookup(ok(at.run()), "silence alerts during maintenance")
+    sources = [c.value.split("`")[1] for c in at.caption if c.value.startswith("`") and ".md`" in c.value]
+    options = at.selectbox(key="lookup_parts_a").options
+    assert len(options) == len(sources) and all(f"({s})" in o for s, o in zip(sources, options, strict=True))
+    assert at.selectbox(key="lookup_parts_b").value == options[1]  # back to #2: the old pick named another page
 
 
 def test_fewer_blocks_than_asked_for_come_with_the_reason(env):

@@ -124,3 +124,25 @@ def test_shortfall_names_too_few_matching_pages(index):
     assert re.search(r"only \d+ pages? matched the query in L1", shortfall["reason"])
     dropped = details["l1"]["dropped_below_min_score"]
     assert (f"{dropped} sections scored below l1_min_score" in shortfall["reason"]) == (dropped > 0)
+
+
+def test_the_static_part_is_the_real_addition_at_its_weight_and_a_floor_is_named():
+    """Issue 33: the card's static part was the remainder, shown × 1: it disagreed with the hit reason whenever
+    the section's score was floored at 0. Now it is what the static part added, at l1_static_weight, and
+    the floor's share is its own part."""
+    lexical, lsa, added = 0.10, 0.20, -0.40  # blend 0.9 * 0.10 + 0.1 * 0.20 = 0.11; 0.11 - 0.40 < 0: floored
+    floored = EvidenceBlock("a.md", "A", "", "L1", "", (HitReason("L1", "section", "static 0.16 (-0.400)"),),
+                            l1_score=0.0, page_score=0.5, l1_detail=(lexical, lsa, 0.16, added))
+    kept = EvidenceBlock("b.md", "B", "", "L1", "", (), l1_score=0.11 + 0.05, page_score=0.5,
+                         l1_detail=(lexical, lsa, 0.3, 0.05))
+    for block in rank([floored, kept], l0_weight=0.2, l1_weight=1.0, l0_bound=1.0, page_weight=0.5,
+                      tfidf_weight=0.9, static_weight=0.7):
+        parts = {p.part: p for p in block.score_parts}
+        assert sum(p.contribution for p in block.score_parts) == pytest.approx(block.score, abs=1e-9)
+        static = parts["L1 static"]
+        assert static.weight == pytest.approx(0.7) and static.contribution == pytest.approx(
+            added if block.source == "a.md" else 0.05)
+        if block.source == "a.md":
+            assert parts["L1 floor"].contribution == pytest.approx(0.40 - 0.11)  # what the floor took back
+        else:
+            assert "L1 floor" not in parts

@@ -15,7 +15,7 @@ import streamlit as st
 
 NUMBERS = {1: "One", 2: "Two", 3: "Three", 4: "Four", 5: "Five"}
 L1_NOT_RUN = ("failed", "timeout", "disabled", "unavailable")
-COLUMNS = ["domain", "vote share", "L0 coverage", "accepted", "supporting pages"]
+COLUMNS = ["domain", "vote share", "best score", "L0 coverage", "accepted", "supporting pages"]
 
 
 def _pct(value: Any) -> str:
@@ -34,8 +34,12 @@ def _domains(evidence: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 
 def _carried(domain: Mapping[str, Any], evidence: Mapping[str, Any]) -> str:
-    """'billing, 94% of the vote', plus the L0 coverage when that is what carried it."""
+    """'billing, 94% of the vote, best page score 0.27', plus the L0 coverage when that is what carried it: a
+    share says nothing of how weak the pages behind it were."""
     text = f"{domain.get('domain')}, {_pct(domain.get('share'))} of the vote"
+    best = _best_score(domain)
+    if best is not None:
+        text += f", best page score {best:.2f}"
     coverage, floor = domain.get("l0_coverage"), evidence.get("min_coverage")
     if isinstance(coverage, int | float) and isinstance(floor, int | float) and coverage >= floor:
         text += f"; an L0 match covers {_pct(coverage)} of the query"
@@ -78,10 +82,21 @@ def outcome_line(details: Mapping[str, Any]) -> str:
 
 def evidence_table(details: Mapping[str, Any]) -> pd.DataFrame:
     """One row per domain that received votes or L0 coverage: share, coverage, accepted, supporting titles."""
-    rows = [[d.get("domain"), _pct(d.get("share")), _pct(d.get("l0_coverage")),
+    rows = [[d.get("domain"), _pct(d.get("share")), _score_text(_best_score(d)), _pct(d.get("l0_coverage")),
              "yes" if d.get("accepted") else "no", _titles(d.get("supporting") or [])]
             for d in _domains(_evidence(details))]
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def _best_score(domain: Mapping[str, Any]) -> float | None:
+    """The best score of the pages that voted for a domain (None: no scored page voted)."""
+    scores = [s.get("score") for s in domain.get("supporting") or [] if isinstance(s, Mapping)]
+    numbers = [float(v) for v in scores if isinstance(v, int | float)]
+    return max(numbers) if numbers else None
+
+
+def _score_text(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f}"
 
 
 def _titles(supporting: Sequence[Any]) -> str:
@@ -163,8 +178,10 @@ def why_domain(details: Mapping[str, Any], *, key: str | None = None) -> None:
     """The full "Why this domain" panel: outcome, per-domain evidence table, rule, widening warning."""
     st.markdown(f"**Why this domain:** {outcome_line(details)}")
     table = evidence_table(details)
-    if not table.empty:
-        st.dataframe(table, hide_index=True, key=key)
+    if not table.empty:  # the supporting pages wrap in a wide column rather than being cut off
+        st.dataframe(table, hide_index=True, key=key, row_height=60, column_config={
+            "supporting pages": st.column_config.TextColumn(width="large"),
+            "best score": st.column_config.TextColumn(help="the best score of the pages that voted for it")})
     caption = rule_caption(details)
     matched = (details.get("l0") or {}).get("match_domains")
     st.caption(caption or "No domain evidence in this trace (recorded before the domain vote).")

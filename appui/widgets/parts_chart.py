@@ -13,8 +13,8 @@ import streamlit as st
 
 from appui.widgets.score_parts import parts_of
 
-ORDER = ("L1 lexical", "L1 LSA", "L1 static", "L1", "page", "L0")
-COLOURS = ("#1f77b4", "#9467bd", "#17becf", "#1f77b4", "#ff7f0e", "#2ca02c")
+ORDER = ("L1 lexical", "L1 LSA", "L1 static", "L1 floor", "L1", "page", "L0")
+COLOURS = ("#1f77b4", "#9467bd", "#17becf", "#7f7f7f", "#1f77b4", "#ff7f0e", "#2ca02c")
 ROW_HEIGHT = 26
 
 

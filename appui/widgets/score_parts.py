@@ -71,12 +71,16 @@ def compare_two_blocks(blocks: Sequence[Mapping[str, Any]], *, key: str) -> None
     if len(blocks) < 2:
         return
     with st.expander("Compare two blocks' scores"):
-        labels = [f"#{rank} {block.get('title') or block.get('source')}" for rank, block in enumerate(blocks, 1)]
+        labels = [f"#{rank} {block.get('title') or block.get('source')} ({block.get('source')})"
+                  for rank, block in enumerate(blocks, 1)]
+        shown_for = f"{key}_parts_for"  # a new result starts the pickers at #1 and #2 with its own blocks' names
+        if st.session_state.get(shown_for) != labels:
+            for side in ("a", "b"):
+                st.session_state.pop(f"{key}_parts_{side}", None)
+            st.session_state[shown_for] = labels
         left, right = st.columns(2)
-        first = left.selectbox("Block A", range(len(blocks)), index=0, format_func=labels.__getitem__,
-                               key=f"{key}_parts_a")
-        second = right.selectbox("Block B", range(len(blocks)), index=1, format_func=labels.__getitem__,
-                                 key=f"{key}_parts_b")
+        first = labels.index(left.selectbox("Block A", labels, index=0, key=f"{key}_parts_a"))
+        second = labels.index(right.selectbox("Block B", labels, index=1, key=f"{key}_parts_b"))
         if not (parts_of(blocks[first]) and parts_of(blocks[second])):
             st.info(f"Cannot compare: {NOT_RECORDED}.")
             return

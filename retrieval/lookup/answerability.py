@@ -63,7 +63,7 @@ def signals(query: str, blocks: Sequence[EvidenceBlock], l1: L1Index | None,
     if not blocks:
         return Signals(0.0, 0.0, 0.0, 0.0, known, 0.0, math.log1p(len(weights)))
     primary = blocks[0]
-    lexical, lsa, static = primary.l1_detail or (0.0, None, None)
+    lexical, lsa, static = (primary.l1_detail or (0.0, None, None))[:3]
     words = _terms_of(f"{primary.title} {primary.breadcrumb} {primary.content}")
     held = sum(w for term, w in weights.items() if term in words) / total
     following = ranking if ranking is not None and len(ranking) > 1 else blocks

@@ -61,7 +61,8 @@ class EvidenceBlock:
     page_score: float | None = None
     other_sections: tuple[str, ...] = ()
     domains: tuple[str, ...] = ()
-    l1_detail: tuple[float, float | None, float | None] | None = None  # best section's lexical, LSA, static
+    # best section's lexical score, LSA cosine, static score and what the static part added (None: no static part)
+    l1_detail: tuple[float, float | None, float | None, float | None] | None = None
     score_parts: tuple[ScorePart, ...] = ()  # set by `rank`: the terms `score` is the sum of
 
     @property
@@ -108,8 +109,9 @@ def l1_block(candidate: L1Candidate) -> EvidenceBlock:
                          l1_detail=_l1_detail(candidate))
 
 
-def _l1_detail(candidate: L1Candidate) -> tuple[float, float | None, float | None]:
-    return candidate.lexical_score, candidate.lsa_score, candidate.static_score
+def _l1_detail(candidate: L1Candidate) -> tuple[float, float | None, float | None, float | None]:
+    added = candidate.static_added if candidate.static_score is not None else None
+    return candidate.lexical_score, candidate.lsa_score, candidate.static_score, added
 
 
 def _l1_reason(candidate: L1Candidate) -> HitReason:
@@ -158,7 +160,8 @@ def dedupe(blocks: Iterable[EvidenceBlock]) -> list[EvidenceBlock]:
 
 
 def rank(blocks: Sequence[EvidenceBlock], *, l0_weight: float, l1_weight: float,
-         l0_bound: float, page_weight: float = 0.0, tfidf_weight: float | None = None) -> list[EvidenceBlock]:
+         l0_bound: float, page_weight: float = 0.0, tfidf_weight: float | None = None,
+         static_weight: float | None = None) -> list[EvidenceBlock]:
     """Order by l1_weight * L1 score + page_weight * page score + l0_weight * (L0 score / the query's
     L0 bound); ties by source. Each block carries its `score_parts` (L1 split into its lexical, LSA and
     static terms when `tfidf_weight`, L1's lexical weight, is given).
@@ -169,33 +172,43 @@ def rank(blocks: Sequence[EvidenceBlock], *, l0_weight: float, l1_weight: float,
     """
     weights = dict(l0_bound=l0_bound, l0_weight=l0_weight, l1_weight=l1_weight, page_weight=page_weight)
     scored = [_with_score(b, fused_score(b.l1_score or 0.0, b.page_score or 0.0, b.l0_score or 0.0, **weights),
-                          score_parts(b, tfidf_weight=tfidf_weight, **weights)) for b in blocks]
+                          score_parts(b, tfidf_weight=tfidf_weight, static_weight=static_weight, **weights))
+              for b in blocks]
     return sorted(scored, key=lambda b: (-b.score, b.source))
 
 
 def score_parts(block: EvidenceBlock, *, l0_bound: float, l0_weight: float, l1_weight: float,
-                page_weight: float, tfidf_weight: float | None = None) -> tuple[ScorePart, ...]:
+                page_weight: float, tfidf_weight: float | None = None,
+                static_weight: float | None = None) -> tuple[ScorePart, ...]:
     """The terms of `fused_score` for one block, each with its weight; L1's term split into its lexical,
-    LSA and static terms when its lexical weight is known and they add up to its score."""
+    LSA and static terms when its lexical weight is known and they add up to its score. The static term is
+    what the static part added, at `static_weight` (`l1_static_weight`); when the section's score was floored
+    at 0, an `L1 floor` term says what the floor took back, so the parts still add up to the score."""
     parts: list[ScorePart] = []
     if block.l1_score is not None:
-        parts.extend(_l1_parts(block.l1_score, block.l1_detail, l1_weight, tfidf_weight))
+        parts.extend(_l1_parts(block.l1_score, block.l1_detail, l1_weight, tfidf_weight, static_weight))
         parts.append(ScorePart("page", block.page_score or 0.0, page_weight))
     if block.l0_score is not None:
         parts.append(ScorePart("L0", min(block.l0_score / l0_bound, 1.0) if l0_bound > 0 else 0.0, l0_weight))
     return tuple(parts)
 
 
-def _l1_parts(l1_score: float, detail: tuple[float, float | None, float | None] | None, l1_weight: float,
-              tfidf_weight: float | None) -> list[ScorePart]:
+def _l1_parts(l1_score: float, detail: tuple[float | None, ...] | None, l1_weight: float,
+              tfidf_weight: float | None, static_weight: float | None = None) -> list[ScorePart]:
     if detail is None or tfidf_weight is None:
         return [ScorePart("L1", l1_score, l1_weight)]
-    lexical, lsa, static = detail
+    lexical, lsa, static = detail[:3]
+    added = detail[3] if len(detail) > 3 else None
     parts = [ScorePart("L1 lexical", lexical, l1_weight * tfidf_weight)]
     if lsa is not None:
         parts.append(ScorePart("L1 LSA", max(lsa, 0.0), l1_weight * (1 - tfidf_weight)))
     rest = l1_score - sum(p.value * p.weight for p in parts) / l1_weight if l1_weight else 0.0
-    if static is not None:  # what the static re-ranking added (negative below the pool's mean)
+    if static is not None and added is not None:  # what the static re-ranking added, at its own weight
+        weight = static_weight if static_weight else 1.0
+        parts.append(ScorePart("L1 static", added / weight, l1_weight * weight))
+        if abs(rest - added) > 1e-6:  # the section's score was floored at 0: the floor took this back
+            parts.append(ScorePart("L1 floor", rest - added, l1_weight))
+    elif static is not None:  # a detail recorded without the addition: the remainder is the static part
         parts.append(ScorePart("L1 static", rest, l1_weight))
     elif abs(rest) > 1e-4:  # the blend is not what these weights make: show L1 whole rather than wrong parts
         return [ScorePart("L1", l1_score, l1_weight)]

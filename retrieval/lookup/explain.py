@@ -223,7 +223,7 @@ class _Pipeline:
         """The score parts a page L1 scored but did not pool would have had (its best section, its page part;
         no static part, which only the pool gets), as `rank` builds them."""
         block = EvidenceBlock(standing.source, "", "", "L1", "", (), l1_score=standing.best_score,
-                              page_score=standing.page_score, l1_detail=(standing.lexical, standing.lsa, None))
+                              page_score=standing.page_score, l1_detail=(standing.lexical, standing.lsa, None, None))
         return rank([block], tfidf_weight=self.config.l1_tfidf_weight, **self.weights)[0].score_parts
 
     def _unfiltered_parts(self, source: str) -> tuple[ScorePart, ...]:
@@ -274,7 +274,8 @@ class _Pipeline:
         blocks = [l1_page_block(self.by_page[source])] if source in self.by_page else []
         if source in self.matches:
             blocks.append(l0_block(self.matches[source], entry))
-        return rank(dedupe(blocks), tfidf_weight=self.config.l1_tfidf_weight, **self.weights)[0]
+        return rank(dedupe(blocks), tfidf_weight=self.config.l1_tfidf_weight,
+                    static_weight=self.config.l1_static_weight, **self.weights)[0]
 
     def _order(self) -> dict[str, float]:
         """Every ranked source's fused score, as `lookup_knowledge` orders them (pool pages and L0 matches)."""

@@ -164,8 +164,7 @@ def _validate(query: Any, category: Any, top_k: Any, config: LookupConfig) -> tu
 
 def _run_l1(query: str, filters: dict[str, str] | None, index: KnowledgeIndex, config: LookupConfig,
             top_k: int) -> L1Outcome:
-    """One L1 search under `filters`, or the outcome that stands in for it (disabled, unavailable, failed,
-    timeout)."""
+    """One L1 search under `filters`, or the outcome standing in for it (disabled, unavailable, failed, timeout)."""
     if not config.l1_enabled:
         return L1Outcome("disabled")
     if index.l1 is None:
@@ -217,9 +216,10 @@ def _ranked(hints: L0Hints, l0_blocks: list[EvidenceBlock], outcome: L1Outcome, 
     order = sorted(sources, key=lambda source: (-_fused_score(best.get(source), l0_by_source.get(source),
                                                                hints.score_bound, config), source))
     chosen = set(order[:keep]) | set(l0_by_source)
-    merged = dedupe([l1_page_block(by_page[s]) for s in by_page if s in chosen] + l0_blocks)
-    ranked = rank(merged, l0_weight=config.l0_weight, l1_weight=config.l1_weight, l0_bound=hints.score_bound,
-                  page_weight=config.page_weight, tfidf_weight=config.l1_tfidf_weight)
+    ranked = rank(dedupe([l1_page_block(by_page[s]) for s in by_page if s in chosen] + l0_blocks),
+                  l0_weight=config.l0_weight, l1_weight=config.l1_weight, l0_bound=hints.score_bound,
+                  page_weight=config.page_weight, tfidf_weight=config.l1_tfidf_weight,
+                  static_weight=config.l1_static_weight)
     return _Ranked(outcome, tuple(ranked), count, count - len(sources))
 
 
