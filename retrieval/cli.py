@@ -11,12 +11,11 @@ import json
 import sys
 import warnings
 from collections.abc import Sequence
-from dataclasses import fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from retrieval.agent.tool import tool_definition
-from retrieval.config import LookupConfig
+from retrieval.config import LookupConfig, add_config_flags, config_flag, config_from_args  # noqa: F401 (re-exported)
 from retrieval.index.build import KnowledgeIndex, open_index
 from retrieval.lookup.explain_command import add_explain, run_explain
 from retrieval.lookup.orchestrator import lookup_knowledge
@@ -38,32 +37,6 @@ CLI_EXPORT_TIMEOUT = 1.0  # seconds one export may take with its retries in a on
 CLI_EXIT_WAIT = 2.0  # seconds the lookup command waits at exit for its spans to be sent
 OTLP_HELP = ("export each lookup as OpenTelemetry spans (OTLP over HTTP) to this collector, e.g. "
              "http://localhost:4318 (default: $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or $OTEL_EXPORTER_OTLP_ENDPOINT)")
-
-
-def config_flag(name: str) -> str:
-    """The CLI flag of a config field: its declared flag (e.g. `--no-l1`) or `--field-name`."""
-    declared = {f.name: f.metadata.get("flag") for f in fields(LookupConfig)}
-    return declared.get(name) or "--" + name.replace("_", "-")
-
-
-def add_config_flags(parser: argparse.ArgumentParser) -> None:
-    """One flag per LookupConfig field; booleans that default on get a `--no-...` switch."""
-    group = parser.add_argument_group("configuration")
-    for f in fields(LookupConfig):
-        flag, help_text = config_flag(f.name), f"{f.metadata['help']} (default: {f.default})"
-        if f.type in (bool, "bool"):  # the flag turns the default over, and its help says so in that sense
-            action = "store_false" if f.default else "store_true"
-            help_text = f"turn off: {f.metadata['help']} (on by default)" \
-                if f.default else f"turn on: {f.metadata['help']} (off by default)"
-            group.add_argument(flag, dest=f.name, action=action, default=None, help=help_text)
-        else:
-            kind = int if f.type in (int, "int") else float
-            group.add_argument(flag, dest=f.name, type=kind, default=None, metavar=f.name.upper(), help=help_text)
-
-
-def config_from_args(args: argparse.Namespace) -> LookupConfig:
-    overrides = {f.name: getattr(args, f.name) for f in fields(LookupConfig) if getattr(args, f.name, None) is not None}
-    return LookupConfig().with_overrides(overrides)
 
 
 def build_parser() -> argparse.ArgumentParser:

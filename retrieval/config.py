@@ -1,53 +1,78 @@
-"""The one configuration object of a lookup; every field is also a CLI flag and an `--set key=value`."""
+"""The one configuration object of a lookup; every field is also a CLI flag (`add_config_flags`) and an
+`--set key=value`, typed and range-checked by the field's own range, as the app's inputs are."""
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 
-def _opt(default: Any, help: str, flag: str | None = None, index: bool = False) -> Any:
-    return field(default=default, metadata={"help": help, "flag": flag, "index": index})
+def _opt(default: Any, help: str, flag: str | None = None, index: bool = False, *, low: float | None = None,
+         high: float | None = None, advanced: bool = False) -> Any:
+    """A field with its help, CLI flag, whether it shapes the index, its allowed range [low, high] (checked
+    here, and used by the CLI, `--set` and the app's inputs alike) and whether it is an advanced setting."""
+    return field(default=default, metadata={"help": help, "flag": flag, "index": index, "low": low, "high": high,
+                                            "advanced": advanced})
+
+
+def field_range(name: str) -> tuple[float, float] | None:
+    """The allowed range of a LookupConfig field (None: any value of its type)."""
+    meta = {f.name: f.metadata for f in fields(LookupConfig)}.get(name) or {}
+    return None if meta.get("low") is None else (meta["low"], meta["high"])
+
+
+def is_advanced(name: str) -> bool:
+    """Whether a LookupConfig field is an advanced setting (the domain vote's): marked so in --help and the app."""
+    return bool(({f.name: f.metadata for f in fields(LookupConfig)}.get(name) or {}).get("advanced"))
 
 
 @dataclass(frozen=True)
 class LookupConfig:
     """Settings of one lookup. `index=True` fields change the L1 index and so its cache key."""
 
-    top_k: int = _opt(5, "number of evidence blocks returned")
+    top_k: int = _opt(5, "number of evidence blocks returned", low=1, high=1000)
     l1_enabled: bool = _opt(True, "run L1 semantic retrieval (off: L0 evidence only)", "--no-l1")
     l0_filter: bool = _opt(True, "send L0's single domain to L1 as a category filter", "--no-l0-filter")
-    l1_min_score: float = _opt(0.05, "drop L1 candidates scoring below this (0..1; 1.0 keeps perfect matches)")
-    svd_dims: int = _opt(256, "LSA dimensions (capped by the corpus size)", index=True)
-    snippet_chars: int = _opt(800, "evidence content is cut to this many characters")
+    l1_min_score: float = _opt(0.05, "drop L1 candidates scoring below this (0..1; 1.0 keeps perfect matches)",
+                               low=0.0, high=1.0)
+    svd_dims: int = _opt(256, "LSA dimensions (capped by the corpus size)", index=True, low=1, high=4096)
+    snippet_chars: int = _opt(800, "evidence content is cut to this many characters", low=20, high=1000000)
     simulate_l1_failure: bool = _opt(False, "failure drill: L1 raises, to preview an L1 outage")
-    l1_tfidf_weight: float = _opt(0.9, "L1 score = w * lexical TF-IDF (BM25-weighted) + (1 - w) * LSA cosine")
+    l1_tfidf_weight: float = _opt(0.9, "L1 score = w * lexical TF-IDF (BM25-weighted) + (1 - w) * LSA cosine",
+                                  low=0.0, high=1.0)
     # 0.7: the best of a sweep on the Hugo dev questions and SciFact train together (docs/quality.md)
     l1_static_weight: float = _opt(0.7, "weight of the static embedding in L1's score: each pool page's static "
                                         "score, standardised over the pool's 20 best pages, times the spread of "
-                                        "their scores (a third part beside lexical and LSA; 0 turns it off)")
-    l1_weight: float = _opt(1.0, "weight of the L1 score when ordering evidence")
+                                        "their scores (a third part beside lexical and LSA; 0 turns it off)",
+                                   low=0.0, high=100.0)
+    l1_weight: float = _opt(1.0, "weight of the L1 score when ordering evidence", low=0.0, high=100.0)
     page_weight: float = _opt(0.5, "weight of the page-level score (BM25 over the whole page, relative to the "
-                                   "query's best page) when ordering L1 candidates and evidence")
-    l0_weight: float = _opt(0.2, "weight of the L0 score (share of the query it covers) when ordering evidence")
-    l0_max_matches: int = _opt(5, "most L0 entries that become hints and evidence")
-    l0_min_score_ratio: float = _opt(0.5, "L0 matches must score at least this share of the best match")
+                                   "query's best page) when ordering L1 candidates and evidence", low=0.0, high=100.0)
+    l0_weight: float = _opt(0.2, "weight of the L0 score (share of the query it covers) when ordering evidence",
+                            low=0.0, high=100.0)
+    l0_max_matches: int = _opt(5, "most L0 entries that become hints and evidence", low=0, high=1000, advanced=True)
+    l0_min_score_ratio: float = _opt(0.5, "L0 matches must score at least this share of the best match",
+                                     low=0.0, high=1.0, advanced=True)
     # 20, not 30: the top 5 stays the same on every labelled set, and a smaller pool is faster; raise it with
     # top_k (docs/cli.md)
     l1_pool: int = _opt(20, "L1 pages fetched before merging by source (at least top-k), each with up to 3 of "
-                            "its best sections")
-    l0_domain_top_n: int = _opt(3, "pages of the unfiltered ranking that vote on the domain L0's hints carry")
+                            "its best sections", low=1, high=100000)
+    l0_domain_top_n: int = _opt(3, "pages of the unfiltered ranking that vote on the domain L0's hints carry",
+                                low=1, high=1000, advanced=True)
     l0_domain_temperature: float = _opt(0.2, "a voting page weighs exp((score - best score) / this): lower "
-                                             "values let only near-best pages count")
+                                             "values let only near-best pages count",
+                                        low=0.0, high=100.0, advanced=True)
     l0_domain_min_share: float = _opt(0.1, "a domain is carried when its share of the vote reaches this (and "
-                                           "beats uncategorised pages); exactly one carried domain is the filter")
+                                           "beats uncategorised pages); exactly one carried domain is the filter",
+                                      low=0.0, high=1.0, advanced=True)
     l0_domain_min_coverage: float = _opt(0.8, "an L0 match whose fields hold this share of the query's IDF mass "
-                                              "carries its domains too")
+                                              "carries its domains too", low=0.0, high=1.0, advanced=True)
     l1_timeout_ms: int = _opt(2000, "stop waiting for L1 after this many milliseconds and answer from L0 (status "
-                                    "`timeout`)")
+                                    "`timeout`)", low=1, high=3600000)
     filter_widen_ratio: float = _opt(0.8, "widen an L0-derived filter when its best score is below this share of "
-                                          "the unfiltered best (0: never widen)")
+                                          "the unfiltered best (0: never widen)", low=0.0, high=1.0)
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -56,19 +81,8 @@ class LookupConfig:
                 raise ValueError(f"{f.name} must be a whole number, got {value!r}")
             if kind == "bool" and not isinstance(value, bool):
                 raise ValueError(f"{f.name} must be true or false, got {value!r}")
-        _check_range("top_k", self.top_k, 1, 1000)
-        _check_range("svd_dims", self.svd_dims, 1, 4096)
-        _check_range("snippet_chars", self.snippet_chars, 20, 1_000_000)
-        _check_range("l0_max_matches", self.l0_max_matches, 0, 1000)
-        _check_range("l1_pool", self.l1_pool, 1, 100_000)
-        _check_range("l1_timeout_ms", self.l1_timeout_ms, 1, 3_600_000)
-        _check_range("l0_domain_top_n", self.l0_domain_top_n, 1, 1000)
-        _check_range("l0_domain_temperature", self.l0_domain_temperature, 0.0, 100.0)
-        for name in ("l1_min_score", "l1_tfidf_weight", "l0_min_score_ratio", "l0_domain_min_share",
-                     "l0_domain_min_coverage", "filter_widen_ratio"):
-            _check_range(name, getattr(self, name), 0.0, 1.0)
-        for name in ("l1_weight", "l0_weight", "page_weight", "l1_static_weight"):
-            _check_range(name, getattr(self, name), 0.0, 100.0)
+            if f.metadata.get("low") is not None:  # the field's own range, as the CLI and the app offer it
+                _check_range(f.name, value, f.metadata["low"], f.metadata["high"])
 
     def to_dict(self) -> dict[str, Any]:
         # every field is a scalar, so a shallow copy is asdict's result at a fifth of its cost (per lookup)
@@ -121,3 +135,36 @@ def _parse(name: str, type_name: Any, value: Any) -> Any:
 def _check_range(name: str, value: Any, low: float, high: float) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
         raise ValueError(f"{name} must be a number from {low} to {high}, got {value!r}")
+
+
+def config_flag(name: str) -> str:
+    """The CLI flag of a config field: its declared flag (e.g. `--no-l1`) or `--field-name`."""
+    declared = {f.name: f.metadata.get("flag") for f in fields(LookupConfig)}
+    return declared.get(name) or "--" + name.replace("_", "-")
+
+
+def add_config_flags(parser: argparse.ArgumentParser) -> None:
+    """One flag per LookupConfig field; booleans that default on get a `--no-...` switch."""
+    group = parser.add_argument_group("configuration")
+    for f in fields(LookupConfig):
+        flag, help_text = config_flag(f.name), f"{f.metadata['help']} (default: {f.default})"
+        if f.type in (bool, "bool"):  # the flag turns the default over, and its help says so in that sense
+            action = "store_false" if f.default else "store_true"
+            help_text = f"turn off: {f.metadata['help']} (on by default)" \
+                if f.default else f"turn on: {f.metadata['help']} (off by default)"
+            group.add_argument(flag, dest=f.name, action=action, default=None, help=help_text)
+        else:
+            kind = int if f.type in (int, "int") else float
+            span = field_range(f.name)
+            if span is not None:
+                help_text = f"{help_text}; {span[0]:g} to {span[1]:g}"
+            if is_advanced(f.name):
+                help_text = f"(advanced: the domain vote) {help_text}"
+            # the range is checked where every caller's values are (LookupConfig), so a bad value is the
+            # command's one-line error, as any other bad input
+            group.add_argument(flag, dest=f.name, type=kind, default=None, metavar=f.name.upper(), help=help_text)
+
+
+def config_from_args(args: argparse.Namespace) -> LookupConfig:
+    overrides = {f.name: getattr(args, f.name) for f in fields(LookupConfig) if getattr(args, f.name, None) is not None}
+    return LookupConfig().with_overrides(overrides)

@@ -165,3 +165,24 @@ def test_help_imports_no_heavy_library(package, heavy):
                           text=True, cwd=ROOT, check=True)
     imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
     assert "usage:" in done.stdout and not heavy & imported, sorted(heavy & imported)
+
+
+def test_every_number_setting_has_one_range_used_by_the_config_the_cli_and_the_app():
+    """Issue 33: a field's range lives in its metadata; LookupConfig refuses what is outside it, --help says
+    it, and the app's inputs take it as their bounds (appui/widgets/config_inputs.py)."""
+    from dataclasses import fields as dataclass_fields
+
+    from retrieval.config import field_range, is_advanced
+
+    numbers = [f.name for f in dataclass_fields(LookupConfig) if f.type in (int, float, "int", "float")]
+    assert all(field_range(name) is not None for name in numbers)
+    assert field_range("top_k") == (1, 1000) and field_range("l1_timeout_ms")[0] == 1
+    for name in numbers:
+        low, _high = field_range(name)
+        with pytest.raises(ValueError, match=f"{name} must be a number from"):
+            LookupConfig().with_overrides({name: str(low - 1)})
+    help_text = build_parser().parse_args.__self__._subparsers._group_actions[0].choices["lookup"].format_help()
+    assert "1 to 1000" in " ".join(help_text.split())
+    advanced = [name for name in numbers if is_advanced(name)]
+    assert len(advanced) == 6 and all(name.startswith("l0_") for name in advanced)
+    assert " ".join(help_text.split()).count("(advanced: the domain vote)") == 6
