@@ -10,12 +10,23 @@ import streamlit as st
 
 from appui.widgets import state
 
+LOOKUP = st.Page("appui/pages/lookup.py", title="Lookup", icon=":material/search:", url_path="home",
+                 default=True)  # served at /; "home" only reserves a name, so that /lookup is free for the alias
+
+
+def _lookup_by_name() -> None:
+    """`/lookup`, the page's name in links and bookmarks: Streamlit serves the default page at `/` only, and
+    showed "Page not found" there; this hidden page sends it to the Lookup page."""
+    st.switch_page(LOOKUP)
+
+
 PAGES = [
-    st.Page("appui/pages/lookup.py", title="Lookup", icon=":material/search:", url_path="lookup", default=True),
+    LOOKUP,
     st.Page("appui/pages/compare.py", title="Compare settings", icon=":material/compare_arrows:",
             url_path="compare"),
     st.Page("appui/pages/traces.py", title="Traces", icon=":material/table_rows:", url_path="traces"),
     st.Page("appui/pages/export.py", title="Export", icon=":material/download:", url_path="export"),
+    st.Page(_lookup_by_name, title="Lookup", url_path="lookup", visibility="hidden"),
 ]
 
 st.set_page_config(page_title="lookup-knowledge", page_icon=":material/search:", layout="wide")
