@@ -17,6 +17,7 @@ import pandas as pd
 from scipy import stats
 
 from retrieval import TraceStore
+from retrieval.config import DEFAULT_SVD_DIMS
 
 from .attribution import stage_moves
 from .storage import load_per_query, load_run_row, run_bases
@@ -176,6 +177,8 @@ def _per_query_table(paired: pd.DataFrame, names: list[str]) -> pd.DataFrame:
 
 
 def _config_diff(a: dict[str, Any], b: dict[str, Any]) -> dict[str, list[Any]]:
+    """The settings that differ; an unset `svd_dims` and the default index's are the same index."""
+    a, b = ({**c, "svd_dims": c.get("svd_dims") or DEFAULT_SVD_DIMS} if "svd_dims" in c else c for c in (a, b))
     return {k: [a.get(k), b.get(k)] for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)}
 
 

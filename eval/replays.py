@@ -24,7 +24,8 @@ from typing import Any
 
 import pandas as pd
 
-from retrieval import KnowledgeIndex, LookupConfig, TraceStore
+from retrieval import KnowledgeIndex, TraceStore
+from retrieval.config import changed_settings
 from retrieval.export import json_object
 from retrieval.index import library_versions
 
@@ -115,8 +116,7 @@ def recorded_config(calls: pd.DataFrame, fields: Mapping[str, Any]) -> dict[str,
 
 def _overrides(config: Mapping[str, Any]) -> dict[str, Any]:
     """The settings that differ from the real defaults (what a run's label names), not from the compared run."""
-    defaults = LookupConfig().to_dict()
-    return {k: v for k, v in config.items() if k in defaults and defaults[k] != v}
+    return changed_settings(config)
 
 
 def _recorded(store: TraceStore, run_id: str) -> list[Lookup]:

@@ -223,7 +223,7 @@ def run_sweep(dataset: Dataset, grid: Mapping[str, Sequence[Any]], *, store: Tra
     metric_lib.parse_metrics(metrics)
     sweep_id = f"sweep-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
     total, n = len(combos) * len(dataset.queries), len(dataset.queries)
-    ordered = sorted(enumerate(combos), key=lambda item: item[1][1].svd_dims)
+    ordered = sorted(enumerate(combos), key=lambda item: item[1][1].svd_dims or 0)  # unset: the default index
     results: dict[int, RunResult] = {}
     index, engine, done = None, None, 0
     for position, (overrides, config) in ordered:

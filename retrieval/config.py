@@ -17,6 +17,17 @@ def _opt(default: Any, help: str, flag: str | None = None, index: bool = False, 
                                             "advanced": advanced})
 
 
+DEFAULT_SVD_DIMS = 256  # the dimensions an index is built with unless asked otherwise (IndexConfig's)
+
+
+def changed_settings(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings of a recorded `config` that differ from the defaults (fields of LookupConfig only); an
+    `svd_dims` of the default index (unset, or DEFAULT_SVD_DIMS) is the default."""
+    defaults = LookupConfig().to_dict()
+    return {k: v for k, v in config.items() if k in defaults and defaults[k] != v
+            and not (k == "svd_dims" and v in (None, DEFAULT_SVD_DIMS))}
+
+
 def field_range(name: str) -> tuple[float, float] | None:
     """The allowed range of a LookupConfig field (None: any value of its type)."""
     meta = {f.name: f.metadata for f in fields(LookupConfig)}.get(name) or {}
@@ -37,7 +48,10 @@ class LookupConfig:
     l0_filter: bool = _opt(True, "send L0's single domain to L1 as a category filter", "--no-l0-filter")
     l1_min_score: float = _opt(0.05, "drop L1 candidates scoring below this (0..1; 1.0 keeps perfect matches)",
                                low=0.0, high=1.0)
-    svd_dims: int = _opt(256, "LSA dimensions (capped by the corpus size)", index=True, low=1, high=4096)
+    # one place: the index's; a lookup on an index of other dimensions is an error (check_index_dims)
+    svd_dims: int | None = _opt(None, "LSA dimensions of the index these settings run on (unset: the index's "
+                                      "own; an index opened for them is built with 256, capped by the corpus)",
+                                index=True, low=1, high=4096)
     snippet_chars: int = _opt(800, "evidence content is cut to this many characters", low=20, high=1000000)
     simulate_l1_failure: bool = _opt(False, "failure drill: L1 raises, to preview an L1 outage")
     l1_tfidf_weight: float = _opt(0.9, "L1 score = w * lexical TF-IDF (BM25-weighted) + (1 - w) * LSA cosine",
@@ -77,12 +91,22 @@ class LookupConfig:
     def __post_init__(self) -> None:
         for f in fields(self):
             value, kind = getattr(self, f.name), f.type if isinstance(f.type, str) else f.type.__name__
-            if kind == "int" and (isinstance(value, bool) or not isinstance(value, int)):
+            if kind.startswith("int") and value is None and kind.endswith("None"):
+                continue  # an optional number left unset
+            if kind.startswith("int") and (isinstance(value, bool) or not isinstance(value, int)):
                 raise ValueError(f"{f.name} must be a whole number, got {value!r}")
             if kind == "bool" and not isinstance(value, bool):
                 raise ValueError(f"{f.name} must be true or false, got {value!r}")
             if f.metadata.get("low") is not None:  # the field's own range, as the CLI and the app offer it
                 _check_range(f.name, value, f.metadata["low"], f.metadata["high"])
+
+    def check_index_dims(self, index_dims: int) -> None:
+        """Refuse an index of other LSA dimensions than `svd_dims` asks for (unset: any index): a lookup would
+        run at the index's dimensions while its settings, and every label made from them, said others."""
+        if self.svd_dims is not None and self.svd_dims != index_dims:
+            raise ValueError(f"svd_dims {self.svd_dims} does not match the index's {index_dims}: open the index "
+                             f"with open_index(..., svd_dims={self.svd_dims}), or leave svd_dims unset to use the "
+                             "index's own")
 
     def to_dict(self) -> dict[str, Any]:
         # every field is a scalar, so a shallow copy is asdict's result at a fifth of its cost (per lookup)
@@ -123,7 +147,9 @@ def _parse(name: str, type_name: Any, value: Any) -> Any:
             if lowered not in ("true", "false", "1", "0", "yes", "no", "on", "off"):
                 raise ValueError
             return lowered in ("true", "1", "yes", "on")
-        if kind == "int":
+        if kind.startswith("int") and kind.endswith("None") and value.strip().lower() in ("", "none", "null"):
+            return None
+        if kind.startswith("int"):
             return int(value)
         if kind == "float":
             return float(value)
@@ -154,7 +180,7 @@ def add_config_flags(parser: argparse.ArgumentParser) -> None:
                 if f.default else f"turn on: {f.metadata['help']} (off by default)"
             group.add_argument(flag, dest=f.name, action=action, default=None, help=help_text)
         else:
-            kind = int if f.type in (int, "int") else float
+            kind = int if str(getattr(f.type, "__name__", f.type)).startswith("int") else float
             span = field_range(f.name)
             if span is not None:
                 help_text = f"{help_text}; {span[0]:g} to {span[1]:g}"

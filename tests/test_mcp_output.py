@@ -176,7 +176,9 @@ def test_mcp_command_takes_every_config_flag_of_lookup():
         if f.type in (bool, "bool"):
             argv.append(flag)
         else:
-            argv += [flag, str(f.default + 1 if f.type in (int, "int") else f.default / 2)]  # valid, not default
+            default = 256 if f.default is None else f.default  # svd_dims: unset by default, any index
+            is_int = str(f.type).startswith("int")
+            argv += [flag, str(default + 1 if is_int else default / 2)]  # valid, not the default
     served = config_from_args(build_parser().parse_args(["mcp", *argv]))
     looked_up = config_from_args(build_parser().parse_args(["lookup", "q", *argv]))
     assert served == looked_up

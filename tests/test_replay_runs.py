@@ -20,12 +20,14 @@ from tests.replay_helpers import by_hand, recorded_rankings
 
 CONFIG = LookupConfig(svd_dims=16)
 B = replace(CONFIG, l0_filter=False)
+C64, B64 = replace(CONFIG, svd_dims=64), replace(B, svd_dims=64)  # on the `index` fixture (64 dimensions)
 
 
-def _replay(store: TraceStore, index, calls: pd.DataFrame, source_run: str | None) -> tuple[str, str]:
+def _replay(store: TraceStore, index, calls: pd.DataFrame, source_run: str | None,
+            config: LookupConfig = B) -> tuple[str, str]:
     run_id = replay.new_run_id()
-    replay.replay(calls, index=index, config=B, store=store, run_id=run_id)
-    return replays.save_replay_run(store, run_id, calls, index=index, config=B.to_dict(), source_run=source_run)
+    replay.replay(calls, index=index, config=config, store=store, run_id=run_id)
+    return replays.save_replay_run(store, run_id, calls, index=index, config=config.to_dict(), source_run=source_run)
 
 
 def test_a_run_replay_is_a_run_of_the_same_dataset_paired_with_the_original(tiny_kb_dataset, store):
@@ -76,10 +78,10 @@ def test_a_replay_of_a_run_with_unanswerable_questions_grades_them_and_keeps_the
 
 def test_an_interactive_replay_is_paired_with_its_recorded_calls_as_a_run(store, index):
     for query in ("rotate an API token", "download invoices", "silence an alert"):
-        lookup_knowledge(query, index=index, config=CONFIG, recorder=store)
+        lookup_knowledge(query, index=index, config=C64, recorder=store)
     judgements.record(store, "download invoices", "billing/invoices.md", 1)
     calls = replay.recorded_calls(store, limit=20)
-    a, b = _replay(store, index, calls, None)
+    a, b = _replay(store, index, calls, None, B64)
     assert a == replays.RECORDED_PREFIX + b.removeprefix(replay.PREFIX)
     recorded = storage.load_per_query(store, a)
     assert set(recorded["invocation_id"]) == set(calls["id"])  # the recorded rows themselves, no new lookups
@@ -98,7 +100,7 @@ def test_an_interactive_replay_is_paired_with_its_recorded_calls_as_a_run(store,
 
 def test_saving_a_replay_that_recorded_nothing_is_refused(store, index):
     with pytest.raises(ValueError, match="recorded no lookup; replay with saving on"):
-        replays.save_replay_run(store, "replay-none", pd.DataFrame(), index=index, config=CONFIG.to_dict())
+        replays.save_replay_run(store, "replay-none", pd.DataFrame(), index=index, config=C64.to_dict())
 
 
 def test_replayed_calls_are_paired_on_the_original_query_id():
@@ -109,11 +111,11 @@ def test_replayed_calls_are_paired_on_the_original_query_id():
 
 def test_a_replay_of_calls_with_mixed_settings_says_so_and_shows_the_difference(store, index):
     """Recorded calls that ran with different settings are not summed up by the first one's config."""
-    lookup_knowledge("rotate an API token", index=index, config=CONFIG, recorder=store)
-    lookup_knowledge("download invoices", index=index, config=B, recorder=store)
-    lookup_knowledge("silence an alert", index=index, config=B, recorder=store)
+    lookup_knowledge("rotate an API token", index=index, config=C64, recorder=store)
+    lookup_knowledge("download invoices", index=index, config=B64, recorder=store)
+    lookup_knowledge("silence an alert", index=index, config=B64, recorder=store)
     calls = replay.recorded_calls(store, limit=20)
-    a, b = _replay(store, index, calls, None)
+    a, b = _replay(store, index, calls, None, B64)
     recorded, replayed = runs.load_run(store, a), runs.load_run(store, b)
     assert recorded.config["l0_filter"] == "mixed: false ×2, true ×1"
     assert recorded.overrides["l0_filter"] == "mixed: false ×2, true ×1" and replayed.overrides["l0_filter"] is False
@@ -124,9 +126,9 @@ def test_a_saved_replay_judged_later_is_scored_against_the_judgements_as_they_ar
     """Judgements made after the save score both runs wherever they are read; changed or cleared marks drop
     out again."""
     for query in ("rotate an API token", "download invoices", "silence an alert"):
-        lookup_knowledge(query, index=index, config=CONFIG, recorder=store)
+        lookup_knowledge(query, index=index, config=C64, recorder=store)
     calls = replay.recorded_calls(store, limit=20)
-    a, b = _replay(store, index, calls, None)
+    a, b = _replay(store, index, calls, None, B64)
     assert runs.load_run(store, b).metrics["mrr@10"] == 0 and runs.load_run(store, b).dataset["labelled_queries"] == 0
     rankings = {a: recorded_rankings(store, ids=list(calls["id"])), b: recorded_rankings(store, run_id=b)}
     relevant = {"download invoices": "billing/invoices.md", "rotate an API token": "security/tokens.md"}
@@ -165,9 +167,9 @@ def test_a_saved_replay_judged_later_is_scored_against_the_judgements_as_they_ar
 def test_a_replay_of_a_judged_replay_is_judged_too(store, index):
     """Replaying a saved replay's lookups (a run's lookups) pairs with it, scored against the same judgements."""
     for query in ("rotate an API token", "download invoices"):
-        lookup_knowledge(query, index=index, config=CONFIG, recorder=store)
-    _, first = _replay(store, index, replay.recorded_calls(store, limit=20), None)
-    again, second = _replay(store, index, replay.recorded_calls(store, run_id=first, limit=20), first)
+        lookup_knowledge(query, index=index, config=C64, recorder=store)
+    _, first = _replay(store, index, replay.recorded_calls(store, limit=20), None, B64)
+    again, second = _replay(store, index, replay.recorded_calls(store, run_id=first, limit=20), first, B64)
     assert again == first and runs.load_run(store, second).metrics["mrr@10"] == 0
     judgements.record(store, "download invoices", "billing/invoices.md", 1)
     relevant = {"download invoices": "billing/invoices.md"}

@@ -166,12 +166,13 @@ def test_workers_with_other_versions_are_named_and_compared_with_a_warning(store
 
 
 def test_a_saved_replay_records_the_versions_and_its_recorded_calls_say_not_recorded(store, index):
+    on_index = LookupConfig(svd_dims=64)  # the `index` fixture's dimensions
     for query in ("rotate an API token", "download invoices"):
-        lookup_knowledge(query, index=index, config=CONFIG, recorder=store)
+        lookup_knowledge(query, index=index, config=on_index, recorder=store)
     calls = replay.recorded_calls(store, limit=20)
     run_id = replay.new_run_id()
-    replay.replay(calls, index=index, config=CONFIG, store=store, run_id=run_id)
-    a, b = replays.save_replay_run(store, run_id, calls, index=index, config=CONFIG.to_dict(), source_run=None)
+    replay.replay(calls, index=index, config=on_index, store=store, run_id=run_id)
+    a, b = replays.save_replay_run(store, run_id, calls, index=index, config=on_index.to_dict(), source_run=None)
     assert runs.load_run(store, b).library_versions == _installed()
     assert runs.load_run(store, a).library_versions is None  # made earlier, by a process no row describes
     notes = compare.compare_runs(store, a, b).library_notes()

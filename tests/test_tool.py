@@ -68,3 +68,20 @@ def test_agent_payload_carries_each_block_once_with_a_trace_reference(index, sto
     trace = payload["trace"]
     assert trace["invocation_id"] == payload["invocation_id"] == store.invocations().iloc[0]["id"]
     assert trace["l1_status"] == "ok" and trace["evidence_count"] == len(blocks)
+
+
+def test_a_lookup_on_an_index_of_other_dimensions_is_an_error_not_a_silent_run(index, store):
+    """Issue 33: svd_dims lives in one place, the index. LookupConfig(svd_dims=N) says which index the settings
+    expect; on another (the `index` fixture has 64) the lookup is refused, recorded as an error, rather than
+    run at 64 under a label saying N. Unset (the default), any index is taken at its own dimensions."""
+    from retrieval import lookup_knowledge
+
+    with pytest.raises(ValueError, match="svd_dims 16 does not match the index's 64: open the index with"):
+        lookup_knowledge("rotate an API token", index=index, config=LookupConfig(svd_dims=16), recorder=store)
+    store.flush()
+    assert store.query("SELECT status FROM tool_invocation")["status"].tolist() == ["error"]
+    assert LookupConfig().svd_dims is None
+    assert lookup_knowledge("rotate an API token", index=index).evidence_blocks
+    assert lookup_knowledge("rotate an API token", index=index, config=LookupConfig(svd_dims=64)).evidence_blocks
+    assert LookupConfig().with_overrides({"svd_dims": "none"}).svd_dims is None
+    assert LookupConfig().with_overrides({"svd_dims": "64"}).svd_dims == 64

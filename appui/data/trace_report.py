@@ -15,7 +15,7 @@ from typing import Any
 import pandas as pd
 
 from appui.panels import domain_view
-from retrieval import LookupConfig
+from retrieval.config import changed_settings
 from retrieval.export import Section, cell_text, html_document, json_object, markdown_document
 
 DETAIL_LIMIT = 100  # traces shown in full in a report of many; the summary table holds every row
@@ -110,8 +110,7 @@ def settings_line(config: Mapping[str, Any]) -> str:
     """The settings that differ from the real defaults, `name = value`; the defaults said as such."""
     if not config:
         return "Settings: not recorded"
-    defaults = LookupConfig().to_dict()
-    changed = {k: v for k, v in config.items() if k in defaults and defaults[k] != v}
+    changed = changed_settings(config)
     if not changed:
         return "Settings: the defaults"
     return "Settings changed from the defaults: " + ", ".join(f"{k} = {cell_text(v)}" for k, v in changed.items())

@@ -17,6 +17,7 @@ import pandas as pd
 from appui.data.traces import SUMMARY_COLUMNS, TraceFilters
 from retrieval import TRACE_TABLE as TABLE
 from retrieval import LookupConfig, TraceStore
+from retrieval.config import changed_settings
 
 PAGE_SIZES = (100, 250, 1000)
 LATENCY_BINS = 30
@@ -130,9 +131,7 @@ def settings_label(config: Any) -> str:
     recorded = _object(config)
     if not recorded:
         return ""
-    defaults = LookupConfig().to_dict()
-    changed = [f"{name}={_text(recorded[name])}" for name in defaults
-               if name in recorded and recorded[name] != defaults[name]]
+    changed = [f"{name}={_text(value)}" for name, value in changed_settings(recorded).items()]
     return ", ".join(changed) or "defaults"
 
 

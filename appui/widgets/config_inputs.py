@@ -11,6 +11,7 @@ import streamlit as st
 from appui.widgets import wording
 from retrieval import LookupConfig
 from retrieval.config import field_range, is_advanced
+from retrieval.index import IndexConfig
 
 GROUPS = {"L0 and filter": ("l0_filter", "l0_max_matches", "l0_min_score_ratio", "l0_domain_top_n",
                              "l0_domain_temperature", "l0_domain_min_share", "l0_domain_min_coverage",
@@ -35,7 +36,7 @@ def config_widgets(prefix: str, *, initial: LookupConfig | None = None,
     the field; a field that differs from `compare_to` is labelled in orange with A's value. None, with the
     error, if invalid. Values are mirrored in `<prefix>values` so they survive pages that do not draw them.
     """
-    shadow = st.session_state.setdefault(f"{prefix}values", (initial or LookupConfig()).to_dict())
+    shadow = st.session_state.setdefault(f"{prefix}values", shown_settings(initial or LookupConfig()))
     other = compare_to.to_dict() if compare_to is not None else None
     for title, group in grouped_fields():
         st.markdown(f"**{title}**")
@@ -68,7 +69,7 @@ def _config_widget(prefix: str, f: Any, shadow: dict[str, Any], other: dict[str,
     span = field_range(f.name)  # the field's own range: the app refuses what LookupConfig would
     if kind == "bool":
         st.toggle(label, **common)
-    elif kind == "int":
+    elif kind.startswith("int"):
         low, high = (int(span[0]), int(span[1])) if span else (0, None)
         st.number_input(label, min_value=low, max_value=high, step=1, **common)
     else:
@@ -80,9 +81,15 @@ def _mirror(shadow: dict[str, Any], name: str, key: str) -> None:
     shadow[name] = st.session_state[key]
 
 
+def shown_settings(config: LookupConfig) -> dict[str, Any]:
+    """`config`'s fields as the app shows and uses them: an unset `svd_dims` is the dimensions the app opens its
+    index with (IndexConfig's), so the label always says the index's real dimensions."""
+    return {**config.to_dict(), "svd_dims": config.svd_dims or IndexConfig().svd_dims}
+
+
 def reset_config(prefix: str, config: LookupConfig | None = None) -> None:
     """Button callback: put every config widget of `prefix` back to `config` (default: the defaults)."""
     config = config or LookupConfig()
-    st.session_state[f"{prefix}values"] = config.to_dict()
+    st.session_state[f"{prefix}values"] = shown = shown_settings(config)
     for f in fields(LookupConfig):
-        st.session_state[f"{prefix}{f.name}"] = getattr(config, f.name)
+        st.session_state[f"{prefix}{f.name}"] = shown[f.name]

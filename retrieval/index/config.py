@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any
 
+from retrieval.config import DEFAULT_SVD_DIMS
+
 
 @dataclass(frozen=True)
 class IndexConfig:
@@ -13,7 +15,7 @@ class IndexConfig:
     These change the index, so they are part of the cache key; the trace records them as built.
     """
 
-    svd_dims: int = 256
+    svd_dims: int = DEFAULT_SVD_DIMS
     k1: float = 1.2
     b: float = 0.75
     page_b: float = 0.9  # pages vary in length more than sections; stronger length normalisation

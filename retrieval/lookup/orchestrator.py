@@ -96,7 +96,7 @@ def lookup_knowledge(query: str, *, index: KnowledgeIndex, config: LookupConfig 
     query, category, replaced = _valid_unicode(query, category)
     arguments = {"query": query, "category": category, "top_k": top_k}
     try:
-        query, category, top_k = _validate(query, category, top_k, config)
+        query, category, top_k = _validate(query, category, top_k, config, index.svd_dims)
     except ValueError as exc:
         if recorder is not None:
             recorder(ToolInvocation(TOOL_NAME, str(query), arguments, "error", _ms(started),
@@ -150,11 +150,12 @@ def _valid_unicode(query: Any, category: Any) -> tuple[Any, Any, dict[str, int]]
     return query, category, counts
 
 
-def _validate(query: Any, category: Any, top_k: Any, config: LookupConfig) -> tuple[str, str | None, int]:
+def _validate(query: Any, category: Any, top_k: Any, config: LookupConfig, dims: int) -> tuple[str, str | None, int]:
     if not isinstance(query, str) or not query.strip():
         raise ValueError("query must be a non-empty string; pass the question or keywords to look up")
     if category is not None and (not isinstance(category, str) or not normalize_label(category)):
         raise ValueError(f"category must be a non-blank string or omitted, got {category!r}")
+    config.check_index_dims(dims)
     if top_k is None:
         return query.strip(), category, config.top_k
     if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= 1000:
@@ -284,8 +285,7 @@ def _ranked_within(probe: _Ranked, hints: L0Hints, l0_evidence: list[EvidenceBlo
 
 
 def _recorded_config(config: LookupConfig, index: KnowledgeIndex) -> dict[str, Any]:
-    """The call's settings plus the index's as it was built (`index.svd_dims` asked for, `l1_dimensions`
-    what the corpus allowed), so a trace never claims settings the index did not use."""
+    """The call's settings (`svd_dims` as set: it matched the index) and the index's as built (`index`)."""
     return {**config.to_dict(), "index": index.settings()}
 
 
