@@ -81,6 +81,16 @@ def test_side_by_side_marks_relevant_documents_and_shows_top_5(app):
     assert not cards
 
 
+def test_a_pairs_drill_down_gives_each_relevant_pages_rank_and_stage_in_a_and_b(app):
+    at = ok(select(app, "eval_pairs", 0))
+    pages = next(d.value for d in at.dataframe if "stage A" in d.value.columns)
+    assert pages.columns.tolist() == ["relevant page", "rank A", "stage A", "rank B", "stage B"]
+    assert len(pages) >= 1 and set(pages["stage A"]) <= {"returned", "not_in_kb", "filtered_out", "below_min_score",
+                                                         "not_in_pool", "below_top_k", "merged"}
+    returned = pages[pages["stage A"] == "returned"]
+    assert returned["rank A"].notna().all()
+
+
 def test_per_query_deltas_chart_is_sorted(app):
     specs = [json.loads(c.proto.spec) for c in app.get("vega_lite_chart")]
     assert any("Δ" in json.dumps(spec, ensure_ascii=False) and "order" in json.dumps(spec) for spec in specs)
