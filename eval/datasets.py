@@ -166,9 +166,9 @@ def _load_beir(root: Path, split: str | None) -> Dataset:
         raise DatasetError(f"split {split!r} not in {root / 'qrels'}; available: {', '.join(available)}")
     texts = {str(r["_id"]): str(r.get("text") or "") for r in _read_jsonl(root / "queries.jsonl")}
     qrels: dict[str, dict[str, float]] = {}
-    for line in (root / "qrels" / f"{split}.tsv").read_text(encoding="utf-8").splitlines()[1:]:
-        parts = line.split("\t")
-        if len(parts) >= 3 and parts[2].strip():
+    for line in (root / "qrels" / f"{split}.tsv").read_text(encoding="utf-8").splitlines():
+        parts = line.split("\t")  # a header line (BEIR's `query-id corpus-id score`) has no number to read
+        if len(parts) >= 3 and parts[2].strip().lstrip("-").replace(".", "", 1).isdigit():
             qrels.setdefault(parts[0].strip(), {})[parts[1].strip()] = float(parts[2])
     queries = tuple(Query(qid, texts[qid], rel) for qid, rel in qrels.items() if texts.get(qid, "").strip())
     return Dataset(root.name, "beir", str(root), str(root), split, queries,

@@ -179,3 +179,16 @@ def test_run_and_comparison_reports_show_the_answerability(eval_dataset, store, 
     # L1 off: L0-only evidence is graded low at most, so no unanswerable question is graded high in B
     assert b.diagnostics["answerability"]["unanswerable_high"] == 0.0
     assert b.diagnostics["answerability"]["levels"]["answerable"]["high"] == 0.0
+
+
+def test_a_qrels_file_without_a_header_keeps_its_first_judgement(tmp_path):
+    """Issue 34's loader bug: the first line was dropped as a header even when it was a judgement."""
+    beir = tmp_path / "beir"
+    (beir / "qrels").mkdir(parents=True)
+    (beir / "corpus.jsonl").write_text(json.dumps({"_id": "d1", "title": "T", "text": "words"}) + "\n")
+    (beir / "queries.jsonl").write_text("".join(json.dumps({"_id": i, "text": f"question {i}"}) + "\n"
+                                                for i in ("a", "b")))
+    (beir / "qrels" / "test.tsv").write_text("a\td1\t1\nb\td1\t2\n")  # no header
+    assert {q.id: dict(q.qrels) for q in load_dataset(beir).queries} == {"a": {"d1": 1.0}, "b": {"d1": 2.0}}
+    (beir / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\na\td1\t1\n")  # BEIR's header
+    assert [q.id for q in load_dataset(beir).queries] == ["a"]
