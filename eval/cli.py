@@ -38,6 +38,9 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--metrics", default=None, help="comma-separated metric names (default: shared ones)")
     compare.add_argument("--permutations", type=int, default=10_000, help="randomisation-test resamples")
     compare.add_argument("--limit", type=int, default=10, help="per-query losses in --json output")
+    compare.add_argument("--fail-on-regression", action="append", default=[], metavar="METRIC:TOLERANCE",
+                         help="exit 1 when B is below A on METRIC by more than TOLERANCE and significantly "
+                              "(p < 0.05), e.g. ndcg@10:0.01 (repeatable): a CI step")
     report = commands.add_parser("report", help="export a run's report")
     report.add_argument("run")
     for sub in (compare, report):
@@ -106,6 +109,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from .commands import dispatch
     from .failures import ShardsFailed
+    from .gate import RegressionFound
 
     try:
         output = dispatch(args)
@@ -115,8 +119,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ShardsFailed as exc:  # a worker died: the run is stored as incomplete and can be resumed
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    except RegressionFound as exc:  # the comparison is printed; why it fails goes to stderr
+        _print(exc.output)
+        print(str(exc), file=sys.stderr)
+        return 1
+    _print(output)
+    return 0
+
+
+def _print(output: str | bytes) -> None:
     if isinstance(output, bytes):
         sys.stdout.buffer.write(output)
     elif output:
         print(output)
-    return 0

@@ -18,6 +18,7 @@ from retrieval.paths import default_traces, trace_sources
 from .abstention import summary_line
 from .compare import compare_runs
 from .datasets import Dataset, load_dataset, load_query_set, skipped_note
+from .gate import RegressionFound, parse_tolerances, regressions
 from .metrics import parse_metrics
 from .pool import pool_of
 from .reports import export, render
@@ -95,14 +96,20 @@ def _sweep(args: argparse.Namespace, store: TraceStore) -> str:
 
 def _compare(args: argparse.Namespace, store: TraceStore) -> str | bytes:
     metrics = [m.strip() for m in args.metrics.split(",")] if args.metrics else None
+    tolerances = parse_tolerances(args.fail_on_regression)
     comparison = compare_runs(store, args.run_a, args.run_b, metrics=metrics, permutations=args.permutations)
     for note in comparison.notes():  # on stderr whatever the format; the reports say the library notes too
         print(note.line(), file=sys.stderr)
     if args.format:
-        return _emit(comparison, args.format, args.output, store)
-    if args.json:
-        return json.dumps(comparison.to_dict(args.limit), indent=2, default=str)
-    return render(comparison, "markdown")
+        output = _emit(comparison, args.format, args.output, store)
+    elif args.json:
+        output = json.dumps(comparison.to_dict(args.limit), indent=2, default=str)
+    else:
+        output = render(comparison, "markdown")
+    found = regressions(comparison, tolerances)
+    if found:
+        raise RegressionFound("regression: " + "; ".join(found), output)
+    return output
 
 
 def _emit(obj: Any, fmt: str, output: str | None, store: TraceStore) -> str | bytes:

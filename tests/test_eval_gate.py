@@ -1,0 +1,43 @@
+"""Issue 34, item 7: `python -m eval compare A B --fail-on-regression METRIC:TOLERANCE` exits 1 when B is worse
+than A by more than the tolerance and significantly, saying why; otherwise the comparison passes (exit 0)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from eval.cli import main
+from eval.gate import parse_tolerances
+
+
+def test_a_significant_loss_beyond_the_tolerance_exits_1_saying_why(two_runs, capsys):
+    traces, a, b = two_runs
+    capsys.readouterr()
+    assert main(["compare", a, b, "--traces", traces, "--fail-on-regression", "ndcg@10:0.01"]) == 1
+    out, err = capsys.readouterr()
+    assert "# Comparison" in out  # the comparison is still printed
+    assert err.strip().splitlines()[-1].startswith("regression: ndcg@10: B is ")
+    assert "significant (p = " in err and "tolerance 0.01" in err
+
+
+def test_a_loss_within_the_tolerance_or_a_gain_passes(two_runs, capsys):
+    traces, a, b = two_runs
+    assert main(["compare", a, b, "--traces", traces, "--fail-on-regression", "ndcg@10:1"]) == 0
+    capsys.readouterr()
+    assert main(["compare", b, a, "--traces", traces, "--fail-on-regression", "ndcg@10:0", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["run_a"] == b
+
+
+@pytest.mark.parametrize(("item", "message"), [("ndcg@10", "expects METRIC:TOLERANCE"),
+                                                ("ndcg@10:-1", "expects METRIC:TOLERANCE"),
+                                                (":0.1", "expects METRIC:TOLERANCE")])
+def test_a_bad_tolerance_is_refused(item, message):
+    with pytest.raises(ValueError, match=message):
+        parse_tolerances([item])
+
+
+def test_a_metric_the_comparison_lacks_is_an_error_not_a_pass(two_runs, capsys):
+    traces, a, b = two_runs
+    assert main(["compare", a, b, "--traces", traces, "--fail-on-regression", "recall@100:0.1"]) == 2
+    assert "which the comparison does not hold" in capsys.readouterr().err
