@@ -15,6 +15,7 @@ from typing import Any
 import pandas as pd
 
 from retrieval import TraceStore
+from retrieval.config import changed_settings
 from retrieval.export import Section, cell_text, csv_safe, html_document, is_ms, markdown_document
 from retrieval.traces import TraceFilter, export_traces
 
@@ -112,9 +113,10 @@ def _flat(frame: pd.DataFrame) -> pd.DataFrame:
 
 def _run_sections(run: RunResult) -> list[Section]:
     info = run.dataset
+    changed = changed_settings(run.overrides)  # a value set to its default is no change
     head = (f"dataset: {info.get('name')} ({info.get('kind')}, split {info.get('split')}, "
             f"{info.get('queries')} queries)", *_dataset_notes(info), f"top_k retrieved: {run.top_k}",
-            f"settings changed: {_settings(run.overrides) if run.overrides else 'none (defaults)'}",
+            f"settings changed: {_settings(changed) if changed else 'none (defaults)'}",
             f"created: {run.created_at:%Y-%m-%d %H:%M:%S} UTC; {run.seconds:.1f} s", _libraries(run))
     metrics = headroom_table(run.metrics, run.baseline, run.diagnostics).rename(columns={"bm25": "bm25 baseline"})
     metrics.insert(3, "delta", [None if b is None or pd.isna(b) else round(v - b, 4)
@@ -218,8 +220,8 @@ def _comparison_sections(comparison: Comparison) -> list[Section]:
             f"paired queries: {len(comparison.per_query)}; unpaired: {cell_text(comparison.unpaired)}",
             f"settings A → B: {settings or 'identical'}", *(n.line() for n in comparison.library_notes()),
             *_verdicts(comparison),
-            f"delta = B − A; significance: the two-sided paired randomisation test at p < {SIGNIFICANCE}, as on the "
-            "app's Compare page")
+            f"delta = B − A; significance: the two-sided paired randomisation test at p below {SIGNIFICANCE}, as on "
+            "the app's Compare page")
     rows = [{"metric": m, "A": s["mean_a"], "B": s["mean_b"], "delta": s["delta"],
              "wins/ties/losses": f"{s['wins']}/{s['ties']}/{s['losses']}",
              "significance": significance_words(s["p_randomization"], s["delta"])}

@@ -9,6 +9,7 @@ import pytest
 
 from eval.cli import main
 from eval.gate import parse_tolerances
+from retrieval.paths import PROJECT_ROOT
 
 
 def test_a_significant_loss_beyond_the_tolerance_exits_1_saying_why(two_runs, capsys):
@@ -41,3 +42,15 @@ def test_a_metric_the_comparison_lacks_is_an_error_not_a_pass(two_runs, capsys):
     traces, a, b = two_runs
     assert main(["compare", a, b, "--traces", traces, "--fail-on-regression", "recall@100:0.1"]) == 2
     assert "which the comparison does not hold" in capsys.readouterr().err
+
+
+def test_reports_count_no_default_as_a_change_and_print_no_html_entities(two_runs, tmp_path, capsys):
+    """Issue 34, item 9: 'settings changed: l0_filter = True' named a default; `eval compare` printed 'p &lt;'."""
+    traces, a, b = two_runs
+    assert main(["run", "--dataset", str(PROJECT_ROOT / "data"), "--traces", traces, "--no-progress", "--no-oracle",
+                 "--no-baseline", "--no-attribution", "--set", "l0_filter=true", "--json"]) == 0
+    run_id = json.loads(capsys.readouterr().out)["run_id"]
+    assert main(["report", run_id, "--traces", traces]) == 0
+    assert "settings changed: none (defaults)" in capsys.readouterr().out
+    assert main(["compare", a, b, "--traces", traces]) == 0
+    assert "&lt;" not in capsys.readouterr().out
