@@ -17,6 +17,7 @@ A run's query rows point at their lookups through `eval_query.invocation_id`; th
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta, timezone
@@ -92,11 +93,20 @@ def _save(store: TraceStore, run_id: str, lookups: list[Lookup], label: Callable
     save_run(store, {
         "run_id": run_id, "created_at": created, "sweep_id": None, "dataset": dataset["name"],
         "dataset_kind": dataset["kind"], "dataset_path": dataset["path"], "split": dataset["split"],
-        "n_queries": len(lookups), "top_k": int(config.get("top_k") or 0), "config": dict(config),
+        "n_queries": len(lookups), "top_k": _depth(config.get("top_k"), lookups), "config": dict(config),
         "overrides": _overrides(config), "seconds": 0.0,
         "dataset_info": {**dataset, "queries": len(lookups), "labelled_queries": scored.labelled},
         "metric_names": list(scored.metrics), "metrics": scored.metrics, "baseline": None,
         "diagnostics": scored.diagnostics, "library_versions": versions}, scored.per_query, scored.metric_frame)
+
+
+def _depth(value: Any, lookups: list[Lookup]) -> int:
+    """The run's depth: its top_k, or, for calls recorded with several ("mixed: 5 ×13, 10 ×1", which crashed
+    `int()`), the largest of them: each call was replayed at its own recorded top_k."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    recorded = [int(n) for n in re.findall(r"(\d+) ×", str(value))]
+    return max(recorded or [len(lookup.ranked) for lookup in lookups] or [0])
 
 
 def recorded_config(calls: pd.DataFrame, fields: Mapping[str, Any]) -> dict[str, Any]:

@@ -122,6 +122,18 @@ def test_a_replay_of_calls_with_mixed_settings_says_so_and_shows_the_difference(
     assert compare.compare_runs(store, a, b).config_diff["l0_filter"] == ["mixed: false ×2, true ×1", False]
 
 
+def test_calls_recorded_with_different_top_k_replay_each_at_its_own_and_save(store, index):
+    """Issue 34, item 9: a replay of calls recorded with top_k 5 and 2 crashed (`int('mixed: 5 ×1, 2 ×1')`)."""
+    lookup_knowledge("rotate an API token", index=index, config=C64, recorder=store)
+    lookup_knowledge("download invoices", index=index, config=replace(C64, top_k=2), recorder=store)
+    calls = replay.recorded_calls(store, limit=20)
+    a, b = _replay(store, index, calls, None, B64)
+    recorded, replayed = runs.load_run(store, a), runs.load_run(store, b)
+    assert recorded.config["top_k"].startswith("mixed: ") and recorded.top_k == 5 and replayed.per_query["evidence_count"].max() <= 5
+    by_query = dict(zip(replayed.per_query["query"], replayed.per_query["evidence_count"], strict=True))
+    assert by_query["download invoices"] <= 2  # replayed at its own recorded top_k
+
+
 def test_a_saved_replay_judged_later_is_scored_against_the_judgements_as_they_are_now(store, index, capsys):
     """Judgements made after the save score both runs wherever they are read; changed or cleared marks drop
     out again."""
