@@ -93,7 +93,9 @@ def test_a_pairs_drill_down_gives_each_relevant_pages_rank_and_stage_in_a_and_b(
 
 def test_per_query_deltas_chart_is_sorted(app):
     specs = [json.loads(c.proto.spec) for c in app.get("vega_lite_chart")]
-    assert any("Δ" in json.dumps(spec, ensure_ascii=False) and "order" in json.dumps(spec) for spec in specs)
+    charted = any("Δ" in json.dumps(spec, ensure_ascii=False) and "order" in json.dumps(spec) for spec in specs)
+    tied = any("paired queries tie on" in c.value for c in app.caption)
+    assert charted != tied  # a chart when some query moved; the sentence, not a flat line, when none did
     frame = pd.DataFrame({"query_id": ["a", "b", "c"], "query": ["x", "y", "z"], "m_delta": [0.5, -1.0, 0.0]})
     out = runs_data.sorted_deltas(frame, "m")
     assert out["query_id"].tolist() == ["b", "c", "a"] and out["order"].tolist() == [1, 2, 3]
@@ -147,3 +149,19 @@ def _off_topic_file(tmp_path):
     path.write_text("".join(json.dumps({"_id": f"u{i}", "text": text}) + "\n" for i, text in
                             enumerate(("best sourdough starter ratio", "who won the 1998 world cup"))))
     return path
+
+
+def test_only_significant_deltas_are_coloured_and_an_all_tied_comparison_says_so():
+    """Issue 34, item 9: a non-significant gain of 0.0004 was bold green; all-tied queries drew a flat line."""
+    rows = runs_data.deltas_table({
+        "ndcg@10": {"mean_a": 0.5, "mean_b": 0.5004, "delta": 0.0004, "wins": 1, "ties": 9, "losses": 0,
+                    "p_randomization": 0.5},
+        "mrr@10": {"mean_a": 0.5, "mean_b": 0.6, "delta": 0.1, "wins": 9, "ties": 1, "losses": 0,
+                   "p_randomization": 0.002}})
+    styles = [runs_data.colour_significant(row) for _, row in rows.iterrows()]
+    delta = list(rows.columns).index("Δ (B − A)")
+    assert styles[0][delta] == "" and "1a7f37" in styles[1][delta]
+    tied = pd.DataFrame({"query_id": ["q1", "q2"], "ndcg@10_delta": [0.0, 0.0]})
+    assert runs_data.tied_note(tied, "ndcg@10") == ("All 2 paired queries tie on ndcg@10: no query moved, so there "
+                                                    "is nothing to chart.")
+    assert runs_data.tied_note(tied.assign(**{"ndcg@10_delta": [0.0, 0.1]}), "ndcg@10") is None

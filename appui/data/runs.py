@@ -89,6 +89,21 @@ def colour_delta(value: Any) -> str:
     return "color: #1a7f37; font-weight: 600" if value > 0 else "color: #cf222e; font-weight: 600"
 
 
+def colour_significant(row: pd.Series) -> list[str]:
+    """CSS for one row of the deltas table: its Δ coloured only when the difference is significant (a gain of
+    0.0004 that the test does not support is not shown as a win)."""
+    significant = str(row.get("significance", "")).split(" (")[0].endswith(", significant")
+    return [colour_delta(row[name]) if name == "Δ (B − A)" and significant else "" for name in row.index]
+
+
+def tied_note(per_query: pd.DataFrame, primary: str) -> str | None:
+    """'All N queries tie on ndcg@10' when no paired query moved (a chart of them is a flat line), else None."""
+    column = per_query.get(f"{primary}_delta")
+    if column is None or len(column) == 0 or (column.abs() > 1e-12).any():
+        return None
+    return f"All {len(column)} paired queries tie on {primary}: no query moved, so there is nothing to chart."
+
+
 def pair_table(per_query: pd.DataFrame, primary: str, truth: pd.DataFrame) -> pd.DataFrame:
     """The comparison's per-query table led by query, rank A → B, Δ, filters A and B and the true category.
 

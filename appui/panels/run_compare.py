@@ -134,7 +134,7 @@ def render(ctx: state.AppContext, table: pd.DataFrame) -> None:
     st.markdown(f"**Metric deltas (B − A)** on {len(comparison.per_query)} paired queries; significance from a "
                 f"paired randomisation test at p < {SIGNIFICANCE}")
     deltas = runs_data.deltas_table(comparison.metrics)
-    st.dataframe(deltas.style.map(runs_data.colour_delta, subset=["Δ (B − A)"]).format(precision=4),
+    st.dataframe(deltas.style.apply(runs_data.colour_significant, axis=1).format(precision=4),
                  hide_index=True, key="eval_metrics")
     if comparison.config_diff:
         st.caption("Settings: " + ", ".join(f"`{k}` {a} → {b}" for k, (a, b) in comparison.config_diff.items()))
@@ -157,6 +157,10 @@ def _library_notes(comparison: Any) -> None:
 
 
 def _delta_chart(comparison: Any) -> None:
+    tied = runs_data.tied_note(comparison.per_query, comparison.primary_metric)
+    if tied:
+        st.caption(tied)
+        return
     frame = runs_data.sorted_deltas(comparison.per_query, comparison.primary_metric)
     st.markdown(f"**Per-query Δ {comparison.primary_metric}, sorted** (losses left, gains right)")
     chart = alt.Chart(frame).mark_bar().encode(
