@@ -79,6 +79,7 @@ def test_side_by_side_marks_relevant_documents_and_shows_top_5(app):
     at = ok(at.number_input(key="eval_pair_top").set_value(1).run())
     cards = [m.value for m in at.markdown if m.value.startswith("**2. ")]
     assert not cards
+    assert any("more stored block(s) not shown" in c.value for c in at.caption)  # says what is stored
 
 
 def test_a_pairs_drill_down_gives_each_relevant_pages_rank_and_stage_in_a_and_b(app):

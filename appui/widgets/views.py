@@ -82,7 +82,7 @@ def relevance(result: Mapping[str, Any]) -> None:
 def evidence_cards(blocks: Sequence[Mapping[str, Any]], *, full: bool = True,
                    relevant: Collection[str] = (), limit: int | None = None,
                    judge: marking.Judge | None = None,
-                   marks: Mapping[str, int] | None = None, key: str = "cards") -> None:
+                   marks: Mapping[str, int] | None = None, key: str = "cards", returned: int | None = None) -> None:
     """One bordered card per block: title, source, breadcrumb, layer badge, score and its parts, hit reasons,
     content.
 
@@ -118,8 +118,10 @@ def evidence_cards(blocks: Sequence[Mapping[str, Any]], *, full: bool = True,
             else:
                 preview = " ".join(content.split())
                 st.text(preview[:160] + ("…" if len(preview) > 160 else ""))
-    if len(shown) < len(blocks):
-        st.caption(f"{len(blocks) - len(shown)} more block(s) not shown")
+    if len(shown) < len(blocks) or (returned or 0) > len(blocks):
+        stored = (f"; the trace stores the first {len(blocks)} of the {returned} blocks the lookup returned"
+                  if (returned or 0) > len(blocks) else "")
+        st.caption(f"{len(blocks) - len(shown)} more stored block(s) not shown{stored}")
 
 
 def timings(details: Mapping[str, Any]) -> None:
@@ -160,7 +162,8 @@ def compact_details(details: Mapping[str, Any], *, title: str, relevant: Collect
     st.caption(f"L0 {l0.get('match_count', 0)} · L1 {l1.get('candidate_count', 0)} · candidates "
                f"{details.get('candidate_count', 0)} · blocks {details.get('evidence_count', 0)} · merged "
                f"{details.get('duplicates_merged', 0)}")
-    evidence_cards(details.get("evidence") or [], full=False, relevant=relevant, limit=limit)
+    evidence_cards(details.get("evidence") or [], full=False, relevant=relevant, limit=limit,
+                   returned=int(details.get("evidence_count") or 0))
 
 
 def trace_in_full(row: Mapping[str, Any], *, key: str = "trace_full") -> None:
