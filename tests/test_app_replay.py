@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -167,3 +168,23 @@ def _card(at: AppTest, run_id: str) -> dict[str, str]:
     at = ok(at.selectbox(key="eval_run_view").set_value(run_id).run())
     shown_values = {m.label: m.value for m in at.metric}
     return {m: shown_values[m] for m in CARD_METRICS}
+
+
+def test_calls_recorded_on_another_knowledge_base_are_left_out_and_the_result_says_so():
+    """Issue 34, item 9: two sample-base questions replayed on the Hugo docs counted as 'primary changed 2', and
+    the warning vanished on the rerun. Now they are left out by default, and the result says so."""
+    calls = pd.DataFrame({"id": ["a", "b", "c"], "kb_fingerprint": ["here", "elsewhere", None]})
+    kept, note = replay.on_this_base(calls, "here")
+    assert kept["id"].tolist() == ["a", "c"] and note.startswith("1 of 3 calls were recorded on another knowledge base "
+                                                                 "and were left out")
+    every, said = replay.on_this_base(calls, "here", include_others=True)
+    assert len(every) == 3 and "were replayed on this one" in said
+    assert replay.on_this_base(calls[calls["id"] != "b"], "here")[1] is None
+
+
+def test_the_include_other_bases_toggle_replays_as_before_when_every_call_is_of_this_base(env_with_lookups):
+    at = _compare()
+    at = ok(at.toggle(key="rp_other_bases").set_value(True).run())
+    at = ok(at.button(key="rp_start").click().run())
+    assert len(at.dataframe(key="rp_table").value) == 20
+    assert not any("another knowledge base" in w.value for w in at.warning)

@@ -83,6 +83,24 @@ def recorded_calls(store: TraceStore, *, run_id: str | None = None, text: str = 
                        f"{' AND '.join(where)} ORDER BY created_at DESC, id LIMIT {int(limit)}", params)
 
 
+def on_this_base(calls: pd.DataFrame, fingerprint: str, *,
+                 include_others: bool = False) -> tuple[pd.DataFrame, str | None]:
+    """The calls recorded on the knowledge base of `fingerprint` (calls that recorded none count as this one's),
+    and a sentence on those left out (or, with `include_others`, replayed anyway); None when there were none.
+    A call replayed on another base than its own changes because the pages did, not because of B."""
+    other = calls["kb_fingerprint"].notna() & (calls["kb_fingerprint"] != fingerprint)
+    count = int(other.sum())
+    if not count:
+        return calls, None
+    if include_others:
+        return calls, (f"{count} of these {len(calls)} calls were recorded on another knowledge base and were "
+                       "replayed on this one: their changes may come from the pages, not from B")
+    return (calls[~other].reset_index(drop=True),
+            f"{count} of {len(calls)} calls were recorded on another knowledge base and were left out (replayed "
+            "here, their changes would be the pages', not B's); turn on \"Include calls recorded on another "
+            "knowledge base\" to replay them")
+
+
 def replay(calls: pd.DataFrame, *, index: KnowledgeIndex, config: LookupConfig, store: TraceStore | None,
            run_id: str, progress: Callable[[int, int], None] | None = None) -> list[ReplayDiff]:
     """Each call looked up again under `config` (recorded in `store` under `run_id`, in one write, when given)."""

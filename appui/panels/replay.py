@@ -26,10 +26,11 @@ def _start(ctx: state.AppContext, config_b: LookupConfig) -> None:
     if calls.empty:
         st.info("No recorded lookups match: run some on the Lookup page first.")
         return
-    other = int((calls["kb_fingerprint"].notna() & (calls["kb_fingerprint"] != index.kb.fingerprint)).sum())
-    if other:
-        st.warning(f"{other} of these {len(calls)} calls were recorded on another knowledge base; they are "
-                   f"replayed on the current one.")
+    calls, note = replay.on_this_base(calls, index.kb.fingerprint,
+                                      include_others=bool(st.session_state.get("rp_other_bases", False)))
+    if calls.empty:
+        st.info(f"Nothing to replay: {note}")
+        return
     run_id = replay.new_run_id()
     bar = st.progress(0.0, text=f"Replaying {len(calls)} lookups under B")
     diffs = replay.replay(calls, index=index, config=config_b,
@@ -44,7 +45,8 @@ def _start(ctx: state.AppContext, config_b: LookupConfig) -> None:
 
         pair = save_replay_run(ctx.store, saved, calls, index=index, config=config_b.to_dict(), source_run=run)
         st.session_state["eval_select"] = {"a": pair[0], "b": pair[1]}  # the run pickers move to it
-    origin.store("rp_result", {"frame": frame, "run_id": saved, "compare": pair}, index, {"B": config_b.to_dict()})
+    origin.store("rp_result", {"frame": frame, "run_id": saved, "compare": pair, "note": note}, index,
+                 {"B": config_b.to_dict()})
     st.rerun()  # the Labelled set tab, drawn above, lists the new run
 
 
@@ -65,6 +67,8 @@ def render(ctx: state.AppContext, config_b: LookupConfig | None) -> None:
               help="Store the replay as an evaluation run (run id replay-…) to compare with the run it replayed "
                    "(interactive lookups: with their recorded calls, stored as run recorded-…), scored against "
                    "that run's labels or this trace file's judgements")
+    st.toggle("Include calls recorded on another knowledge base", value=False, key="rp_other_bases",
+              help="Off: they are left out (replayed here, their changes would be the base's, not B's)")
     if st.button("Replay under B", key="rp_start", type="primary", disabled=config_b is None):
         state.guarded(lambda: _start(ctx, config_b))
     if "rp_result" not in st.session_state:
@@ -73,6 +77,8 @@ def render(ctx: state.AppContext, config_b: LookupConfig | None) -> None:
     shown = origin.keep("rp_result", index, {"B": config_b.to_dict()} if config_b else None)
     if shown is None:
         return
+    if shown.get("note"):  # said with the result, not only before a rerun
+        st.warning(shown["note"])
     frame = shown["frame"]
     changed = frame[frame["changed"]]
     counts = {"calls": len(frame), "results changed": len(changed),
