@@ -199,9 +199,7 @@ class _Pipeline:
             return Explanation(source, "not_in_pool", f"L1 was {status}, so only L0's matches could come back, and "
                                                       "L0 did not match this page", {"l1_status": status}, matched)
         config = self.config
-        standing = page_standing(self.index.l1, self.result.query, source, filters=_filters(self.bound),
-                                 min_score=config.l1_min_score, tfidf_weight=config.l1_tfidf_weight,
-                                 page_weight=config.page_weight, static_weight=config.l1_static_weight)
+        standing = self._standing(source, self.bound)
         numbers = standing_numbers(standing, config)
         if not standing.indexed:
             return Explanation(source, "below_min_score", "L1 holds no section of it (no indexable text)", numbers,
@@ -229,11 +227,15 @@ class _Pipeline:
     def _unfiltered_parts(self, source: str) -> tuple[ScorePart, ...]:
         if self.index.l1 is None or self.outcome.result is None:
             return ()
-        config = self.config
-        standing = page_standing(self.index.l1, self.result.query, source, filters=None,
-                                 min_score=config.l1_min_score, tfidf_weight=config.l1_tfidf_weight,
-                                 page_weight=config.page_weight, static_weight=config.l1_static_weight)
+        standing = self._standing(source, None)
         return self._would_be(standing) if standing.indexed else ()
+
+    def _standing(self, source: str, category: str | None) -> Any:
+        """`source`'s L1 standing in this lookup's search, inside `category` (None: unfiltered)."""
+        config = self.config
+        return page_standing(self.index.l1, self.result.query, source, filters=_filters(category),
+                             min_score=config.l1_min_score, tfidf_weight=config.l1_tfidf_weight,
+                             page_weight=config.page_weight, static_weight=config.l1_static_weight)
 
     def _last_parts(self) -> tuple[ScorePart, ...]:
         kept = self.result.evidence_blocks[:self.top_k]
