@@ -20,7 +20,7 @@ from .compare import compare_runs
 from .datasets import Dataset, load_dataset, load_query_set, skipped_note
 from .gate import RegressionFound, parse_tolerances, regressions
 from .metrics import parse_metrics
-from .pool import pool_of
+from .parallel.pool import pool_of
 from .reports import export, render
 from .runs import RunResult, delete_run, list_runs, load_run, run_evaluation, run_sweep
 from .unanswerable import with_unanswerable
@@ -36,7 +36,7 @@ def dispatch(args: argparse.Namespace) -> str | bytes:
     if args.command == "compare":
         return _compare(args, store)
     if args.command == "collect":
-        from .collect import collect_run
+        from .parallel.collect import collect_run
 
         loaded = collect_run(store, args.run, args.parts)
         return json.dumps(loaded.__dict__) if args.json else (
@@ -63,7 +63,7 @@ def _run(args: argparse.Namespace, store: TraceStore) -> str:
                                     overrides=overrides, baseline=not args.no_baseline, oracle=not args.no_oracle,
                                     resume=args.resume, attribute=not args.no_attribution)
         else:
-            from .fanout import run_parallel
+            from .parallel.fanout import run_parallel
 
             result = run_parallel(dataset, config, store=store, pool=pool, metrics=metrics, progress=progress,
                                   top_k=top_k, overrides=overrides, baseline=not args.no_baseline,
@@ -82,7 +82,7 @@ def _sweep(args: argparse.Namespace, store: TraceStore) -> str:
         if pool.serial:
             results = run_sweep(dataset, grid, progress=progress, **shared)
         else:
-            from .fanout import sweep_parallel
+            from .parallel.fanout import sweep_parallel
 
             results = sweep_parallel(dataset, grid, pool=pool, progress=progress, parts_dir=args.parts, **shared)
     if args.json:

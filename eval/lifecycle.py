@@ -1,6 +1,6 @@
-"""The two ends of a run, shared by the serial path (eval.runs) and the fanned-out one (eval.fanout): `begin_run`
-resolves the configuration (or the run to resume) and the run's fields; `finish_run` scores the
-merged lookups and stores the run as `complete`."""
+"""The two ends of a run, shared by the serial path (eval.runs) and the fanned-out one
+(eval.parallel.fanout): `begin_run` resolves the configuration (or the run to resume) and the run's fields;
+`finish_run` scores the merged lookups and stores the run as `complete`."""
 
 from __future__ import annotations
 

@@ -11,8 +11,8 @@ import pytest
 
 from eval import cli, runs
 from eval.datasets import load_dataset
-from eval.fanout import sweep_parallel
-from eval.pool import Pool
+from eval.parallel.fanout import sweep_parallel
+from eval.parallel.pool import Pool
 from retrieval import LookupConfig, TraceStore
 from tests.parallel_helpers import ROOT, same_run, stored_ids, write_many
 

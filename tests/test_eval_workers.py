@@ -15,9 +15,9 @@ import pytest
 
 from eval import cli, runs
 from eval.datasets import load_dataset
-from eval.fanout import run_parallel, sweep_parallel
-from eval.pool import Pool, pool_of
-from eval.ticks import Ticker, TickWatcher
+from eval.parallel.fanout import run_parallel, sweep_parallel
+from eval.parallel.pool import Pool, pool_of
+from eval.parallel.ticks import Ticker, TickWatcher
 from retrieval import LookupConfig, TraceStore
 from tests.conftest import shared_path
 from tests.parallel_helpers import GRID, ROOT, loky_workers, same_run, stored_ids, write_many
@@ -127,7 +127,7 @@ def test_the_serial_run_loads_none_of_the_fan_out(tmp_path):
             f"cli.main(['run', '--dataset', {str(ROOT / 'data')!r}, '--traces', {str(tmp_path / 't.duckdb')!r}, "
             "'--no-progress', '--sample', '3']); "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('joblib', 'dask', 'distributed') "
-            "or m in ('eval.fanout', 'eval.backends', 'eval.shards')))")
+            "or m in ('eval.parallel.fanout', 'eval.parallel.backends', 'eval.parallel.shards')))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().splitlines()[-1] == "[]"

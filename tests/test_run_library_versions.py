@@ -17,8 +17,8 @@ from streamlit.testing.v1 import AppTest
 from appui.data import replay
 from eval import cli, compare, replays, runs
 from eval.datasets import load_dataset
-from eval.fanout import run_parallel
-from eval.pool import Pool
+from eval.parallel.fanout import run_parallel
+from eval.parallel.pool import Pool
 from eval.reports import render
 from eval.versions import WORKERS_KEY, worker_mismatch
 from retrieval import LookupConfig, TraceStore, lookup_knowledge
@@ -155,7 +155,7 @@ def test_workers_with_other_versions_are_named_and_compared_with_a_warning(store
     assert worker_mismatch(parent, [parent, other, {**other, "scipy": None}]) == {
         "numpy": [OLD_NUMPY], "scipy": ["not installed"]}
     a, b = _two_runs(store)
-    # a Dask run whose workers had another numpy stores it in its diagnostics (eval.fanout)
+    # a Dask run whose workers had another numpy stores it in its diagnostics (eval.parallel.fanout)
     with store.connect() as con:
         con.execute("UPDATE eval_run SET diagnostics = json_merge_patch(diagnostics, ?) WHERE run_id = ?",
                     [json.dumps({WORKERS_KEY: {"numpy": [OLD_NUMPY]}}), b])

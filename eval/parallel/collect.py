@@ -17,7 +17,7 @@ from pathlib import Path
 from retrieval import TraceStore
 from retrieval.traces import LoadedParts, load_parts
 
-from .storage import resolve_run_id
+from ..storage import resolve_run_id
 
 
 class TracePartsMissingWarning(UserWarning):

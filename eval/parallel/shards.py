@@ -24,13 +24,13 @@ from retrieval import KnowledgeIndex, LookupConfig, ToolInvocation, TraceWriter,
 from retrieval.index import library_versions, open_index
 from retrieval.traces import write_part
 
-from . import metrics as metric_lib
-from . import oracle as oracle_lib
-from .attribution import relevant_stages
-from .datasets import Query
-from .resume import Recorded
-from .scoring import query_row
-from .storage import LOOKUP
+from .. import metrics as metric_lib
+from .. import oracle as oracle_lib
+from ..attribution import relevant_stages
+from ..datasets import Query
+from ..resume import Recorded
+from ..scoring import query_row
+from ..storage import LOOKUP
 from .ticks import Ticker
 
 SPOOL_AGE = 0.25  # seconds, as eval.runs: the trace file follows the workers as it follows a serial run
@@ -79,7 +79,7 @@ class Shard:
     oracle: bool
     sink: TraceSink
     batch_size: int = 200
-    ticks: str | None = None  # a local run's progress file (eval.ticks): one byte per finished question
+    ticks: str | None = None  # a local run's progress file (eval.parallel.ticks): one byte per finished question
     cutoff: int | None = None  # the primary metric's cut-off: each relevant page gets its stage (None: off)
 
 

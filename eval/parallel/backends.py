@@ -14,7 +14,7 @@ from contextlib import contextmanager
 
 import joblib
 
-from .failures import WorkerDied
+from ..failures import WorkerDied
 from .pool import Pool
 from .shards import Shard, ShardResult, run_shard
 

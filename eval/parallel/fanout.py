@@ -2,12 +2,12 @@
 
 The parent plans every run as the serial path does (eval.lifecycle), opens each index once (so the on-disk
 cache holds it before any worker asks), stores the runs as `started`, and cuts each run's questions into
-shards (eval.shards). The pool (eval.backends) runs the shards; the parent computes the BM25 baseline
-meanwhile, counts finished questions for the progress bar (each one through eval.ticks from local workers,
+shards (eval.parallel.shards). The pool (eval.parallel.backends) runs the shards; the parent computes the BM25 baseline
+meanwhile, counts finished questions for the progress bar (each one through eval.parallel.ticks from local workers,
 shard by shard from Dask), drains the workers' spooled lookups into the trace file every FLUSH_EVERY
 seconds, and once a run's last shard is back merges its rows in
 question order (lookup, then baseline, then oracle metric rows: the serial order, so the means are the same
-floats) and stores it as `complete`. A Dask run's lookups come back as Parquet parts (eval.collect).
+floats) and stores it as `complete`. A Dask run's lookups come back as Parquet parts (eval.parallel.collect).
 The run records the parent's library versions; each shard brings back its worker's, and versions a worker
 ran with that are not the parent's are stored in the run's diagnostics (eval.versions).
 
@@ -32,22 +32,22 @@ from retrieval import KnowledgeIndex, LookupConfig, TraceStore, TraceStoreError
 from retrieval.index import default_cache_dir
 from retrieval.traces import TraceStoreWriteWarning
 
-from . import metrics as metric_lib
-from . import oracle as oracle_lib
+from .. import metrics as metric_lib
+from .. import oracle as oracle_lib
+from ..baseline import BM25Baseline
+from ..datasets import Dataset
+from ..defaults import DEFAULT_METRICS
+from ..failures import ShardsFailed, WorkerDied
+from ..lifecycle import PlannedRun, finish_run, plan_run
+from ..runs import Progress, RunResult, expand_grid, load_run, open_dataset_index
+from ..scoring import baseline_rows, query_categories
+from ..storage import mark_shards_failed, start_run
+from ..versions import worker_mismatch
 from .backends import Runner, open_runner
-from .baseline import BM25Baseline
 from .collect import collect_parts, parts_dir_of
-from .datasets import Dataset
-from .defaults import DEFAULT_METRICS
-from .failures import ShardsFailed, WorkerDied
-from .lifecycle import PlannedRun, finish_run, plan_run
 from .pool import Pool
-from .runs import Progress, RunResult, expand_grid, load_run, open_dataset_index
-from .scoring import baseline_rows, query_categories
 from .shards import IndexSource, Shard, ShardItem, ShardResult, TraceSink
-from .storage import mark_shards_failed, start_run
 from .ticks import TickWatcher
-from .versions import worker_mismatch
 
 SHARDS_PER_WORKER = 4  # shards per worker and run: small enough to even out, large enough to cost little
 MAX_SHARD = 100  # questions
