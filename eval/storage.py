@@ -39,11 +39,13 @@ QUERY_COLUMNS = ("run_id", "query_id", "position", "query", "n_relevant", "relev
                  "invocation_id", "first_relevant_rank", "top_sources", "filter_decision", "filter_category",
                  "filter_correct", "filter_harm", "filter_harm_missed", "filter_widened", "retrieval_layer",
                  "l1_status", "candidate_count", "duplicates_merged", "evidence_count", "latency_ms", "filter_changed",
-                 "answerable", "confidence", "relevance_level", "question_set", "relevant_stages")
+                 "answerable", "confidence", "relevance_level", "question_set", "relevant_stages",
+                 "ranked", "ranked_scores", "tie_ranges", "judged_at_10", "facets")
 RUN_JSON = ("config", "overrides", "metrics", "baseline", "diagnostics", "dataset_info", "metric_names",
             "library_versions")
 STARTED, COMPLETE, INCOMPLETE, RUNNING = "started", "complete", "incomplete", "running"
-JSON_COLUMNS = ("relevant", "categories", "top_sources", "relevant_stages")
+JSON_COLUMNS = ("relevant", "categories", "top_sources", "relevant_stages", "ranked", "ranked_scores", "tie_ranges",
+                "facets")
 BOOLEAN_COLUMNS = ("filter_correct", "filter_harm", "filter_harm_missed", "filter_widened", "filter_changed",
                    "answerable")
 

@@ -72,7 +72,8 @@ def test_a_v5_file_gains_the_tags_column_on_open_and_keeps_its_rows(tmp_path):
     for column in ("tags", "host", "pid"):
         con.execute(f"ALTER TABLE tool_invocation DROP COLUMN {column}")
     con.execute("DROP TABLE judgement_cleared")
-    for column in ("answerable", "confidence", "relevance_level", "question_set", "relevant_stages"):  # v10's, v11's
+    for column in ("answerable", "confidence", "relevance_level", "question_set", "relevant_stages",  # v10's, v11's
+                   "ranked", "ranked_scores", "tie_ranges", "judged_at_10", "facets"):  # v12's
         con.execute(f"ALTER TABLE eval_query DROP COLUMN {column}")
     con.execute("DELETE FROM schema_version WHERE version >= 6")
     con.close()
@@ -80,7 +81,7 @@ def test_a_v5_file_gains_the_tags_column_on_open_and_keeps_its_rows(tmp_path):
     store.record_many([_invocation("new", tags={"side": "A"})])
     rows = store.query("SELECT query, coalesce(tags->>'side', '-') AS side FROM tool_invocation ORDER BY query")
     assert rows.values.tolist() == [["new", "A"], ["old", "-"]]
-    assert store.query("SELECT max(version) AS v FROM schema_version")["v"][0] == SCHEMA_VERSION == 11
+    assert store.query("SELECT max(version) AS v FROM schema_version")["v"][0] == SCHEMA_VERSION == 12
     assert {"relevance_level", "relevant_stages"} <= set(store.query("SELECT * FROM eval_query LIMIT 0").columns)
     assert store.query("SELECT count(*) AS n FROM judgement_cleared")["n"][0] == 0  # v7's table came too
 

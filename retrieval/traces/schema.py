@@ -133,6 +133,17 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
     (11, (
         "ALTER TABLE eval_query ADD COLUMN IF NOT EXISTS relevant_stages JSON",
     )),
+    # v12 (TREC in and out, ties, judged depth, facets): each evaluated question's whole ranking with its scores
+    # (an imported run has no lookup to read them from), the range of each metric over the orders of tied
+    # scores, the share of its top 10 that carries a judgement, and the fields its labels carry (`style`, ...)
+    # to break metrics down by; rows stored before read null
+    (12, (
+        "ALTER TABLE eval_query ADD COLUMN IF NOT EXISTS ranked JSON",
+        "ALTER TABLE eval_query ADD COLUMN IF NOT EXISTS ranked_scores JSON",
+        "ALTER TABLE eval_query ADD COLUMN IF NOT EXISTS tie_ranges JSON",
+        "ALTER TABLE eval_query ADD COLUMN IF NOT EXISTS judged_at_10 DOUBLE",
+        "ALTER TABLE eval_query ADD COLUMN IF NOT EXISTS facets JSON",
+    )),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
