@@ -14,7 +14,7 @@ DETAILS_DOC = (Path(__file__).resolve().parents[1] / "docs" / "retrieval-details
 RESULT_KEYS = {"query", "primary", "supplement", "evidence_blocks", "relevance", "retrieval_layer",
                "retrieval_details"}
 DETAIL_KEYS = {"retrieval_layer", "l0", "filter", "l1", "candidate_count", "evidence_count", "evidence",
-               "timings_ms"}
+               "evidence_sources", "evidence_scores", "timings_ms"}
 L0_KEYS = {"matched_titles", "matched_keywords", "domains", "entities", "match_count"}
 FILTER_KEYS = {"decision", "l0_domains", "applied"}
 L1_KEYS = {"status", "error", "candidate_count"}

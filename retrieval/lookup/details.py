@@ -76,6 +76,7 @@ class RetrievalDetails:
                 "evidence_count": self.counts.evidence, "duplicates_merged": self.counts.duplicates_merged,
                 "evidence": [summary(b) for b in self.blocks[:MAX_SUMMARIES]],
                 "evidence_sources": [b.source for b in self.blocks],
+                "evidence_scores": [round(b.score, 6) for b in self.blocks],
                 "timings_ms": {k: round(v, 3) for k, v in self.timings_ms.items()},
                 "relevance": self.relevance.to_dict(),
                 "filter_effect": self.filter.effect.to_dict() if self.filter.effect is not None else None,
