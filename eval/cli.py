@@ -1,8 +1,13 @@
-"""Command line: `python -m eval run|sweep|compare|report|runs|collect` — a thin layer over the eval library.
+"""Command line: `python -m eval run|sweep|compare|report|runs|collect|import-run|judgements` — a thin layer over
+the eval library.
 
 `run` and `sweep` take a labelled set as `--dataset DIR`, or as `--kb DIR --queries FILE` (a query
 file run against a docs folder in place; `--kb DIR --known-item FIELD` works too); `--exclude
 PREFIX,...` leaves path prefixes of the knowledge base out of the index with either.
+
+`import-run FILE --name NAME` (with the dataset flags) stores an external system's TREC run as a run of ours;
+`report RUN --format trec` writes a run as a TREC run file and `judgements --format trec` the analysts' marks as
+TREC qrels; `--qrels FILE` gives a dataset TREC qrels as its labels.
 
 `runs` lists every run with its status (complete, incomplete, running); `run --resume RUN_ID` finishes
 an incomplete run and `runs --delete RUN_ID` removes one.
@@ -58,13 +63,38 @@ def build_parser() -> argparse.ArgumentParser:
     runs.add_argument("--incomplete", action="store_true", help="list only runs that are not complete")
     runs.add_argument("--delete", default=None, metavar="RUN_ID",
                       help="delete a run: its eval rows and its recorded lookups")
-    for sub in (run, sweep, compare, report, collect, runs):
+    imported = commands.add_parser("import-run", help="store an external system's TREC run file as a run of the "
+                                                      "dataset (compare it like any other run)")
+    imported.add_argument("file", help="a TREC run file: qid Q0 docid rank score tag")
+    imported.add_argument("--name", required=True, help="the system's name, shown as the run's label")
+    _dataset_source_flags(imported)
+    imported.add_argument("--metrics", default=",".join(DEFAULT_METRICS), help="comma-separated metric names")
+    marks = commands.add_parser("judgements", help="export the analysts' relevance marks (the latest per query and "
+                                                   "page)")
+    marks.add_argument("--format", default="trec", choices=("trec", "beir", "jsonl"),
+                       help="trec: TREC qrels (qid 0 docid grade); beir: qrels TSV with a header; jsonl: "
+                            "queries.jsonl rows with relevant pages")
+    marks.add_argument("--output", default=None, help="file to write (default: stdout)")
+    for sub in (run, sweep, compare, report, collect, runs, imported, marks):
         sub.add_argument("--traces", default=None, help="DuckDB trace file (default: traces.duckdb)")
         sub.add_argument("--json", action="store_true", help="print JSON")
     return parser
 
 
 def _dataset_flags(parser: argparse.ArgumentParser) -> None:
+    _dataset_source_flags(parser)
+    parser.add_argument("--unanswerable", default=None, metavar="FILE",
+                        help='a JSONL file of questions the knowledge base should not answer ({"_id", "text"} '
+                             "rows): looked up and their relevance grades scored beside the dataset's")
+    parser.add_argument("--set", dest="settings", action="append", default=[], metavar="KEY=VALUE",
+                        help="a LookupConfig setting, as in the lookup CLI (repeatable)")
+    parser.add_argument("--metrics", default=",".join(DEFAULT_METRICS), help="comma-separated metric names")
+    parser.add_argument("--sample", type=int, default=None, help="evaluate a fixed random sample of N queries")
+    _run_flags(parser)
+
+
+def _dataset_source_flags(parser: argparse.ArgumentParser) -> None:
+    """The flags that name a dataset: its questions, labels and knowledge base."""
     parser.add_argument("--dataset", default=None, help="BEIR folder, or folder with kb/ and queries.jsonl")
     parser.add_argument("--kb", default=None, metavar="DIR",
                         help="a Markdown docs folder to run --queries against in place (instead of --dataset)")
@@ -81,13 +111,13 @@ def _dataset_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--judgements", default=None, metavar="TRACES_FILE",
                         help="with --kb: the relevance judgements made in the app, read from this trace file, "
                              "as the labelled set (instead of --queries)")
-    parser.add_argument("--unanswerable", default=None, metavar="FILE",
-                        help='a JSONL file of questions the knowledge base should not answer ({"_id", "text"} '
-                             "rows): looked up and their relevance grades scored beside the dataset's")
-    parser.add_argument("--set", dest="settings", action="append", default=[], metavar="KEY=VALUE",
-                        help="a LookupConfig setting, as in the lookup CLI (repeatable)")
-    parser.add_argument("--metrics", default=",".join(DEFAULT_METRICS), help="comma-separated metric names")
-    parser.add_argument("--sample", type=int, default=None, help="evaluate a fixed random sample of N queries")
+    parser.add_argument("--qrels", default=None, metavar="FILE",
+                        help="TREC qrels (qid 0 docid grade) as the questions' labels, instead of the labels in "
+                             "--queries or the BEIR split's qrels")
+
+
+def _run_flags(parser: argparse.ArgumentParser) -> None:
+    """The flags of a run that looks its questions up."""
     parser.add_argument("--no-baseline", action="store_true", help="skip the BM25 baseline")
     parser.add_argument("--no-oracle", action="store_true",
                         help="skip the oracle filter diagnostic (each query again with its true category)")

@@ -7,6 +7,7 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from tqdm import tqdm
@@ -23,6 +24,7 @@ from .metrics import parse_metrics
 from .parallel.pool import pool_of
 from .reports import export, render
 from .runs import RunResult, delete_run, list_runs, load_run, run_evaluation, run_sweep
+from .ties import ties_sentence
 from .unanswerable import with_unanswerable
 
 
@@ -44,6 +46,16 @@ def dispatch(args: argparse.Namespace) -> str | bytes:
     if args.command == "report":
         run = load_run(store, args.run)
         return _emit(run, args.format, args.output, store)
+    if args.command == "import-run":
+        return _import(args, store)
+    if args.command == "judgements":
+        from .trec_export import judgements_file
+
+        text = judgements_file(store, args.format)
+        if args.output:
+            Path(args.output).write_text(text, encoding="utf-8")
+            return f"wrote {args.output}"
+        return text.rstrip("\n")
     if args.delete:
         counts = delete_run(store, args.delete)
         return json.dumps(counts) if args.json else (
@@ -91,6 +103,22 @@ def _sweep(args: argparse.Namespace, store: TraceStore) -> str:
     lines.extend(f"{r.run_id}  {json.dumps(r.overrides, ensure_ascii=False)}  "
                  + "  ".join(f"{k} {v:.4f}" for k, v in r.metrics.items())
                  + f"  [oracle: {_headroom_note(r)}]" for r in results)
+    return "\n".join(lines)
+
+
+def _import(args: argparse.Namespace, store: TraceStore) -> str:
+    from .imported import import_run, import_sentence
+
+    metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
+    result = import_run(store, _dataset(args), args.file, name=args.name, metrics=metrics)
+    if args.json:
+        return json.dumps(result.to_dict(), indent=2, default=str)
+    lines = [f"imported run {result.run_id} ({args.name}): {result.dataset['name']}/{result.dataset['split']}, "
+             f"{result.dataset['queries']} queries",
+             *(f"  {name:<12} {value:.4f}" for name, value in result.metrics.items()),
+             f"  {import_sentence(result.diagnostics.get('imported'))}",
+             f"  {ties_sentence(result.diagnostics.get('ties'))}",
+             f"compare it: python -m eval compare RUN {result.run_id}"]
     return "\n".join(lines)
 
 
@@ -191,6 +219,7 @@ def _summary(result: RunResult) -> str:
     lines.append(f"  {summary_line(diag.get('answerability'))}")
     missed = diag.get("missed_stages") or {}
     lines.append(f"  missed pages: {missed.get('sentence') or missed.get('skipped', 'not attributed')}")
+    lines.append(f"  {ties_sentence(diag.get('ties'))}")
     skipped = skipped_note(result.dataset)
     if skipped:
         lines.append(f"  {skipped}")

@@ -177,7 +177,11 @@ def _per_query_table(paired: pd.DataFrame, names: list[str]) -> pd.DataFrame:
 
 
 def _config_diff(a: dict[str, Any], b: dict[str, Any]) -> dict[str, list[Any]]:
-    """The settings that differ; an unset `svd_dims` and the default index's are the same index."""
+    """The settings that differ; an unset `svd_dims` and the default index's are the same index. An imported
+    run (eval.imported) has no settings of ours: the difference is the system."""
+    if EXTERNAL in (a.get("system"), b.get("system")):
+        systems = [f"{c['system']} {c.get('name')}" if c.get("system") == EXTERNAL else "lookup" for c in (a, b)]
+        return {"system": systems} if systems[0] != systems[1] else {}
     a, b = ({**c, "svd_dims": c.get("svd_dims") or DEFAULT_SVD_DIMS} if "svd_dims" in c else c for c in (a, b))
     return {k: [a.get(k), b.get(k)] for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)}
 
@@ -191,6 +195,7 @@ def _round(value: float) -> float:
     return round(float(value), 6)
 
 
+EXTERNAL = "external"  # the `system` in an imported run's config (eval.imported)
 SIGNIFICANCE = 0.05  # p below this reads "significant"
 
 

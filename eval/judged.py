@@ -30,6 +30,7 @@ from .datasets import Query
 from .defaults import LOOKUP
 from .diagnostics import DomainsOf, summarize
 from .scoring import metric_means, query_facts
+from .ties import ties_summary
 
 KIND = "replay"  # the dataset kind of a run whose labels are the trace file's judgements
 NOT_GRADED = ("a replay's labels are judgements of returned pages, which cannot say that a question has no "
@@ -116,7 +117,7 @@ def score(run_id: str, lookups: Sequence[Lookup], label: Callable[[Lookup], Quer
         query = Query(lookup.query_id, lookup.query, found.qrels, found.categories, found.categories_labelled,
                       found.origin)
         row = query_facts(query, position, lookup.invocation_id, lookup.ranked, lookup.details, lookup.latency_ms,
-                          domains_of)
+                          domains_of, parsed)
         # unjudged is not unanswerable: only a labelled run's unanswerable questions are graded apart
         rows.append({**row, "run_id": run_id, "answerable": not unanswerable if grade_unanswerable else None})
         if not unanswerable:
@@ -126,8 +127,10 @@ def score(run_id: str, lookups: Sequence[Lookup], label: Callable[[Lookup], Quer
     metric_frame = pd.DataFrame(metric_rows, columns=["run_id", "query_id", "system", "metric", "value"])
     ranked = per_query[per_query["answerable"].astype("boolean").fillna(True).astype(bool)] if rows else per_query
     graded = answerability_summary(per_query) if grade_unanswerable else {"skipped": NOT_GRADED}
-    diagnostics = {**summarize(ranked), "oracle": dict(oracle), "answerability": graded}
-    return Scored(per_query, metric_frame, metric_means(metric_frame, LOOKUP, parsed), diagnostics, labelled)
+    means = metric_means(metric_frame, LOOKUP, parsed)
+    diagnostics = {**summarize(ranked), "oracle": dict(oracle), "answerability": graded,
+                   "ties": ties_summary(list(ranked["tie_ranges"]) if rows else [], means)}
+    return Scored(per_query, metric_frame, means, diagnostics, labelled)
 
 
 def rescore(store: TraceStore, row: Mapping[str, Any], queries: pd.DataFrame) -> Scored:

@@ -25,6 +25,7 @@ from .diagnostics import summarize
 from .resume import Recorded, resumable
 from .scoring import metric_means, oracle_diagnostics
 from .storage import LOOKUP, save_run
+from .ties import ties_summary
 from .versions import WORKERS_KEY
 
 METRIC_COLUMNS = ["run_id", "query_id", "system", "metric", "value"]
@@ -92,6 +93,7 @@ def finish_run(store: TraceStore, planned: PlannedRun, rows: list[dict[str, Any]
     diagnostics["missed_stages"] = (missed_summary(stages, planned.cutoff, planned.parsed[0].name)
                                     if any(s is not None for s in stages) else {"skipped": NOT_ATTRIBUTED})
     diagnostics["oracle"] = oracle_diagnostics(oracle, metric_frame, means, categories, planned.parsed)
+    diagnostics["ties"] = ties_summary([row.get("tie_ranges") for row in scored], means)
     if worker_versions:
         diagnostics[WORKERS_KEY] = dict(worker_versions)
     results = {"seconds": time.perf_counter() - planned.started, "metrics": means, "baseline": baseline_means,

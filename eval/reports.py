@@ -25,10 +25,12 @@ from .compare import SIGNIFICANCE, Comparison, significance_words
 from .defaults import FORMATS
 from .oracle import headroom_table
 from .runs import RunResult
+from .ties import ties_sentence, ties_table
 
 ALIASES = {"md": "markdown", "htm": "html", "pq": "parquet"}
 TABLE_ROWS = 20
-TABLE_DIAGNOSTICS = ("oracle", "filter_by_domain", "filter_confusion", "answerability", "missed_stages")  # sections
+TABLE_DIAGNOSTICS = ("oracle", "filter_by_domain", "filter_confusion", "answerability", "missed_stages",
+                     "ties")  # their own sections
 
 
 def normalize_format(fmt: str) -> str:
@@ -47,6 +49,12 @@ def render(obj: RunResult | Comparison, fmt: str, *, store: TraceStore | None = 
         return json.dumps(obj.to_dict(), indent=2, default=str, ensure_ascii=False)
     if fmt == "jsonl":
         return _traces(obj, store)
+    if fmt == "trec":
+        if not isinstance(obj, RunResult):
+            raise ValueError("a TREC run file holds one run; write each run's with `python -m eval report RUN "
+                             "--format trec`")
+        from .trec_export import run_file
+        return run_file(_store(store), obj.run_id)
     if fmt in ("csv", "parquet"):
         frame = _every_question(obj)
         frame = _flat(frame) if fmt == "csv" else frame
@@ -132,6 +140,7 @@ def _run_sections(run: RunResult) -> list[Section]:
             Section("Diagnostics", tuple(_diagnostic_lines(run.diagnostics))),
             *_filter_sections(run.diagnostics),
             *_missed_sections(run.diagnostics.get("missed_stages")),
+            *_ties_sections(run.diagnostics.get("ties")),
             *abstention_report.run_sections(run.diagnostics.get("answerability"), run.unanswerable),
             Section(f"Lowest {primary} queries", table=None if worst is None else worst.reindex(columns=keep))]
 
@@ -148,10 +157,18 @@ def _missed_sections(missed: dict[str, Any] | None) -> list[Section]:
                     table=table)]
 
 
+def _ties_sections(summary: dict[str, Any] | None) -> list[Section]:
+    """How much the order of tied scores moves the metrics (eval.ties); a table when it moves any."""
+    rows = ties_table(summary)
+    return [Section("Ties", (ties_sentence(summary), "conventions: docs/evaluation.md#ties"),
+                    table=pd.DataFrame(rows) if rows else None)]
+
+
 def _libraries(run: RunResult) -> str:
     """The versions of the libraries that decide the run's numbers, as recorded."""
     if run.library_versions is None:
-        return "libraries: not recorded (a run stored before they were, or a replay's recorded calls)"
+        return ("libraries: not recorded (a run stored before they were, a replay's recorded calls, or an "
+                "imported run)")
     return "libraries: " + ", ".join(f"{k} {v or 'not installed'}" for k, v in run.library_versions.items())
 
 

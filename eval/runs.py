@@ -170,7 +170,7 @@ def _lookups(dataset: Dataset, config: LookupConfig, index: KnowledgeIndex, stor
                                       recorder=buffer.append, run_id=run_id, query_id=query.id)
             recorded = Recorded(result.invocation_id, buffer[-1].latency_ms, result.retrieval_details)
         rows.append(query_row(query, position, recorded.invocation_id, recorded.ranked, recorded.details,
-                               recorded.latency_ms, index))
+                               recorded.latency_ms, index, parsed))
         if cutoff is not None:
             rows[-1]["relevant_stages"] = relevant_stages(query, result, index=index, config=config, cutoff=cutoff)
         if query.answerable:  # an unanswerable one is scored by its grade (eval.abstention), not by rank

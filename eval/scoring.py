@@ -18,6 +18,7 @@ from .baseline import NAME as BASELINE
 from .baseline import BM25Baseline
 from .datasets import Query
 from .diagnostics import DomainsOf, query_diagnostics
+from .ties import tie_ranges
 
 
 def oracle_diagnostics(enabled: bool, metric_frame: pd.DataFrame, means: dict[str, float],
@@ -45,9 +46,9 @@ def _domains(index: KnowledgeIndex, source: str) -> tuple[str, ...]:
 
 
 def query_row(query: Query, position: int, invocation_id: str, ranked: list[str], details: Mapping[str, Any],
-               latency_ms: float, index: KnowledgeIndex) -> dict[str, Any]:
+               latency_ms: float, index: KnowledgeIndex, parsed: Sequence[metric_lib.Metric] = ()) -> dict[str, Any]:
     """One query's eval_query row, its pages' categories read from `index`."""
-    return query_facts(query, position, invocation_id, ranked, details, latency_ms, index_domains(index))
+    return query_facts(query, position, invocation_id, ranked, details, latency_ms, index_domains(index), parsed)
 
 
 def index_domains(index: KnowledgeIndex) -> DomainsOf:
@@ -58,10 +59,10 @@ def index_domains(index: KnowledgeIndex) -> DomainsOf:
     return domains_of
 
 
-def query_facts(query: Query, position: int, invocation_id: str, ranked: list[str], details: Mapping[str, Any],
-                latency_ms: float, domains_of: DomainsOf) -> dict[str, Any]:
+def query_facts(query: Query, position: int, invocation_id: str | None, ranked: list[str], details: Mapping[str, Any],
+                latency_ms: float, domains_of: DomainsOf, parsed: Sequence[metric_lib.Metric] = ()) -> dict[str, Any]:
     """One query's eval_query row, its pages' categories given by `domains_of` (so a stored run can be scored
-    again without its index)."""
+    again without its index); with `parsed` metrics, their range over the orders of tied scores (eval.ties)."""
     relevant = sorted(s for s, g in query.qrels.items() if g > 0)
     first = next((rank for rank, s in enumerate(ranked, start=1) if s in query.qrels and query.qrels[s] > 0), None)
     categories = query_categories(query, domains_of)
@@ -69,7 +70,32 @@ def query_facts(query: Query, position: int, invocation_id: str, ranked: list[st
             "relevant": relevant, "categories": categories, "invocation_id": invocation_id,
             "first_relevant_rank": first, "top_sources": ranked[:10],
             **query_diagnostics(details, query.qrels, ranked, domains_of, latency_ms),
-            "answerable": query.answerable, "question_set": query.origin or OWN_SET, **graded(details)}
+            "answerable": query.answerable, "question_set": query.origin or OWN_SET, **graded(details),
+            **ranking_columns(query, ranked, details, parsed)}
+
+
+def ranking_columns(query: Query, ranked: Sequence[str], details: Mapping[str, Any],
+                    parsed: Sequence[metric_lib.Metric]) -> dict[str, Any]:
+    """The whole ranking with its scores (None where a trace recorded none), and, for an answerable question
+    scored with `parsed` metrics, their ranges over the orders of tied scores ({}: no tie changes them)."""
+    scores = ranked_scores(details, len(ranked))
+    ties = None
+    if parsed and query.answerable and scores is not None:
+        ties = {name: r.to_list() for name, r in tie_ranges(ranked, scores, query.qrels, parsed, seed=query.id).items()}
+    return {"ranked": list(ranked), "ranked_scores": scores, "tie_ranges": ties}
+
+
+def ranked_scores(details: Mapping[str, Any], n: int) -> list[float | None] | None:
+    """The scores of a lookup's `n` ranked blocks: `evidence_scores`, else (a trace recorded before it) the
+    `evidence` summaries' scores, None beyond them; None when neither is there."""
+    scores = details.get("evidence_scores")
+    if isinstance(scores, list) and len(scores) == n:
+        return [float(s) if s is not None else None for s in scores]
+    summaries = details.get("evidence")
+    if not isinstance(summaries, list) or not summaries:
+        return None
+    known = [s.get("score") if isinstance(s, Mapping) else None for s in summaries[:n]]
+    return known + [None] * (n - len(known))
 
 
 def baseline_rows(engine: BM25Baseline, queries: Sequence[Query], parsed: Sequence[metric_lib.Metric], depth: int,

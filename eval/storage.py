@@ -268,12 +268,15 @@ def list_runs(store: TraceStore, *, incomplete_only: bool = False) -> pd.DataFra
 def run_bases(store: TraceStore, run_ids: list[str] | None = None) -> pd.DataFrame:
     """Each run's knowledge base (`run_id`, `kb_fingerprint`), of every run or of `run_ids`: found through its
     query rows (a replay's `recorded-…` run has no lookups of its own: its rows point at the recorded calls),
-    else through its own lookups."""
+    else through its own lookups, else (an imported run) the base its `dataset_info` names."""
     where_q, where_t, params = "", "", []
     if run_ids is not None:
         marks = ", ".join("?" * len(run_ids))
-        where_q, where_t, params = f" WHERE q.run_id IN ({marks})", f" AND run_id IN ({marks})", [*run_ids, *run_ids]
+        where_q, where_t, params = f" WHERE q.run_id IN ({marks})", f" AND run_id IN ({marks})", [*run_ids] * 3
+    # an imported run (eval.imported) made no lookups: its base is the one its dataset's pages were read from
     return store.query("SELECT run_id, any_value(kb_fingerprint) AS kb_fingerprint FROM ("
                        "SELECT q.run_id, t.kb_fingerprint FROM eval_query q JOIN tool_invocation t "
                        f"ON t.id = q.invocation_id{where_q} UNION ALL SELECT run_id, kb_fingerprint "
-                       f"FROM tool_invocation WHERE run_id IS NOT NULL{where_t}) GROUP BY run_id", params)
+                       f"FROM tool_invocation WHERE run_id IS NOT NULL{where_t} UNION ALL SELECT run_id, "
+                       "dataset_info->>'kb_fingerprint' FROM eval_run WHERE dataset_info->>'kb_fingerprint' "
+                       f"IS NOT NULL{where_t}) GROUP BY run_id", params)

@@ -74,7 +74,8 @@ def version_notes(run_a: str, run_b: str, versions: tuple[Any, Any], diff: Mappi
     for side, run_id, stored in (("A", run_a, versions[0]), ("B", run_b, versions[1])):
         if recorded(stored) is None:
             notes.append(VersionNote("note", f"library versions were not recorded for run {side} ({run_id}), "
-                                              "e.g. a run stored before they were: whether the libraries differ "
+                                              "e.g. a run stored before they were, or an imported run (its "
+                                              "system's libraries are its own): whether the libraries differ "
                                               "is not known"))
     for side, run_id, other in (("A", run_a, workers[0]), ("B", run_b, workers[1])):
         if isinstance(other, Mapping) and other:

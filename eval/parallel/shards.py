@@ -119,7 +119,7 @@ def run_shard(shard: Shard) -> ShardResult:
                 looked_up += 1
                 sink.maybe_spool()
             rows.append(query_row(query, item.position, recorded.invocation_id, recorded.ranked, recorded.details,
-                                  recorded.latency_ms, index))
+                                  recorded.latency_ms, index, parsed))
             if shard.cutoff is not None:  # as the serial path (eval.runs): the lookup itself is explained
                 rows[-1]["relevant_stages"] = relevant_stages(query, result, index=index, config=config,
                                                               cutoff=shard.cutoff)
