@@ -9,12 +9,13 @@ equal scores may hold positions that are not adjacent (a ranking need not be sor
 documents are permuted over those positions. Tied documents beyond the ranking's depth are not seen.
 
 The expectation is exact for P@k, Recall@k and nDCG@k (linear in the gain at each position: a position in a
-tie group holds the group's mean gain); for Hit@k, MRR@k and MAP@k it is the mean over `DRAWS` random orders
-drawn with a fixed seed.
+tie group holds the group's mean gain); for Hit@k, MRR@k and MAP@k it is the mean over every order when there
+are at most `EXACT_ORDERS`, else over `DRAWS` random orders drawn with a fixed seed.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 from collections.abc import Mapping, Sequence
@@ -24,6 +25,7 @@ from typing import Any
 from . import metrics as metric_lib
 
 DRAWS = 400
+EXACT_ORDERS = 5040  # 7!: up to this many orders of the tied documents, every one is scored
 FLAG_AT = 0.005  # a run's reported metric and its expectation over tie orders further apart than this are flagged
 LINEAR = ("p", "recall", "ndcg")
 
@@ -121,7 +123,17 @@ def _linear_expectation(ranked: list[str], groups: list[list[int]], grade: Mappi
 
 
 def _draws(ranked: list[str], groups: list[list[int]], seed: str) -> list[list[str]]:
-    """DRAWS random orders of the tied documents (seeded by `seed`, so a run's figures are reproducible)."""
+    """Every order of the tied documents when there are at most EXACT_ORDERS, else DRAWS random ones (seeded by
+    `seed`, so a run's figures are reproducible)."""
+    if math.prod(math.factorial(len(g)) for g in groups) <= EXACT_ORDERS:
+        every = []
+        for perms in itertools.product(*(itertools.permutations([ranked[p] for p in g]) for g in groups)):
+            order = list(ranked)
+            for positions, docs in zip(groups, perms, strict=True):
+                for position, doc in zip(positions, docs, strict=True):
+                    order[position] = doc
+            every.append(order)
+        return every
     rng = random.Random(f"ties:{seed}")
     orders = []
     for _ in range(DRAWS):
