@@ -29,6 +29,7 @@ from .ties import ties_sentence, ties_table
 
 ALIASES = {"md": "markdown", "htm": "html", "pq": "parquet"}
 TABLE_ROWS = 20
+JSON_TEXT = ("tie_ranges", "facets")  # per-question mappings written as JSON text in CSV and Parquet reports
 TABLE_DIAGNOSTICS = ("oracle", "filter_by_domain", "filter_confusion", "answerability", "missed_stages",
                      "ties")  # their own sections
 
@@ -56,7 +57,7 @@ def render(obj: RunResult | Comparison, fmt: str, *, store: TraceStore | None = 
         from .trec_export import run_file
         return run_file(_store(store), obj.run_id)
     if fmt in ("csv", "parquet"):
-        frame = _every_question(obj)
+        frame = _json_text(_every_question(obj), JSON_TEXT)
         frame = _flat(frame) if fmt == "csv" else frame
         if fmt == "csv":
             return csv_safe(frame).to_csv(index=False)
@@ -95,6 +96,14 @@ def _store(store: TraceStore | None) -> TraceStore:
     if store is None:
         raise ValueError("the jsonl report holds the run's traces; pass the trace store (--traces)")
     return store
+
+
+def _json_text(frame: pd.DataFrame, names: tuple[str, ...]) -> pd.DataFrame:
+    """`names` columns (mappings that are often empty, which Parquet cannot store as a struct) as JSON text."""
+    found = [n for n in names if n in frame]
+    if not found:
+        return frame
+    return frame.assign(**{n: frame[n].map(lambda v: json.dumps(v) if isinstance(v, dict) else v) for n in found})
 
 
 def _runs(obj: RunResult | Comparison) -> TraceFilter:

@@ -14,7 +14,6 @@ from rank_bm25 import BM25Okapi
 
 from eval import cli, runs
 from eval.compare import compare_runs
-from eval.datasets import load_dataset
 from eval.imported import import_run
 from eval.judgements import query_id, record
 from eval.trec import TrecFormatError, read_qrels, read_run, run_lines
@@ -29,11 +28,6 @@ pytrec_eval = pytest.importorskip("pytrec_eval", reason="pytrec-eval-terrier (a 
 METRICS = ["ndcg@10", "recall@10", "recall@100", "mrr@10", "map@100", "hit@10", "p@10"]
 TREC_MEASURES = {"ndcg@10": "ndcg_cut_10", "recall@10": "recall_10", "recall@100": "recall_100",
                  "map@100": "map_cut_100", "hit@10": "success_10", "p@10": "P_10"}
-
-
-@pytest.fixture(scope="module")
-def sample():
-    return load_dataset(SAMPLE)
 
 
 def _bm25_run_file(dataset, path, depth=100):
@@ -66,10 +60,10 @@ def _pytrec(run_path, dataset):
     return means
 
 
-def test_an_external_bm25_run_imports_and_scores_as_pytrec_eval_scores_it(sample, store, tmp_path):
-    path = _bm25_run_file(sample, tmp_path / "bm25.run")
-    imported = import_run(store, sample, path, name="BM25 script", metrics=METRICS)
-    expected = _pytrec(path, sample)
+def test_an_external_bm25_run_imports_and_scores_as_pytrec_eval_scores_it(sample_set, store, tmp_path):
+    path = _bm25_run_file(sample_set, tmp_path / "bm25.run")
+    imported = import_run(store, sample_set, path, name="BM25 script", metrics=METRICS)
+    expected = _pytrec(path, sample_set)
     for name in METRICS:
         assert imported.metrics[name] == pytest.approx(expected[name], abs=1e-4), name  # means stored at 4 places
     assert imported.run_id.startswith("import-bm25-script-")
@@ -77,10 +71,11 @@ def test_an_external_bm25_run_imports_and_scores_as_pytrec_eval_scores_it(sample
     assert imported.config["system"] == "external" and imported.overrides == {"system": "BM25 script"}
 
 
-def test_an_imported_run_compares_with_a_lookup_run_on_the_same_dataset(sample, store, tmp_path):
-    lookup = runs.run_evaluation(sample, LookupConfig(svd_dims=8), store=store, metrics=METRICS, oracle=False,
+def test_an_imported_run_compares_with_a_lookup_run_on_the_same_dataset(sample_set, store, tmp_path):
+    lookup = runs.run_evaluation(sample_set, LookupConfig(svd_dims=8), store=store, metrics=METRICS, oracle=False,
                                  baseline=False, attribute=False)
-    imported = import_run(store, sample, _bm25_run_file(sample, tmp_path / "bm25.run"), name="bm25", metrics=METRICS)
+    path = _bm25_run_file(sample_set, tmp_path / "bm25.run")
+    imported = import_run(store, sample_set, path, name="bm25", metrics=METRICS)
     comparison = compare_runs(store, imported.run_id, lookup.run_id, permutations=500)
     assert comparison.unpaired == {"only_in_a": 0, "only_in_b": 0}
     assert comparison.metrics["ndcg@10"]["n"] == len(lookup.per_query)
@@ -88,21 +83,21 @@ def test_an_imported_run_compares_with_a_lookup_run_on_the_same_dataset(sample, 
     assert comparison.kb_fingerprints[0] == comparison.kb_fingerprints[1] is not None  # one base: the app groups them
 
 
-def test_a_round_trip_of_our_run_through_the_trec_format_keeps_its_metrics(sample, store, tmp_path):
-    ours = runs.run_evaluation(sample, LookupConfig(svd_dims=8), store=store, metrics=METRICS, oracle=False,
+def test_a_round_trip_of_our_run_through_the_trec_format_keeps_its_metrics(sample_set, store, tmp_path):
+    ours = runs.run_evaluation(sample_set, LookupConfig(svd_dims=8), store=store, metrics=METRICS, oracle=False,
                                baseline=False, attribute=False)
     path = tmp_path / "ours.run"
     path.write_text(run_file(store, ours.run_id), encoding="utf-8")
-    back = import_run(store, sample, path, name="round trip", metrics=METRICS)
+    back = import_run(store, sample_set, path, name="round trip", metrics=METRICS)
     assert back.metrics == ours.metrics
     assert back.per_query["query_id"].tolist() == ours.per_query["query_id"].tolist()
     for name in METRICS:
         assert back.per_query[name].tolist() == pytest.approx(ours.per_query[name].tolist())
-    assert _pytrec(path, sample)["ndcg@10"] == pytest.approx(ours.metrics["ndcg@10"], abs=1e-4)  # trec_eval agrees
+    assert _pytrec(path, sample_set)["ndcg@10"] == pytest.approx(ours.metrics["ndcg@10"], abs=1e-4)  # trec_eval agrees
 
 
-def test_report_format_trec_writes_every_question_in_order_with_decreasing_scores(sample, store, tmp_path):
-    ours = runs.run_evaluation(sample, LookupConfig(svd_dims=8), store=store, metrics=["ndcg@10"], oracle=False,
+def test_report_format_trec_writes_every_question_in_order_with_decreasing_scores(sample_set, store, tmp_path):
+    ours = runs.run_evaluation(sample_set, LookupConfig(svd_dims=8), store=store, metrics=["ndcg@10"], oracle=False,
                                baseline=False, attribute=False)
     out = tmp_path / "run.trec"
     assert cli.main(["report", ours.run_id, "--format", "trec", "--traces", str(store.path), "--output",
@@ -114,7 +109,7 @@ def test_report_format_trec_writes_every_question_in_order_with_decreasing_score
     assert [int(f[3]) for f in first] == list(range(1, len(first) + 1))
     scores = [float(f[4]) for f in first]
     assert all(a > b for a, b in zip(scores, scores[1:], strict=False))
-    assert {f[0] for f in lines} == {q.id for q in sample.queries}  # unanswerable questions' rankings too
+    assert {f[0] for f in lines} == {q.id for q in sample_set.queries}  # unanswerable questions' rankings too
 
 
 def test_reading_a_run_orders_ties_as_trec_eval_does(tmp_path):
@@ -162,32 +157,32 @@ def test_qrels_are_read_in_trec_and_beir_layouts_and_conflicts_refused(tmp_path)
         read_qrels(trec)
 
 
-def test_an_import_of_another_datasets_run_is_refused(sample, store, tmp_path):
+def test_an_import_of_another_datasets_run_is_refused(sample_set, store, tmp_path):
     path = tmp_path / "other.run"
     path.write_text("PLAIN-1 Q0 MED-10 1 3.0 x\n", encoding="utf-8")
     with pytest.raises(ValueError, match="none of the 1 query ids"):
-        import_run(store, sample, path, name="other")
-    path.write_text(f"{sample.queries[0].id} Q0 MED-10 1 3.0 x\n", encoding="utf-8")
+        import_run(store, sample_set, path, name="other")
+    path.write_text(f"{sample_set.queries[0].id} Q0 MED-10 1 3.0 x\n", encoding="utf-8")
     with pytest.raises(ValueError, match="none of the 1 documents"):
-        import_run(store, sample, path, name="other")
+        import_run(store, sample_set, path, name="other")
     assert store.query("SELECT count(*) AS n FROM eval_run")["n"][0] == 0  # nothing stored
 
 
-def test_questions_the_file_does_not_rank_score_zero_and_are_named(sample, store, tmp_path):
-    first = sample.queries[0]
+def test_questions_the_file_does_not_rank_score_zero_and_are_named(sample_set, store, tmp_path):
+    first = sample_set.queries[0]
     relevant = next(d for d, g in first.qrels.items() if g > 0)
     path = tmp_path / "one.run"
     path.write_text(f"{first.id} Q0 {relevant} 1 1.0 x\nnot-a-question Q0 {relevant} 1 1.0 x\n", encoding="utf-8")
-    result = import_run(store, sample, path, name="one", metrics=["hit@10"])
+    result = import_run(store, sample_set, path, name="one", metrics=["hit@10"])
     notes = result.diagnostics["imported"]
-    answerable = [q for q in sample.queries if q.answerable]
+    answerable = [q for q in sample_set.queries if q.answerable]
     assert result.metrics["hit@10"] == pytest.approx(round(1 / len(answerable), 4))
-    assert notes["questions_not_ranked"] == len(sample.queries) - 1
+    assert notes["questions_not_ranked"] == len(sample_set.queries) - 1
     assert notes["queries_not_in_dataset_examples"] == ["not-a-question"]
 
 
-def test_the_import_run_command_prints_the_metrics_and_how_to_compare(sample, store, tmp_path, capsys):
-    path = _bm25_run_file(sample, tmp_path / "bm25.run")
+def test_the_import_run_command_prints_the_metrics_and_how_to_compare(sample_set, store, tmp_path, capsys):
+    path = _bm25_run_file(sample_set, tmp_path / "bm25.run")
     code = cli.main(["import-run", str(path), "--name", "bm25", "--dataset", str(SAMPLE), "--traces",
                      str(store.path), "--metrics", "ndcg@10,mrr@10"])
     out = capsys.readouterr().out
