@@ -12,8 +12,9 @@ from appui.widgets import state, wording
 try:
     from eval import leaderboard as eval_leaderboard
     from eval import runs as eval_runs
+    from eval.storage import COMPLETE
 except ImportError as exc:  # eval/ is optional for the Lookup and Traces pages
-    eval_leaderboard = eval_runs = None
+    eval_leaderboard = eval_runs = COMPLETE = None
     EVAL_MISSING = f"{exc}"
 else:
     EVAL_MISSING = ""
@@ -31,7 +32,7 @@ def render(ctx: state.AppContext) -> None:
         st.error("Runs are stored in the trace file, which could not be opened.")
         return
     runs = state.guarded(lambda: eval_runs.list_runs(ctx.store))
-    complete = runs[runs["status"] == "complete"] if runs is not None and not runs.empty else None
+    complete = runs[runs["status"] == COMPLETE] if runs is not None and not runs.empty else None
     if complete is None or complete.empty:
         st.info("No complete runs stored yet: start one on the Labelled set tab.")
         return
