@@ -10,7 +10,8 @@ PREFIX,...` leaves path prefixes of the knowledge base out of the index with eit
 TREC qrels; `--qrels FILE` gives a dataset TREC qrels as its labels.
 
 `runs` lists every run with its status (complete, incomplete, running); `run --resume RUN_ID` finishes
-an incomplete run and `runs --delete RUN_ID` removes one.
+an incomplete run and `runs --delete RUN_ID` removes one. `runs --dataset NAME --leaderboard` puts every
+complete run of a dataset side by side: the settings that differ, every metric, sortable (`--sort`).
 
 `run` and `sweep` take `--workers N|auto` (local worker processes) or `--dask ADDRESS` (an existing Dask
 cluster); `collect RUN_ID` loads a Dask run's Parquet trace parts into the trace file.
@@ -63,6 +64,15 @@ def build_parser() -> argparse.ArgumentParser:
     runs.add_argument("--incomplete", action="store_true", help="list only runs that are not complete")
     runs.add_argument("--delete", default=None, metavar="RUN_ID",
                       help="delete a run: its eval rows and its recorded lookups")
+    runs.add_argument("--dataset", default=None, metavar="NAME",
+                      help="only the runs of this dataset (its name, as the list shows it)")
+    runs.add_argument("--split", default=None, help="with --dataset: only the runs of this split")
+    runs.add_argument("--leaderboard", action="store_true",
+                      help="with --dataset: every complete run side by side, the settings that differ, every "
+                           "metric, and the sorted metric's trend over time")
+    runs.add_argument("--sort", default=None, metavar="METRIC",
+                      help="with --leaderboard: sort by this metric, best first (default: the runs' first "
+                           "metric), or by `created`, newest first")
     imported = commands.add_parser("import-run", help="store an external system's TREC run file as a run of the "
                                                       "dataset (compare it like any other run)")
     imported.add_argument("file", help="a TREC run file: qid Q0 docid rank score tag")

@@ -20,6 +20,7 @@ from .abstention import summary_line
 from .compare import compare_runs
 from .datasets import Dataset, load_dataset, load_query_set, skipped_note
 from .gate import RegressionFound, parse_tolerances, regressions
+from .leaderboard import leaderboard, of_dataset
 from .metrics import parse_metrics
 from .parallel.pool import pool_of
 from .reports import export, render
@@ -61,7 +62,27 @@ def dispatch(args: argparse.Namespace) -> str | bytes:
         return json.dumps(counts) if args.json else (
             f"deleted {counts['eval_run']} run, {counts['tool_invocation']} recorded lookup(s), "
             f"{counts['eval_query']} query row(s) and {counts['eval_query_metric']} metric row(s)")
+    return _runs(args, store)
+
+
+def _runs(args: argparse.Namespace, store: TraceStore) -> str:
+    """`runs`: every run, or (`--dataset`) one dataset's, or (`--leaderboard`) its complete runs side by side."""
+    if args.leaderboard or args.sort:
+        if not args.dataset:
+            raise ValueError("--leaderboard needs --dataset NAME: the dataset whose runs to rank "
+                             "(`python -m eval runs` lists the runs with their dataset)")
+        if not args.leaderboard:
+            raise ValueError("--sort only applies with --leaderboard")
+        board = leaderboard(store, args.dataset, split=args.split, sort=args.sort)
+        for note in board.notes:  # on stderr whatever the format, as `compare` does
+            print(note, file=sys.stderr)
+        return json.dumps(board.to_records(), indent=2) if args.json else board.text()
+    if args.split and not args.dataset:
+        raise ValueError("--split needs --dataset NAME")
     frame = list_runs(store, incomplete_only=args.incomplete)
+    if args.dataset:  # checked against every run, so an unknown name lists the file's datasets
+        every = list_runs(store) if args.incomplete else frame
+        frame = frame[frame["run_id"].isin(of_dataset(every, args.dataset, args.split, str(store.path))["run_id"])]
     return frame.to_json(orient="records", date_format="iso") if args.json else frame.to_string(index=False)
 
 

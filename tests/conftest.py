@@ -29,6 +29,7 @@ pytest_plugins = [
     "tests.fixtures.explain_fixtures",
     "tests.fixtures.hostile_fixtures",
     "tests.fixtures.index_fixtures",
+    "tests.fixtures.leaderboard_fixtures",
     "tests.fixtures.mcp_fixtures",
     "tests.fixtures.otel_fixtures",
     "tests.fixtures.parallel_fixtures",

@@ -10,6 +10,7 @@ import streamlit as st
 
 from appui.data import traces as data
 from appui.panels import eval_runs as eval_panel
+from appui.panels import leaderboard as leaderboard_panel
 from appui.panels import replay as replay_panel
 from appui.widgets import origin, state, views
 
@@ -96,13 +97,15 @@ def render() -> None:
     config_a = state.sidebar_config(title="Configuration (A)")
     st.title("Compare settings")
     config_b = _config_b(config_a)
-    one, labelled, replayed = st.tabs(["One query", "Labelled set", "Replay"])
+    one, labelled, replayed, board = st.tabs(["One query", "Labelled set", "Replay", "Leaderboard"])
     with one:
         _single_query(ctx, config_a, config_b)
     with labelled:
         eval_panel.render(ctx, config_a)
     with replayed:
         replay_panel.render(ctx, config_b)
+    with board:  # after the Labelled set tab, which picks run B: its dataset is the default here
+        leaderboard_panel.render(ctx)
 
 
 if __name__ == "__main__":
