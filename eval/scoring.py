@@ -69,7 +69,8 @@ def query_facts(query: Query, position: int, invocation_id: str, ranked: list[st
             "relevant": relevant, "categories": categories, "invocation_id": invocation_id,
             "first_relevant_rank": first, "top_sources": ranked[:10],
             **query_diagnostics(details, query.qrels, ranked, domains_of, latency_ms),
-            "answerable": query.answerable, "question_set": query.origin or OWN_SET, **graded(details)}
+            "answerable": query.answerable, "question_set": query.origin or OWN_SET, **graded(details),
+            "facets": dict(query.facets) or None}  # null, not {}: Parquet cannot write a struct with no field
 
 
 def baseline_rows(engine: BM25Baseline, queries: Sequence[Query], parsed: Sequence[metric_lib.Metric], depth: int,
