@@ -44,6 +44,10 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--metrics", default=None, help="comma-separated metric names (default: shared ones)")
     compare.add_argument("--permutations", type=int, default=10_000, help="randomisation-test resamples")
     compare.add_argument("--limit", type=int, default=10, help="per-query losses in --json output")
+    compare.add_argument("--facets", default=None, metavar="FIELD,...",
+                         help="break every metric down by these (category, or fields of the questions such as "
+                              "style); default: category and every field with 2 to 30 values")
+    compare.add_argument("--no-facets", action="store_true", help="no breakdown by category or field")
     compare.add_argument("--fail-on-regression", action="append", default=[], metavar="METRIC:TOLERANCE",
                          help="exit 1 when B is below A on METRIC by more than TOLERANCE and significantly "
                               "(p < 0.05), e.g. ndcg@10:0.01 (repeatable): a CI step")

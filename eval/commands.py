@@ -146,7 +146,8 @@ def _import(args: argparse.Namespace, store: TraceStore) -> str:
 def _compare(args: argparse.Namespace, store: TraceStore) -> str | bytes:
     metrics = [m.strip() for m in args.metrics.split(",")] if args.metrics else None
     tolerances = parse_tolerances(args.fail_on_regression)
-    comparison = compare_runs(store, args.run_a, args.run_b, metrics=metrics, permutations=args.permutations)
+    comparison = compare_runs(store, args.run_a, args.run_b, metrics=metrics, permutations=args.permutations,
+                              facets=_facets(args))
     for note in comparison.notes():  # on stderr whatever the format; the reports say the library notes too
         print(note.line(), file=sys.stderr)
     if args.format:
@@ -159,6 +160,18 @@ def _compare(args: argparse.Namespace, store: TraceStore) -> str | bytes:
     if found:
         raise RegressionFound("regression: " + "; ".join(found), output)
     return output
+
+
+def _facets(args: argparse.Namespace) -> list[str] | None:
+    """`--facets FIELD,...` (None: category and every eligible field), or none with `--no-facets`."""
+    if args.no_facets and args.facets:
+        raise ValueError("give --facets FIELD,... or --no-facets, not both")
+    if args.no_facets:
+        return []
+    chosen = [name.strip() for name in (args.facets or "").split(",") if name.strip()]
+    if args.facets is not None and not chosen:
+        raise ValueError("--facets needs at least one field, e.g. --facets category,style (or pass --no-facets)")
+    return chosen or None
 
 
 def _emit(obj: Any, fmt: str, output: str | None, store: TraceStore) -> str | bytes:

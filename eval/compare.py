@@ -9,6 +9,7 @@ scipy's paired t-test. Runs made with different library versions are compared, w
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +21,7 @@ from retrieval import TraceStore
 from retrieval.config import DEFAULT_SVD_DIMS
 
 from .attribution import stage_moves
+from .facets import FacetBreakdown, facet_breakdown
 from .storage import load_per_query, load_run_row, run_bases
 from .versions import WORKERS_KEY, VersionNote, library_diff, recorded, version_notes
 
@@ -48,6 +50,7 @@ class Comparison:
     kb_fingerprints: tuple[str | None, str | None] = (None, None)  # each run's knowledge base (None: no lookups)
     answerability: tuple[dict[str, Any] | None, dict[str, Any] | None] = (None, None)  # eval.abstention's, per run
     stage_moves: dict[str, Any] | None = None  # eval.attribution.stage_moves: the stages that moved from A to B
+    facets: FacetBreakdown | None = None  # eval.facets: every metric by category and by the questions' fields
 
     def library_notes(self) -> list[VersionNote]:
         """A warning when the runs' library versions differ, a note when a run did not record them."""
@@ -88,12 +91,14 @@ class Comparison:
                 "library_versions": list(self.library_versions),
                 "library_notes": [note.line() for note in self.library_notes()],
                 "kb_fingerprints": list(self.kb_fingerprints), "notes": [note.line() for note in self.notes()],
-                "answerability": list(self.answerability), "stage_moves": self.stage_moves}
+                "answerability": list(self.answerability), "stage_moves": self.stage_moves,
+                "facets": self.facets.to_dict() if self.facets else None}
 
 
 def compare_runs(store: TraceStore, run_a: str, run_b: str, *, metrics: list[str] | None = None,
-                 permutations: int = PERMUTATIONS, seed: int = 0) -> Comparison:
-    """Compare two runs stored in `store` (ids or unique prefixes) on the queries they share."""
+                 permutations: int = PERMUTATIONS, seed: int = 0, facets: Sequence[str] | None = None) -> Comparison:
+    """Compare two runs stored in `store` (ids or unique prefixes) on the queries they share, each metric broken
+    down by `facets` (eval.facets; None: category and every eligible field of the questions; empty: none)."""
     row_a, row_b = load_run_row(store, run_a), load_run_row(store, run_b)
     names = metrics or [m for m in row_a["metric_names"] if m in row_b["metric_names"]]
     if not names:
@@ -106,6 +111,9 @@ def compare_runs(store: TraceStore, run_a: str, run_b: str, *, metrics: list[str
     summary = {m: paired_statistics(paired[f"{m}_a"], paired[f"{m}_b"], permutations=permutations, seed=seed)
                for m in names}
     table = _per_query_table(paired, names)
+    breakdown = None if facets is not None and not facets else facet_breakdown(
+        paired, names, {m: s["delta"] for m, s in summary.items()},
+        lambda diff: randomization_test(diff, permutations=permutations, seed=seed), fields=facets, alpha=SIGNIFICANCE)
     unpaired = {"only_in_a": len(frame_a) - len(paired), "only_in_b": len(frame_b) - len(paired)}
     versions = (recorded(row_a.get("library_versions")), recorded(row_b.get("library_versions")))
     workers = tuple((row.get("diagnostics") or {}).get(WORKERS_KEY) or None for row in (row_a, row_b))
@@ -114,7 +122,7 @@ def compare_runs(store: TraceStore, run_a: str, run_b: str, *, metrics: list[str
                       library_diff(*versions), versions, workers,
                       _kb_fingerprints(store, row_a["run_id"], row_b["run_id"]),
                       tuple((row.get("diagnostics") or {}).get("answerability") for row in (row_a, row_b)),
-                      stage_moves(frame_a, frame_b))
+                      stage_moves(frame_a, frame_b), breakdown)
 
 
 def _kb_fingerprints(store: TraceStore, run_a: str, run_b: str) -> tuple[str | None, str | None]:

@@ -25,6 +25,8 @@ from retrieval import KnowledgeBaseError, load_knowledge_base
 from retrieval.kb import FrontMatterError, exclude_prefixes, markdown_sources, split_front_matter
 from retrieval.text import normalize_label
 
+from .query_fields import row_facets
+
 ALL = "all"
 KINDS = ("beir", "markdown", "known_item")
 CATEGORY_KEYS = ("category_of_first", "category", "categories")
@@ -51,6 +53,7 @@ class Query:
     categories: tuple[str, ...] = ()
     categories_labelled: bool = False
     origin: str = ""  # the file of questions it came from when not the dataset's own (`--unanswerable FILE`)
+    facets: Mapping[str, str] = field(default_factory=dict)  # the row's own fields (eval.query_fields)
 
     @property
     def answerable(self) -> bool:
@@ -164,13 +167,14 @@ def _load_beir(root: Path, split: str | None) -> Dataset:
             raise DatasetError(f"{root} has several splits; pass --split with one of {', '.join(available)}")
     if split not in available:
         raise DatasetError(f"split {split!r} not in {root / 'qrels'}; available: {', '.join(available)}")
-    texts = {str(r["_id"]): str(r.get("text") or "") for r in _read_jsonl(root / "queries.jsonl")}
+    rows = {str(r["_id"]): r for r in _read_jsonl(root / "queries.jsonl") if str(r.get("text") or "").strip()}
     qrels: dict[str, dict[str, float]] = {}
     for line in (root / "qrels" / f"{split}.tsv").read_text(encoding="utf-8").splitlines():
         parts = line.split("\t")  # a header line (BEIR's `query-id corpus-id score`) has no number to read
         if len(parts) >= 3 and parts[2].strip().lstrip("-").replace(".", "", 1).isdigit():
             qrels.setdefault(parts[0].strip(), {})[parts[1].strip()] = float(parts[2])
-    queries = tuple(Query(qid, texts[qid], rel) for qid, rel in qrels.items() if texts.get(qid, "").strip())
+    queries = tuple(Query(qid, str(rows[qid]["text"]), rel, facets=row_facets(rows[qid]))
+                    for qid, rel in qrels.items() if qid in rows)
     return Dataset(root.name, "beir", str(root), str(root), split, queries,
                    notes={"unlabelled_or_missing_queries": len(qrels) - len(queries), **unanswerable_notes(queries)})
 
@@ -192,7 +196,7 @@ def _load_markdown(root: Path, queries_path: Path, kb: Path, split: str | None,
         labelled = any(row.get(key) is not None for key in CATEGORY_KEYS)
         queries.append(Query(str(row["_id"]), str(row["text"]),
                              {_strip(str(s), prefix): float(g) for s, g in grades.items()},
-                             row_categories(row), labelled))
+                             row_categories(row), labelled, facets=row_facets(row)))
     if not any(q.answerable for q in queries):
         raise DatasetError(f"no answerable labelled queries in {queries_path} (split {split or ALL}): a run needs "
                            'rows with {"_id", "text", "relevant": [sources]} naming at least one relevant page')

@@ -115,7 +115,7 @@ def score(run_id: str, lookups: Sequence[Lookup], label: Callable[[Lookup], Quer
         found = found or Query(lookup.query_id, lookup.query, {})
         labelled += bool(found.qrels)
         query = Query(lookup.query_id, lookup.query, found.qrels, found.categories, found.categories_labelled,
-                      found.origin)
+                      found.origin, found.facets)
         row = query_facts(query, position, lookup.invocation_id, lookup.ranked, lookup.details, lookup.latency_ms,
                           domains_of, parsed)
         # unjudged is not unanswerable: only a labelled run's unanswerable questions are graded apart

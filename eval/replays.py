@@ -151,12 +151,15 @@ def _dataset_of(row: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _run_labels(store: TraceStore, run_id: str) -> dict[str, Query]:
-    """The stored run's labels by query id: its relevant sources (grade 1) and the categories it scored with."""
+    """The stored run's labels by query id: its relevant sources (grade 1), the categories it scored with and its
+    questions' facets (none for a run stored before they were)."""
     frame = pd.concat([load_per_query(store, run_id), load_unanswerable(store, run_id)], ignore_index=True)
     sets = frame["question_set"] if "question_set" in frame else pd.Series(None, index=frame.index)
+    facets = frame["facets"] if "facets" in frame else pd.Series(None, index=frame.index)
     return {str(r.query_id): Query(str(r.query_id), str(r.query), {s: 1.0 for s in (r.relevant or [])},
-                                   tuple(r.categories or ()), True, origin if isinstance(origin, str) else "")
-            for r, origin in zip(frame.itertuples(index=False), sets, strict=True)}
+                                   tuple(r.categories or ()), True, origin if isinstance(origin, str) else "",
+                                   dict(found) if isinstance(found, dict) else {})
+            for r, origin, found in zip(frame.itertuples(index=False), sets, facets, strict=True)}
 
 
 def _domains(store: TraceStore, lookups: list[Lookup], index: KnowledgeIndex) -> dict[str, list[str]]:

@@ -19,7 +19,7 @@ from retrieval.config import changed_settings
 from retrieval.export import Section, cell_text, csv_safe, html_document, is_ms, markdown_document
 from retrieval.traces import TraceFilter, export_traces
 
-from . import abstention_report
+from . import abstention_report, facets_report
 from .attribution import missed_cell
 from .compare import SIGNIFICANCE, Comparison, significance_words
 from .defaults import FORMATS
@@ -261,6 +261,7 @@ def _comparison_sections(comparison: Comparison) -> list[Section]:
             Section("Metrics", table=pd.DataFrame(rows)),
             *abstention_report.comparison_sections(*comparison.answerability),
             *_moves_section(comparison.stage_moves),
+            *facets_report.sections(comparison.facets),
             Section(f"Largest per-query losses of B on {comparison.primary_metric}", table=losses)]
 
 

@@ -71,7 +71,8 @@ def query_facts(query: Query, position: int, invocation_id: str | None, ranked: 
             "first_relevant_rank": first, "top_sources": ranked[:10],
             **query_diagnostics(details, query.qrels, ranked, domains_of, latency_ms),
             "answerable": query.answerable, "question_set": query.origin or OWN_SET, **graded(details),
-            **ranking_columns(query, ranked, details, parsed)}
+            **ranking_columns(query, ranked, details, parsed),
+            "facets": dict(query.facets) or None}  # null, not {}: Parquet cannot write a struct with no field
 
 
 def ranking_columns(query: Query, ranked: Sequence[str], details: Mapping[str, Any],

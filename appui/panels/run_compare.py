@@ -16,7 +16,7 @@ import pandas as pd
 import streamlit as st
 
 from appui.data import runs as runs_data
-from appui.panels import answerability
+from appui.panels import answerability, facets
 from appui.widgets import state, views
 
 TOP_DEFAULT = 5
@@ -141,6 +141,7 @@ def render(ctx: state.AppContext, table: pd.DataFrame) -> None:
     answerability.comparison_panel(comparison)
     for sentence in (comparison.stage_moves or {}).get("sentences", []):
         st.caption(sentence)
+    facets.panel(comparison)
     _delta_chart(comparison)
     _pairs(ctx, comparison)
 
