@@ -197,19 +197,20 @@ def _dataset(args: argparse.Namespace) -> Dataset:
         raise ValueError(f"give exactly one of --dataset DIR or --kb DIR (with --queries FILE); got {given}")
     if args.dataset:
         return load_dataset(args.dataset, split=args.split, known_item_field=args.known_item, kb_root=args.kb_root,
-                            queries_file=args.queries, exclude_paths=args.exclude)
+                            queries_file=args.queries, exclude_paths=args.exclude, qrels_file=args.qrels)
     if args.kb_root:
         raise ValueError("--kb-root only applies to --dataset; with --kb, pass the Markdown root itself as --kb")
     if args.known_item:
-        return load_dataset(args.kb, split=args.split, known_item_field=args.known_item, exclude_paths=args.exclude)
+        return load_dataset(args.kb, split=args.split, known_item_field=args.known_item, exclude_paths=args.exclude,
+                            qrels_file=args.qrels)
     if getattr(args, "judgements", None):
-        if args.queries:
-            raise ValueError("give --queries FILE or --judgements TRACES_FILE, not both")
+        if args.queries or args.qrels:
+            raise ValueError("give --queries FILE (and --qrels FILE) or --judgements TRACES_FILE, not both")
         from .judgements import load_judged_set
         return load_judged_set(args.kb, args.judgements, split=args.split, exclude_paths=args.exclude)
     if not args.queries:
         raise ValueError("--kb needs --queries FILE (a JSONL file of labelled queries), or --known-item FIELD")
-    return load_query_set(args.kb, args.queries, split=args.split, exclude_paths=args.exclude)
+    return load_query_set(args.kb, args.queries, split=args.split, exclude_paths=args.exclude, qrels_file=args.qrels)
 
 
 class _progress:

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from retrieval import KnowledgeBaseError, load_knowledge_base
-from retrieval.kb import FrontMatterError, exclude_prefixes, markdown_sources, split_front_matter
+from retrieval import KnowledgeBaseError
+from retrieval.kb import exclude_prefixes, markdown_sources
 from retrieval.text import normalize_label
 
 from .query_fields import row_facets
@@ -95,32 +95,38 @@ class Dataset:
 
 def load_dataset(path: str | Path, *, split: str | None = None, known_item_field: str | None = None,
                  kb_root: str | Path | None = None, queries_file: str | Path | None = None,
-                 exclude_paths: Iterable[str] | str = ()) -> Dataset:
+                 exclude_paths: Iterable[str] | str = (), qrels_file: str | Path | None = None) -> Dataset:
     """Load a BEIR folder, a Markdown KB with `queries.jsonl`, or (with `known_item_field`) a known-item set.
 
     `exclude_paths` are path prefixes relative to the knowledge-base root (BEIR: `_id` prefixes) left out
-    of the index; a bad one raises DatasetError.
+    of the index; a bad one raises DatasetError. `qrels_file` (TREC qrels, eval.trec) gives the questions their
+    labels instead of the query file's `relevant` or the BEIR split's qrels; the dataset's name says so.
     """
     root = Path(path)
     prefixes = _prefixes(exclude_paths)
+    labels = _qrels(qrels_file)
     if not root.exists():
         raise DatasetError(f"dataset not found: {root}; pass --dataset with a BEIR folder (corpus.jsonl, "
                            f"queries.jsonl, qrels/) or a folder with kb/ and queries.jsonl")
     if known_item_field:
-        return _load_known_item(root, known_item_field, _kb_root(root, kb_root), split, prefixes)
+        if labels is not None:
+            raise DatasetError("a known-item set labels itself (each page answers its field); leave out --qrels")
+        from .known_item import load_known_item  # it builds on this module's Query and Dataset
+
+        return load_known_item(root, known_item_field, _kb_root(root, kb_root), split, prefixes)
     if root.is_dir() and (root / "corpus.jsonl").is_file() and (root / "qrels").is_dir() and not queries_file:
-        return replace(_load_beir(root, split), exclude_paths=prefixes)
+        return _named(replace(_load_beir(root, split, labels), exclude_paths=prefixes), qrels_file)
     queries = Path(queries_file) if queries_file else root / "queries.jsonl"
     if queries_file and not queries.is_absolute() and not queries.exists():
         queries = root / queries
     if not queries.is_file():
         raise DatasetError(f"no query file {queries}; a Markdown dataset needs queries.jsonl with "
                            f'{{"_id", "text", "relevant": [sources]}} rows (or pass --known-item FIELD)')
-    return _load_markdown(root, queries, _kb_root(root, kb_root), split, prefixes)
+    return _named(_load_markdown(root, queries, _kb_root(root, kb_root), split, prefixes, labels), qrels_file)
 
 
 def load_query_set(kb: str | Path, queries_file: str | Path, *, split: str | None = None,
-                   exclude_paths: Iterable[str] | str = ()) -> Dataset:
+                   exclude_paths: Iterable[str] | str = (), qrels_file: str | Path | None = None) -> Dataset:
     """A labelled query file run against a Markdown folder in place (`--kb DIR --queries FILE`).
 
     Relevant paths in the file are relative to `kb`; nothing is copied. Raises DatasetError when the
@@ -133,8 +139,23 @@ def load_query_set(kb: str | Path, queries_file: str | Path, *, split: str | Non
     if not queries.is_file():
         raise DatasetError(f"no query file {queries}; pass --queries with a JSONL file of "
                            f'{{"_id", "text", "relevant": [paths relative to --kb]}} rows')
-    dataset = _load_markdown(root, queries, root, split, prefixes)
-    return replace(dataset, name=f"{root.name}:{queries.stem}")
+    dataset = _load_markdown(root, queries, root, split, prefixes, _qrels(qrels_file))
+    return _named(replace(dataset, name=f"{root.name}:{queries.stem}"), qrels_file)
+
+
+def _qrels(qrels_file: str | Path | None) -> dict[str, dict[str, float]] | None:
+    from .trec import read_qrels  # TrecFormatError is a ValueError: the CLI prints it and exits 2
+
+    return read_qrels(qrels_file) if qrels_file else None
+
+
+def _named(dataset: Dataset, qrels_file: str | Path | None) -> Dataset:
+    """A dataset labelled by a qrels file is another labelled set: its name carries the file's (runs of it are
+    compared with each other, not with runs of the query file's own labels)."""
+    if not qrels_file:
+        return dataset
+    return replace(dataset, name=f"{dataset.name}+{Path(qrels_file).name}",
+                   notes={**dataset.notes, "qrels_file": str(qrels_file)})
 
 
 def _prefixes(exclude_paths: Iterable[str] | str) -> tuple[str, ...]:
@@ -157,30 +178,41 @@ def _kb_root(root: Path, kb_root: str | Path | None) -> Path:
     return root
 
 
-def _load_beir(root: Path, split: str | None) -> Dataset:
-    available = sorted(p.stem for p in (root / "qrels").glob("*.tsv"))
-    if not available:
-        raise DatasetError(f"no qrels/*.tsv in {root}; a BEIR folder needs qrels/<split>.tsv")
-    if split is None:
-        split = "test" if "test" in available else available[0] if len(available) == 1 else None
-        if split is None:
-            raise DatasetError(f"{root} has several splits; pass --split with one of {', '.join(available)}")
-    if split not in available:
-        raise DatasetError(f"split {split!r} not in {root / 'qrels'}; available: {', '.join(available)}")
+def _load_beir(root: Path, split: str | None, labels: Mapping[str, Mapping[str, float]] | None = None) -> Dataset:
+    """A BEIR folder's questions with the split's qrels, or with `labels` (a qrels file's) instead."""
     rows = {str(r["_id"]): r for r in _read_jsonl(root / "queries.jsonl") if str(r.get("text") or "").strip()}
-    qrels: dict[str, dict[str, float]] = {}
-    for line in (root / "qrels" / f"{split}.tsv").read_text(encoding="utf-8").splitlines():
-        parts = line.split("\t")  # a header line (BEIR's `query-id corpus-id score`) has no number to read
-        if len(parts) >= 3 and parts[2].strip().lstrip("-").replace(".", "", 1).isdigit():
-            qrels.setdefault(parts[0].strip(), {})[parts[1].strip()] = float(parts[2])
+    if labels is not None:
+        qrels = {k: dict(v) for k, v in labels.items()}
+        split = split or ALL
+    else:
+        split = _beir_split(root, split)
+        qrels = {}
+        for line in (root / "qrels" / f"{split}.tsv").read_text(encoding="utf-8").splitlines():
+            parts = line.split("\t")  # a header line (BEIR's `query-id corpus-id score`) has no number to read
+            if len(parts) >= 3 and parts[2].strip().lstrip("-").replace(".", "", 1).isdigit():
+                qrels.setdefault(parts[0].strip(), {})[parts[1].strip()] = float(parts[2])
     queries = tuple(Query(qid, str(rows[qid]["text"]), rel, facets=row_facets(rows[qid]))
                     for qid, rel in qrels.items() if qid in rows)
     return Dataset(root.name, "beir", str(root), str(root), split, queries,
                    notes={"unlabelled_or_missing_queries": len(qrels) - len(queries), **unanswerable_notes(queries)})
 
 
-def _load_markdown(root: Path, queries_path: Path, kb: Path, split: str | None,
-                   prefixes: tuple[str, ...]) -> Dataset:
+def _beir_split(root: Path, split: str | None) -> str:
+    """The qrels split to read: the one asked for, else `test`, else the only one."""
+    available = sorted(p.stem for p in (root / "qrels").glob("*.tsv"))
+    if not available:
+        raise DatasetError(f"no qrels/*.tsv in {root}; a BEIR folder needs qrels/<split>.tsv (or pass --qrels FILE)")
+    if split is None:
+        split = "test" if "test" in available else available[0] if len(available) == 1 else None
+        if split is None:
+            raise DatasetError(f"{root} has several splits; pass --split with one of {', '.join(available)}")
+    if split not in available:
+        raise DatasetError(f"split {split!r} not in {root / 'qrels'}; available: {', '.join(available)}")
+    return split
+
+
+def _load_markdown(root: Path, queries_path: Path, kb: Path, split: str | None, prefixes: tuple[str, ...],
+                   labels: Mapping[str, Mapping[str, float]] | None = None) -> Dataset:
     rows = _read_jsonl(queries_path)
     if split not in (None, ALL):
         if not any("split" in r for r in rows):
@@ -189,7 +221,8 @@ def _load_markdown(root: Path, queries_path: Path, kb: Path, split: str | None,
     prefix = kb.relative_to(root).as_posix() + "/" if kb != root else ""
     queries = []
     for row in rows:
-        relevant = row.get("relevant", row.get("relevant_paths"))
+        relevant = (row.get("relevant", row.get("relevant_paths")) if labels is None
+                    else labels.get(str(row.get("_id"))))  # a question the qrels do not judge is unlabelled
         if not str(row.get("text") or "").strip() or relevant is None:
             continue  # no text, or no labels at all: unlabelled (an empty `relevant` is an unanswerable question)
         grades = relevant if isinstance(relevant, Mapping) else {s: 1.0 for s in relevant}
@@ -234,41 +267,6 @@ def missing_relevant(queries: Sequence[Query], sources: Iterable[str]) -> dict[s
     orphans = sum(1 for q in queries if q.answerable and not any(g > 0 and s in held for s, g in q.qrels.items()))
     return {"relevant_not_in_kb": len(missing), "relevant_not_in_kb_examples": sorted(set(missing))[:MISSING_EXAMPLES],
             "queries_without_relevant_in_kb": orphans}
-
-
-def _load_known_item(root: Path, field_name: str, kb: Path, split: str | None,
-                     prefixes: tuple[str, ...] = ()) -> Dataset:
-    """Each page's `field_name` value is a query whose answer is that page; the field is never indexed."""
-    if split not in (None, ALL):
-        raise DatasetError(f"a known-item set has one split; pass --split all or leave it out (got {split!r})")
-    try:
-        base = load_knowledge_base(kb, exclude_paths=prefixes)
-    except KnowledgeBaseError as exc:
-        raise DatasetError(str(exc)) from None
-    by_text: dict[str, list[Any]] = {}
-    for entry in base.entries:
-        value = _front_matter_value(kb / entry.source, field_name)
-        if value:
-            by_text.setdefault(value, []).append(entry)
-    # pages sharing one value become one query with every such page relevant
-    queries = tuple(Query(entries[0].source, text, {e.source: 1.0 for e in entries},
-                          tuple(dict.fromkeys(d for e in entries for d in e.domains)), True)
-                    for text, entries in by_text.items())
-    if not queries:
-        raise DatasetError(f"no page under {kb} has a front-matter field {field_name!r}")
-    return Dataset(f"{root.name}:{field_name}", "known_item", str(root), str(kb), ALL, queries, (field_name,),
-                   notes={"known_item_field": field_name, "pages": len(base.entries)}, exclude_paths=prefixes)
-
-
-def _front_matter_value(path: Path, field_name: str) -> str:
-    try:
-        meta, _, _ = split_front_matter(path.read_text(encoding="utf-8", errors="replace"), path.name)
-    except (FrontMatterError, OSError):
-        return ""
-    value = meta.get(field_name)
-    if isinstance(value, (list, tuple)):
-        value = " ".join(str(v) for v in value if v is not None)
-    return " ".join(str(value).split()) if value is not None else ""
 
 
 def _strip(source: str, prefix: str) -> str:

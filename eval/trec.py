@@ -78,7 +78,7 @@ def read_qrels(path: str | Path) -> dict[str, dict[str, float]]:
             raise _bad(path, number, line, f"{len(fields)} fields", "four: qid iteration docid grade")
         qid, doc, grade = fields[0], fields[-2], _number(fields[-1])
         if grade is None:
-            if position == 0:  # a header (BEIR's `query-id corpus-id score`)
+            if position == 0 and len(fields) == 3:  # a header (BEIR's `query-id corpus-id score`); TREC has none
                 continue
             raise _bad(path, number, line, f"grade {fields[-1]!r}", "a number (last field)")
         known = qrels.setdefault(qid, {}).get(doc)

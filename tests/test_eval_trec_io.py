@@ -14,6 +14,7 @@ from rank_bm25 import BM25Okapi
 
 from eval import cli, runs
 from eval.compare import compare_runs
+from eval.datasets import load_dataset, load_query_set
 from eval.imported import import_run
 from eval.judgements import query_id, record
 from eval.trec import TrecFormatError, read_qrels, read_run, run_lines
@@ -206,3 +207,52 @@ def test_judgements_format_trec_writes_the_marks_as_qrels(store, tmp_path):
     assert read_qrels(out) == {qid: {"alerting/overview.md": 0.0, "getting-started/install-linux.md": 1.0}}
     assert json.loads(judgements_file(store, "jsonl").splitlines()[0])["relevant"] == [
         "getting-started/install-linux.md"]
+
+
+def _qrels_file(path, lines):
+    path.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def test_trec_qrels_label_a_query_file_instead_of_its_relevant_field(sample_set, tmp_path):
+    first, second = sample_set.queries[0], sample_set.queries[1]
+    path = _qrels_file(tmp_path / "mine.qrels", [f"{first.id} 0 alerting/overview.md 2",
+                                                 f"{first.id} 0 getting-started/install-linux.md 0",
+                                                 f"{second.id} 0 nowhere.md 0"])
+    dataset = load_dataset(SAMPLE, qrels_file=path)
+    assert [q.id for q in dataset.queries] == [first.id, second.id]  # the questions the qrels judge, in file order
+    assert dict(dataset.queries[0].qrels) == {"alerting/overview.md": 2.0, "getting-started/install-linux.md": 0.0}
+    assert not dataset.queries[1].answerable  # judged, none relevant: unanswerable, graded not ranked
+    assert dataset.name == "data+mine.qrels" and dataset.notes["qrels_file"] == str(path)
+    assert dataset.queries[0].text == first.text
+    in_place = load_query_set(SAMPLE / "kb", SAMPLE / "queries.jsonl", qrels_file=path)
+    assert [dict(q.qrels) for q in in_place.queries] == [dict(q.qrels) for q in dataset.queries]
+
+
+def test_trec_qrels_label_a_beir_folder_instead_of_its_split(tmp_path):
+    root = tmp_path / "beir"
+    (root / "qrels").mkdir(parents=True)
+    (root / "corpus.jsonl").write_text("".join(json.dumps({"_id": f"D{i}", "title": f"page {i}", "text": f"text {i}"})
+                                               + "\n" for i in range(3)), encoding="utf-8")
+    (root / "queries.jsonl").write_text('{"_id": "1", "text": "first"}\n{"_id": "2", "text": "second"}\n',
+                                        encoding="utf-8")
+    (root / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n1\tD0\t1\n", encoding="utf-8")
+    path = _qrels_file(tmp_path / "other.qrels", ["2 0 D2 3", "3 0 D1 1"])
+    dataset = load_dataset(root, qrels_file=path)
+    assert [(q.id, dict(q.qrels)) for q in dataset.queries] == [("2", {"D2": 3.0})]
+    assert dataset.notes["unlabelled_or_missing_queries"] == 1  # query 3 has no text
+
+
+def test_the_qrels_flag_runs_and_imports_on_the_same_labels(sample_set, store, tmp_path, capsys):
+    lines = [f"{q.id} 0 {d} 1" for q in sample_set.queries for d, g in q.qrels.items() if g > 0]
+    path = _qrels_file(tmp_path / "same.qrels", lines)
+    flags = ["--dataset", str(SAMPLE), "--qrels", str(path), "--traces", str(store.path), "--metrics", "ndcg@10"]
+    assert cli.main(["run", *flags, "--no-progress", "--no-oracle", "--no-baseline", "--set", "svd_dims=8"]) == 0
+    assert cli.main(["import-run", str(_bm25_run_file(sample_set, tmp_path / "b.run")), "--name", "bm25",
+                     *flags]) == 0
+    names = store.query("SELECT DISTINCT dataset FROM eval_run")["dataset"].tolist()
+    assert names == ["data+same.qrels"]
+    capsys.readouterr()
+    bad = _qrels_file(tmp_path / "bad.qrels", ["1 0 D1 high"])
+    assert cli.main(["run", "--dataset", str(SAMPLE), "--qrels", str(bad), "--traces", str(store.path)]) == 2
+    assert "line 1: grade 'high'" in capsys.readouterr().err
