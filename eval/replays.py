@@ -83,6 +83,37 @@ def save_replay_run(store: TraceStore, run_id: str, calls: pd.DataFrame, *, inde
     return recorded_id, run_id
 
 
+def save_or_discard(store: TraceStore, run_id: str, calls: pd.DataFrame, *, index: KnowledgeIndex,
+                    config: Mapping[str, Any], source_run: str | None = None) -> tuple[str, str]:
+    """`save_replay_run`, or, when it fails, nothing at all: the replay's recorded lookups and any rows of it (and
+    of its `recorded-…` run) are deleted, so no run id without a run shows in the pickers and exports, and a
+    ReplayNotSaved says why."""
+    try:
+        return save_replay_run(store, run_id, calls, index=index, config=config, source_run=source_run)
+    except Exception as exc:
+        removed = discard_replay(store, run_id)
+        raise ReplayNotSaved(f"the replay could not be saved as a run ({type(exc).__name__}: {exc}); its "
+                             f"{removed} recorded lookup(s) were deleted, so nothing of it is kept") from exc
+
+
+class ReplayNotSaved(ValueError):
+    """Saving a replay as a run failed; nothing of the replay was kept."""
+
+
+def discard_replay(store: TraceStore, run_id: str) -> int:
+    """Delete every row of the replay `run_id` and of its `recorded-…` run (spooled rows drained first, so none
+    comes back later); returns how many recorded lookups went."""
+    store.flush()
+    ids = [run_id, RECORDED_PREFIX + run_id.split("-", 1)[-1]]
+    with store.connect() as con:
+        con.execute("BEGIN TRANSACTION")
+        removed = con.execute("DELETE FROM tool_invocation WHERE run_id = ?", [run_id]).fetchone()[0]
+        for table in ("eval_query_metric", "eval_query", "eval_run"):
+            con.execute(f"DELETE FROM {table} WHERE run_id IN (?, ?)", ids)
+        con.execute("COMMIT")
+    return int(removed)
+
+
 def _save(store: TraceStore, run_id: str, lookups: list[Lookup], label: Callable[[Lookup], Query | None],
           index: KnowledgeIndex, config: Mapping[str, Any], created: datetime, dataset: dict[str, Any],
           metric_names: list[str], versions: dict[str, str | None] | None) -> None:

@@ -103,6 +103,27 @@ def test_saving_a_replay_that_recorded_nothing_is_refused(store, index):
         replays.save_replay_run(store, "replay-none", pd.DataFrame(), index=index, config=C64.to_dict())
 
 
+def test_a_replay_that_fails_to_save_leaves_nothing_behind(store, index):
+    """Issue 34, item 9: a failed save left the replay's lookups under a `replay-…` run id with no run behind it,
+    which then showed in the run pickers and exports. Here the calls lack their recorded details, so scoring the
+    recorded side fails: the replayed lookups and any half-written rows are deleted, and the error says so."""
+    for query in ("rotate an API token", "download invoices"):
+        lookup_knowledge(query, index=index, config=C64, recorder=store)
+    calls = replay.recorded_calls(store, limit=20)
+    run_id = replay.new_run_id()
+    replay.replay(calls, index=index, config=B64, store=store, run_id=run_id)
+    assert store.query("SELECT count(*) AS n FROM tool_invocation WHERE run_id = ?", [run_id])["n"][0] == 2
+    broken = calls.drop(columns=["retrieval_details"])
+    with pytest.raises(replays.ReplayNotSaved, match="its 2 recorded lookup"):
+        replays.save_or_discard(store, run_id, broken, index=index, config=B64.to_dict())
+    for table in ("tool_invocation", "eval_run", "eval_query"):
+        left = store.query(f"SELECT count(*) AS n FROM {table} WHERE run_id LIKE '%' || ?",
+                           [run_id.split("-", 1)[-1]])["n"][0]
+        assert left == 0, table
+    assert run_id not in set(runs.list_runs(store)["run_id"]) and len(calls) == 2
+    assert store.query("SELECT count(*) AS n FROM tool_invocation WHERE run_id IS NULL")["n"][0] == 2  # originals
+
+
 def test_replayed_calls_are_paired_on_the_original_query_id():
     assert replays.paired_query_id("call-1", "q7") == "q7"
     assert replays.paired_query_id("call-1", None) == "call-1"

@@ -41,9 +41,13 @@ def _start(ctx: state.AppContext, config_b: LookupConfig) -> None:
     saved = run_id if st.session_state.get("rp_save", True) and ctx.store is not None else None
     pair = None
     if saved:
-        from eval.replays import save_replay_run
+        from eval.replays import ReplayNotSaved, save_or_discard
 
-        pair = save_replay_run(ctx.store, saved, calls, index=index, config=config_b.to_dict(), source_run=run)
+        try:
+            pair = save_or_discard(ctx.store, saved, calls, index=index, config=config_b.to_dict(), source_run=run)
+        except ReplayNotSaved as exc:
+            st.error(f"Replay not saved: {exc}")
+            return
         st.session_state["eval_select"] = {"a": pair[0], "b": pair[1]}  # the run pickers move to it
     origin.store("rp_result", {"frame": frame, "run_id": saved, "compare": pair, "note": note}, index,
                  {"B": config_b.to_dict()})
