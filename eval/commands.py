@@ -18,6 +18,7 @@ from retrieval.paths import default_traces, trace_sources
 from .abstention import summary_line
 from .compare import compare_runs
 from .datasets import Dataset, load_dataset, load_query_set, skipped_note
+from .depth import judged_line
 from .gate import RegressionFound, parse_tolerances, regressions
 from .metrics import parse_metrics
 from .parallel.pool import pool_of
@@ -191,6 +192,7 @@ def _summary(result: RunResult) -> str:
     lines.append(f"  {summary_line(diag.get('answerability'))}")
     missed = diag.get("missed_stages") or {}
     lines.append(f"  missed pages: {missed.get('sentence') or missed.get('skipped', 'not attributed')}")
+    lines.append(f"  {judged_line(diag)}")
     skipped = skipped_note(result.dataset)
     if skipped:
         lines.append(f"  {skipped}")
