@@ -27,6 +27,7 @@ pytest_plugins = [
     "tests.fixtures.browser_fixtures",
     "tests.fixtures.eval_fixtures",
     "tests.fixtures.explain_fixtures",
+    "tests.fixtures.holes_fixtures",
     "tests.fixtures.hostile_fixtures",
     "tests.fixtures.index_fixtures",
     "tests.fixtures.mcp_fixtures",
