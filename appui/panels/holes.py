@@ -33,20 +33,21 @@ def _what_if(traces_path: str, run_a: str, run_b: str, labels: str, _comparison:
 
 def render(ctx: state.AppContext, comparison: Any, labels: str) -> None:
     """The queue grouped by question, each page with Relevant / Not relevant, then the conclusions table."""
-    st.markdown("**Judging queue**: pages in a top 10 that changed between A and B that nobody judged (no label, "
-                "no mark); they count as not relevant in both runs until judged")
-    queue = state.guarded(lambda: _queue(ctx.traces_path, comparison.run_a, comparison.run_b, labels))
-    if queue is None:
-        return
-    st.caption(queue.sentence()[0].upper() + queue.sentence()[1:] + ".")
-    grouped = list(queue.by_query().items())
-    if not grouped:
-        st.success("Nothing to judge: every page in the top 10s that changed carries a judgement.")
-    for number, (query_id, found) in enumerate(grouped[:SHOWN]):
-        _question(ctx, number, query_id, found)
-    if len(grouped) > SHOWN:
-        st.caption(f"{len(grouped) - SHOWN} more question(s) in the queue: judge these to bring them up.")
-    _conclusions(ctx, comparison, labels)
+    with st.container(key="holes_panel"):
+        st.markdown("**Judging queue**: pages in a top 10 that changed between A and B that nobody judged (no "
+                    "label, no mark); they count as not relevant in both runs until judged")
+        queue = state.guarded(lambda: _queue(ctx.traces_path, comparison.run_a, comparison.run_b, labels))
+        if queue is None:
+            return
+        st.caption(queue.sentence()[0].upper() + queue.sentence()[1:] + ".")
+        _conclusions(ctx, comparison, labels)  # above the queue: what the marks made so far changed
+        grouped = list(queue.by_query().items())
+        if not grouped:
+            st.success("Nothing to judge: every page in the top 10s that changed carries a judgement.")
+        for number, (query_id, found) in enumerate(grouped[:SHOWN]):
+            _question(ctx, number, query_id, found)
+        if len(grouped) > SHOWN:
+            st.caption(f"{len(grouped) - SHOWN} more question(s) in the queue: judge these to bring them up.")
 
 
 def _question(ctx: state.AppContext, number: int, query_id: str, found: list[Any]) -> None:
@@ -75,4 +76,3 @@ def _conclusions(ctx: state.AppContext, comparison: Any, labels: str) -> None:
         st.warning("The marks changed the conclusion on " + ", ".join(changed) + ".")
     else:
         st.caption("No conclusion changed: every significant win, loss and tie holds.")
-    st.caption(f"Labels: {result.labels}.")
