@@ -19,6 +19,7 @@ from retrieval.paths import default_traces, trace_sources
 from .abstention import summary_line
 from .compare import compare_runs
 from .datasets import Dataset, load_dataset, load_query_set, skipped_note
+from .depth import judged_line
 from .gate import RegressionFound, parse_tolerances, regressions
 from .leaderboard import leaderboard, of_dataset
 from .metrics import parse_metrics
@@ -255,6 +256,7 @@ def _summary(result: RunResult) -> str:
     missed = diag.get("missed_stages") or {}
     lines.append(f"  missed pages: {missed.get('sentence') or missed.get('skipped', 'not attributed')}")
     lines.append(f"  {ties_sentence(diag.get('ties'))}")
+    lines.append(f"  {judged_line(diag)}")
     skipped = skipped_note(result.dataset)
     if skipped:
         lines.append(f"  {skipped}")

@@ -23,7 +23,7 @@ import pandas as pd
 from retrieval import KnowledgeIndex, TraceStore
 from retrieval.export import json_object
 
-from . import judgements
+from . import depth, judgements
 from . import metrics as metric_lib
 from .abstention import answerability_summary
 from .datasets import Query
@@ -103,10 +103,12 @@ def source_domains(sources: Iterable[str], index: KnowledgeIndex) -> dict[str, l
 
 
 def score(run_id: str, lookups: Sequence[Lookup], label: Callable[[Lookup], Query | None], domains_of: DomainsOf,
-          metric_names: Sequence[str], oracle: Mapping[str, Any], *, grade_unanswerable: bool = False) -> Scored:
+          metric_names: Sequence[str], oracle: Mapping[str, Any], *, grade_unanswerable: bool = False,
+          marks: Mapping[str, Mapping[str, float]] | None = None) -> Scored:
     """Score `lookups` against `label(lookup)` (None: unlabelled, every metric 0): the one scoring of a saved
     replay, at save and on every read of a judged run. With `grade_unanswerable` (a replay of a labelled run),
-    a label with no relevant page is an unanswerable question, graded and never ranked, as in the run."""
+    a label with no relevant page is an unanswerable question, graded and never ranked, as in the run. `marks`
+    (eval.judged.judged_qrels) count as judgements in Judged@10 besides the labels (eval.depth)."""
     parsed = metric_lib.parse_metrics(metric_names)
     rows, metric_rows, labelled = [], [], 0
     for position, lookup in enumerate(lookups):
@@ -123,13 +125,15 @@ def score(run_id: str, lookups: Sequence[Lookup], label: Callable[[Lookup], Quer
         if not unanswerable:
             metric_rows.extend((run_id, lookup.query_id, LOOKUP, name, value)
                                for name, value in metric_lib.score(lookup.ranked, query.qrels, parsed).items())
+    depth.add_marks(rows, marks or {})
     per_query = pd.DataFrame(rows)
     metric_frame = pd.DataFrame(metric_rows, columns=["run_id", "query_id", "system", "metric", "value"])
     ranked = per_query[per_query["answerable"].astype("boolean").fillna(True).astype(bool)] if rows else per_query
     graded = answerability_summary(per_query) if grade_unanswerable else {"skipped": NOT_GRADED}
     means = metric_means(metric_frame, LOOKUP, parsed)
     diagnostics = {**summarize(ranked), "oracle": dict(oracle), "answerability": graded,
-                   "ties": ties_summary(list(ranked["tie_ranges"]) if rows else [], means)}
+                   "ties": ties_summary(list(ranked["tie_ranges"]) if rows else [], means),
+                   depth.COLUMN: depth.mean_judged(ranked)}
     return Scored(per_query, metric_frame, means, diagnostics, labelled)
 
 

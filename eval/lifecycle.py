@@ -16,6 +16,7 @@ import pandas as pd
 from retrieval import LookupConfig, TraceStore
 from retrieval.index import library_versions
 
+from . import depth, judged
 from . import metrics as metric_lib
 from . import oracle as oracle_lib
 from .abstention import answerability_summary
@@ -82,6 +83,7 @@ def finish_run(store: TraceStore, planned: PlannedRun, rows: list[dict[str, Any]
                worker_versions: Mapping[str, Any] | None = None) -> None:
     """Score the run's merged rows (lookup, then baseline, then oracle metric rows) and store it as `complete`;
     `worker_versions` (a fan-out's workers' library versions that differ from the run's) go in its diagnostics."""
+    depth.add_marks(rows, judged.judged_qrels(store))  # an analyst's mark is a judgement too (Judged@10)
     per_query = pd.DataFrame(rows)
     scored = [row for row in rows if row.get("answerable", True)]
     categories = {row["query_id"]: oracle_lib.true_category(row["categories"]) for row in scored}
@@ -89,6 +91,7 @@ def finish_run(store: TraceStore, planned: PlannedRun, rows: list[dict[str, Any]
     means = metric_means(metric_frame, LOOKUP, planned.parsed)
     diagnostics = summarize(pd.DataFrame(scored))  # the filter's precision and harm need a relevant page
     diagnostics["answerability"] = answerability_summary(per_query)
+    diagnostics[depth.COLUMN] = depth.mean_judged(pd.DataFrame(scored))
     stages = [row.get("relevant_stages") for row in scored]
     diagnostics["missed_stages"] = (missed_summary(stages, planned.cutoff, planned.parsed[0].name)
                                     if any(s is not None for s in stages) else {"skipped": NOT_ATTRIBUTED})

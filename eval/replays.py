@@ -120,7 +120,7 @@ def _save(store: TraceStore, run_id: str, lookups: list[Lookup], label: Callable
     """Score `lookups` (eval.judged.score, which also re-scores a judged run when it is read) and store them
     with the library `versions` they were looked up with (None: not known)."""
     scored = judged.score(run_id, lookups, label, index_domains(index), metric_names, oracle_lib.skipped(NO_ORACLE),
-                          grade_unanswerable=not judged.is_judged(dataset["kind"]))
+                          grade_unanswerable=not judged.is_judged(dataset["kind"]), marks=judged.judged_qrels(store))
     save_run(store, {
         "run_id": run_id, "created_at": created, "sweep_id": None, "dataset": dataset["name"],
         "dataset_kind": dataset["kind"], "dataset_path": dataset["path"], "split": dataset["split"],

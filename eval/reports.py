@@ -23,6 +23,7 @@ from . import abstention_report, facets_report
 from .attribution import missed_cell
 from .compare import SIGNIFICANCE, Comparison, significance_words
 from .defaults import FORMATS
+from .depth import judged_line
 from .oracle import headroom_table
 from .runs import RunResult
 from .ties import ties_sentence, ties_table
@@ -31,7 +32,7 @@ ALIASES = {"md": "markdown", "htm": "html", "pq": "parquet"}
 TABLE_ROWS = 20
 JSON_TEXT = ("tie_ranges", "facets")  # per-question mappings written as JSON text in CSV and Parquet reports
 TABLE_DIAGNOSTICS = ("oracle", "filter_by_domain", "filter_confusion", "answerability", "missed_stages",
-                     "ties")  # their own sections
+                     "ties", "judged_at_10")  # their own sections
 
 
 def normalize_format(fmt: str) -> str:
@@ -145,7 +146,7 @@ def _run_sections(run: RunResult) -> list[Section]:
     if worst is not None:
         worst = worst.assign(missed=worst.get("relevant_stages", pd.Series(None, index=worst.index)).map(missed_cell))
     return [Section(f"Evaluation run {run.run_id}", head),
-            Section("Metrics", (_oracle_line(run.diagnostics),), table=metrics),
+            Section("Metrics", (_oracle_line(run.diagnostics), judged_line(run.diagnostics)), table=metrics),
             Section("Diagnostics", tuple(_diagnostic_lines(run.diagnostics))),
             *_filter_sections(run.diagnostics),
             *_missed_sections(run.diagnostics.get("missed_stages")),

@@ -11,6 +11,7 @@ from retrieval import (
     KnowledgeIndex,
 )
 
+from . import depth
 from . import metrics as metric_lib
 from . import oracle as oracle_lib
 from .abstention import OWN_SET, graded
@@ -70,6 +71,7 @@ def query_facts(query: Query, position: int, invocation_id: str | None, ranked: 
             "relevant": relevant, "categories": categories, "invocation_id": invocation_id,
             "first_relevant_rank": first, "top_sources": ranked[:10],
             **query_diagnostics(details, query.qrels, ranked, domains_of, latency_ms),
+            **depth.query_columns(ranked, query.qrels),  # Judged@10 from the labels (eval.depth adds the marks)
             "answerable": query.answerable, "question_set": query.origin or OWN_SET, **graded(details),
             **ranking_columns(query, ranked, details, parsed),
             "facets": dict(query.facets) or None}  # null, not {}: Parquet cannot write a struct with no field

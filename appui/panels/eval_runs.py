@@ -19,11 +19,12 @@ from retrieval import LookupConfig
 
 try:
     from eval import datasets as eval_datasets
+    from eval import depth as eval_depth
     from eval import judged as eval_judged
     from eval import oracle as eval_oracle
     from eval import runs as eval_runs
 except ImportError as exc:  # eval/ is optional for the Lookup and Traces pages
-    eval_datasets = eval_judged = eval_oracle = eval_runs = None
+    eval_datasets = eval_depth = eval_judged = eval_oracle = eval_runs = None
     EVAL_MISSING = f"{exc}"
 else:
     EVAL_MISSING = ""
@@ -144,6 +145,7 @@ def summary_card(run: Any) -> None:
             gap = oracle.get(name)
             column.metric(name, f"{value:.3f}", delta=f"{gap:+.3f} oracle headroom" if gap is not None else None,
                           delta_color="off")
+        st.caption(eval_depth.judged_line(run.diagnostics)[0].upper() + eval_depth.judged_line(run.diagnostics)[1:])
 
 
 def render(ctx: state.AppContext, config: LookupConfig | None) -> None:

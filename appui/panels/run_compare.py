@@ -16,7 +16,7 @@ import pandas as pd
 import streamlit as st
 
 from appui.data import runs as runs_data
-from appui.panels import answerability, facets
+from appui.panels import answerability, facets, holes
 from appui.widgets import state, views
 
 TOP_DEFAULT = 5
@@ -144,6 +144,7 @@ def render(ctx: state.AppContext, table: pd.DataFrame) -> None:
     facets.panel(comparison)
     _delta_chart(comparison)
     _pairs(ctx, comparison)
+    holes.render(ctx, comparison, _labels(ctx))  # the judging queue and what its marks change
 
 
 def _library_notes(comparison: Any) -> None:
