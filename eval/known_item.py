@@ -9,7 +9,7 @@ from typing import Any
 from retrieval import KnowledgeBaseError, load_knowledge_base
 from retrieval.kb import FrontMatterError, split_front_matter
 
-from .datasets import ALL, Dataset, DatasetError, Query
+from .dataset_model import ALL, Dataset, DatasetError, Query
 
 
 def load_known_item(root: Path, field_name: str, kb: Path, split: str | None,
