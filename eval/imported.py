@@ -25,12 +25,11 @@ import pandas as pd
 from retrieval import TraceStore
 from retrieval.kb import load_knowledge_base
 
+from . import depth, judged
 from . import metrics as metric_lib
-from .abstention import answerability_summary
 from .compare import EXTERNAL
 from .datasets import Dataset
 from .defaults import DEFAULT_METRICS, LOOKUP
-from .diagnostics import summarize
 from .lifecycle import METRIC_COLUMNS
 from .runs import RunResult, load_run
 from .scoring import metric_means, query_facts
@@ -41,6 +40,8 @@ from .trec import read_run
 KIND = EXTERNAL  # the `system` a stored imported run names in its config
 EXAMPLES = 5
 NO_LOOKUPS = "an imported run made no lookups"
+NO_GRADES = ("an imported run has no relevance grades (a lookup's `relevance`): its unanswerable questions are "
+             "named, not graded")
 
 
 def import_run(store: TraceStore, dataset: Dataset, path: str | Path, *, name: str,
@@ -82,20 +83,22 @@ def import_run(store: TraceStore, dataset: Dataset, path: str | Path, *, name: s
             metric_rows.extend((run_id, query.id, LOOKUP, m, v)
                                for m, v in metric_lib.score(ranked, query.qrels, parsed).items())
     missing = [q.id for q in dataset.queries if q.id not in trec.rankings]
-    per_query = pd.DataFrame(rows)
     metric_frame = pd.DataFrame(metric_rows, columns=METRIC_COLUMNS)
     means = metric_means(metric_frame, LOOKUP, parsed)
+    depth.add_marks(rows, judged.judged_qrels(store))  # an analyst's mark is a judgement too (Judged@10)
+    per_query = pd.DataFrame(rows)
     scored = per_query[per_query["answerable"].astype(bool)]
-    diagnostics = {**summarize(scored), "oracle": {"skipped": NO_LOOKUPS},
-                   "missed_stages": {"skipped": NO_LOOKUPS}, "answerability": answerability_summary(per_query),
-                   "ties": ties_summary(list(scored["tie_ranges"]), means),
+    # no lookup: no filter, layer, latency or relevance grade to report (an unanswerable question is still named)
+    diagnostics = {"queries": len(scored), "lookups": NO_LOOKUPS, "oracle": {"skipped": NO_LOOKUPS},
+                   "missed_stages": {"skipped": NO_LOOKUPS}, "answerability": {"skipped": NO_GRADES},
+                   "ties": ties_summary(list(scored["tie_ranges"]), means), depth.COLUMN: depth.mean_judged(scored),
                    "imported": _import_notes(path, trec.tags, trec.lines, missing, foreign, unknown)}
-    depth = max([metric_lib.depth(parsed), *(len(r) for r in trec.rankings.values())])
+    top_k = max([metric_lib.depth(parsed), *(len(r) for r in trec.rankings.values())])
     config = {"system": KIND, "name": name, "run_file": str(Path(path).resolve()), "tags": list(trec.tags)}
     save_run(store, {
         "run_id": run_id, "created_at": created.replace(tzinfo=None), "sweep_id": None, "dataset": dataset.name,
         "dataset_kind": dataset.kind, "dataset_path": dataset.path, "split": dataset.split,
-        "n_queries": len(dataset.queries), "top_k": depth, "config": config, "overrides": {"system": name},
+        "n_queries": len(dataset.queries), "top_k": top_k, "config": config, "overrides": {"system": name},
         "seconds": 0.0, "dataset_info": {**dataset.describe(), "kb_fingerprint": kb.fingerprint},
         "metric_names": [m.name for m in parsed], "metrics": means, "baseline": None, "diagnostics": diagnostics,
         "library_versions": None}, per_query, metric_frame)

@@ -21,7 +21,7 @@ from retrieval.traces import TraceFilter, export_traces
 
 from . import abstention_report, facets_report
 from .attribution import missed_cell
-from .compare import SIGNIFICANCE, Comparison, significance_words
+from .compare import EXTERNAL, SIGNIFICANCE, Comparison, significance_words
 from .defaults import FORMATS
 from .depth import judged_line
 from .oracle import headroom_table
@@ -134,7 +134,7 @@ def _run_sections(run: RunResult) -> list[Section]:
     changed = changed_settings(run.overrides)  # a value set to its default is no change
     head = (f"dataset: {info.get('name')} ({info.get('kind')}, split {info.get('split')}, "
             f"{info.get('queries')} queries)", *_dataset_notes(info), f"top_k retrieved: {run.top_k}",
-            f"settings changed: {_settings(changed) if changed else 'none (defaults)'}",
+            _settings_line(run, changed),
             f"created: {run.created_at:%Y-%m-%d %H:%M:%S} UTC; {run.seconds:.1f} s", _libraries(run))
     metrics = headroom_table(run.metrics, run.baseline, run.diagnostics).rename(columns={"bm25": "bm25 baseline"})
     metrics.insert(3, "delta", [None if b is None or pd.isna(b) else round(v - b, 4)
@@ -165,6 +165,13 @@ def _missed_sections(missed: dict[str, Any] | None) -> list[Section]:
                          columns=["stage", "pages"])
     return [Section("Missed relevant pages", (missed["sentence"], "each page's first lost stage: docs/explain.md"),
                     table=table)]
+
+
+def _settings_line(run: RunResult, changed: dict[str, Any]) -> str:
+    """What the run ran with: the settings it changed, or, for an imported run, the system and its file."""
+    if run.config.get("system") == EXTERNAL:
+        return f"system: {run.config.get('name')}, imported from {run.config.get('run_file')} (no settings of ours)"
+    return f"settings changed: {_settings(changed) if changed else 'none (defaults)'}"
 
 
 def _ties_sections(summary: dict[str, Any] | None) -> list[Section]:

@@ -49,7 +49,8 @@ def run_labels(row: Mapping[str, Any], frame: pd.DataFrame) -> RunLabels:
     try:
         dataset = load_dataset(path, split=None if kind == "beir" and not row.get("split") else row.get("split"),
                                kb_root=info.get("kb_path") if kind == "markdown" else None,
-                               queries_file=info.get("queries_file") if kind == "markdown" else None)
+                               queries_file=info.get("queries_file") if kind == "markdown" else None,
+                               qrels_file=info.get("qrels_file"))  # labels a qrels file gave (--qrels)
     except (DatasetError, OSError, ValueError) as exc:
         return RunLabels(stored, f"the run's stored relevant pages, each at grade 1 (its dataset could not be read "
                                  f"again: {exc})")

@@ -106,12 +106,16 @@ def what_if_judged(store: TraceStore, comparison: Comparison, *, permutations: i
 
 
 def rankings(store: TraceStore, frame: pd.DataFrame) -> dict[str, list[str]]:
-    """Each row's whole ranking by query id, from its lookup's recorded evidence (its stored top 10 when the
-    trace row is gone)."""
+    """Each row's whole ranking by query id: as the run stored it (`eval_query.ranked`; an imported run has no
+    lookup), else from its lookup's recorded evidence, else its stored top 10 (the trace row is gone)."""
     ids = [str(i) for i in frame["invocation_id"].dropna()]
     details = _details(store, ids)
     found = {}
     for row in frame.itertuples(index=False):
+        kept = getattr(row, "ranked", None)
+        if isinstance(kept, list):
+            found[str(row.query_id)] = [str(s) for s in kept]
+            continue
         stored = details.get(str(row.invocation_id))
         top = list(row.top_sources) if isinstance(row.top_sources, list) else []
         found[str(row.query_id)] = (judged.Lookup("", "", "", 0.0, stored).ranked if stored is not None else top)

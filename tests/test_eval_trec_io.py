@@ -17,6 +17,7 @@ from eval.compare import compare_runs
 from eval.datasets import load_dataset, load_query_set
 from eval.imported import import_run
 from eval.judgements import query_id, record
+from eval.reports import render
 from eval.trec import TrecFormatError, read_qrels, read_run, run_lines
 from eval.trec_export import judgements_file, run_file
 from retrieval import LookupConfig
@@ -70,6 +71,10 @@ def test_an_external_bm25_run_imports_and_scores_as_pytrec_eval_scores_it(sample
     assert imported.run_id.startswith("import-bm25-script-")
     assert imported.diagnostics["imported"]["questions_not_ranked"] == 0
     assert imported.config["system"] == "external" and imported.overrides == {"system": "BM25 script"}
+    report = render(imported, "markdown")
+    assert "- system: BM25 script, imported from " in report and "settings changed" not in report
+    assert "filter_applied_rate" not in report and "an imported run made no lookups" in report  # no lookup figures
+    assert 0 < imported.diagnostics["judged_at_10"] <= 1  # each question's relevant pages are judged
 
 
 def test_an_imported_run_compares_with_a_lookup_run_on_the_same_dataset(sample_set, store, tmp_path):
@@ -82,6 +87,20 @@ def test_an_imported_run_compares_with_a_lookup_run_on_the_same_dataset(sample_s
     assert comparison.metrics["ndcg@10"]["n"] == len(lookup.per_query)
     assert comparison.config_diff == {"system": ["external bm25", "lookup"]}
     assert comparison.kb_fingerprints[0] == comparison.kb_fingerprints[1] is not None  # one base: the app groups them
+
+
+def test_an_imported_run_is_offered_beside_the_lookup_runs_of_its_base(sample_set, store, tmp_path):
+    """The Compare page's pickers offer the runs of one group (dataset and base): an imported run is in the
+    lookup run's group though it made no lookup, and its label names the system."""
+    from appui.data import runs as runs_data
+
+    lookup = runs.run_evaluation(sample_set, LookupConfig(svd_dims=8), store=store, metrics=["ndcg@10"],
+                                 oracle=False, baseline=False, attribute=False)
+    imported = import_run(store, sample_set, _bm25_run_file(sample_set, tmp_path / "b.run"), name="prod ranker")
+    table = runs_data.run_table(store, runs.list_runs(store)).set_index("run_id")
+    assert table.loc[imported.run_id, "group"] == table.loc[lookup.run_id, "group"]
+    assert "base not recorded" not in table.loc[imported.run_id, "group"]
+    assert table.loc[imported.run_id, "overrides"] == {"system": "prod ranker"}
 
 
 def test_a_round_trip_of_our_run_through_the_trec_format_keeps_its_metrics(sample_set, store, tmp_path):
