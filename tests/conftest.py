@@ -35,6 +35,7 @@ pytest_plugins = [
     "tests.fixtures.mcp_fixtures",
     "tests.fixtures.otel_fixtures",
     "tests.fixtures.parallel_fixtures",
+    "tests.fixtures.trec_fixtures",
     "tests.fixtures.trace_fixtures",
 ]
 

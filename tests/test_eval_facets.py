@@ -7,6 +7,8 @@ import json
 
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from appui.data import runs as runs_data
 from eval import compare, datasets, facets, facets_report, replays, runs, storage
@@ -78,10 +80,22 @@ def test_holm_matches_values_computed_by_hand():
     assert facets.holm([0.02]) == pytest.approx([0.02]) and facets.holm([]) == []
 
 
-def test_holm_matches_statsmodels_when_it_is_installed():
-    multitest = pytest.importorskip("statsmodels.stats.multitest")
-    p = [0.01, 0.04, 0.03, 0.005, 0.2, 0.0001, 0.7]
-    assert facets.holm(p) == pytest.approx(list(multitest.multipletests(p, method="holm")[1]))
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(p=st.lists(st.floats(min_value=0.0, max_value=1.0), min_size=1, max_size=12),
+       alpha=st.sampled_from([0.01, 0.05, 0.1, 0.2]))
+def test_holm_adjusted_p_values_reject_what_holms_step_down_procedure_rejects(p, alpha):
+    """Holm (1979) as a procedure, independent of the adjusted-p formula: sort the p-values, reject the i-th
+    smallest while p_(i) <= alpha / (m - i + 1), stop at the first that is not. The adjusted p-values must reject
+    exactly those at level alpha."""
+    order = sorted(range(len(p)), key=lambda i: p[i])
+    rejected = set()
+    for rank, i in enumerate(order):
+        if p[i] > alpha / (len(p) - rank):
+            break
+        rejected.add(i)
+    adjusted = facets.holm(p)
+    assert {i for i, a in enumerate(adjusted) if a <= alpha} == rejected
+    assert all(a >= q - 1e-12 and a <= 1.0 for a, q in zip(adjusted, p, strict=True))
 
 
 def test_b_winning_overall_but_losing_a_category_significantly_is_flagged(constructed_pair):

@@ -23,8 +23,9 @@ try:
     from eval import judged as eval_judged
     from eval import oracle as eval_oracle
     from eval import runs as eval_runs
+    from eval import ties as eval_ties
 except ImportError as exc:  # eval/ is optional for the Lookup and Traces pages
-    eval_datasets = eval_depth = eval_judged = eval_oracle = eval_runs = None
+    eval_datasets = eval_depth = eval_judged = eval_oracle = eval_runs = eval_ties = None
     EVAL_MISSING = f"{exc}"
 else:
     EVAL_MISSING = ""
@@ -146,6 +147,10 @@ def summary_card(run: Any) -> None:
             column.metric(name, f"{value:.3f}", delta=f"{gap:+.3f} oracle headroom" if gap is not None else None,
                           delta_color="off")
         st.caption(eval_depth.judged_line(run.diagnostics)[0].upper() + eval_depth.judged_line(run.diagnostics)[1:])
+        ties = run.diagnostics.get("ties") or {}
+        if ties.get("flagged"):  # a metric that the order of tied scores moves by more than 0.005 (eval.ties)
+            sentence = eval_ties.ties_sentence(ties)
+            st.warning(sentence[0].upper() + sentence[1:])
 
 
 def render(ctx: state.AppContext, config: LookupConfig | None) -> None:
