@@ -62,6 +62,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_kb_flags(mcp)
     mcp.add_argument("--traces", default=None, help="DuckDB trace file (default: traces.duckdb)")
     mcp.add_argument("--no-trace", action="store_true", help="do not record invocations")
+    mcp.add_argument("--no-follow", dest="follow", action="store_false",
+                     help="serve the index as it was at start; by default an edited, added or deleted page is "
+                          "served within about a second, without a restart")
     mcp.add_argument("--http", type=int, default=None, metavar="PORT",
                      help="serve streamable HTTP on 127.0.0.1:PORT instead of stdio")
     mcp.add_argument("--otlp-endpoint", default=None, metavar="URL", help=OTLP_HELP)
@@ -214,6 +217,11 @@ def _serve_mcp(args: argparse.Namespace, kb: Any) -> None:
     store = None if args.no_trace else TraceStore(args.traces or default_traces())
     try:
         index = open_kb(args, kb, config.svd_dims)
+        if args.follow:  # edits to the knowledge base are served without a restart (retrieval.index.live)
+            from retrieval.index.live import LiveIndex
+
+            index = LiveIndex(kb, index, svd_dims=config.svd_dims, strict=args.strict, use_cache=not args.no_cache,
+                              exclude_paths=args.exclude).start()
         serve(index, config, combine(store, tracing.recorder if tracing else None),
               transport="http" if args.http is not None else "stdio", port=args.http or 0)
     finally:

@@ -30,6 +30,7 @@ from retrieval import (
     lookup_knowledge,
     open_index,
 )
+from retrieval.index import LiveIndex
 from retrieval.paths import default_kb, default_traces, trace_sources
 from retrieval.traces import TraceStoreLocked, TraceStoreLockedWarning, expand_sources, held_message
 
@@ -65,17 +66,24 @@ class _IndexSlot:
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.index: KnowledgeIndex | None = None
+        self.live: LiveIndex | None = None
         self.stage_seconds: dict[str, float] = {}  # the build's stages and their seconds (empty: from cache)
+
+    @property
+    def index(self) -> KnowledgeIndex | None:
+        """The current index: it follows the knowledge base's files (an edited page is served at the next rerun)."""
+        return self.live.current() if self.live is not None else None
 
     def get(self, kb_path: str, svd_dims: int, progress: Callable[[str, float], None],
             exclude_paths: tuple[str, ...] = ()) -> KnowledgeIndex:
-        """The index, built on first use with `progress` (a BuildBar keeps each stage's seconds for the caption)."""
+        """The index, built on first use with `progress` (a BuildBar keeps each stage's seconds for the caption),
+        then kept up to date by a watcher thread (retrieval.index.live)."""
         with self.lock:  # a second tab asking for the same index waits for the first build
-            if self.index is None:
-                self.index = open_index(kb_path, svd_dims=svd_dims, exclude_paths=exclude_paths, progress=progress)
-                self.stage_seconds = {} if self.index.from_cache else dict(getattr(progress, "seconds", {}))
-            return self.index
+            if self.live is None:
+                index = open_index(kb_path, svd_dims=svd_dims, exclude_paths=exclude_paths, progress=progress)
+                self.stage_seconds = {} if index.from_cache else dict(getattr(progress, "seconds", {}))
+                self.live = LiveIndex(kb_path, index, svd_dims=svd_dims, exclude_paths=exclude_paths).start()
+            return self.live.current()
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)

@@ -25,6 +25,7 @@ from retrieval.agent.mcp_resources import URI_TEMPLATE, SourceRefused, find_entr
 from retrieval.agent.tool import TOOL_DESCRIPTION, LookupTool
 from retrieval.config import LookupConfig
 from retrieval.index.build import KnowledgeIndex
+from retrieval.index.live import LiveIndex, current_index
 from retrieval.lookup.invocation import Recorder, ToolInvocation
 from retrieval.lookup.orchestrator import TOOL_NAME, lookup_knowledge
 from retrieval.text.analysis import normalize_label
@@ -50,18 +51,25 @@ class ClientRecorder:
         self.recorder(replace(invocation, arguments=arguments))
 
 
-def build_server(index: KnowledgeIndex, config: LookupConfig, recorder: Recorder | None) -> MCPServer:
-    """An MCP server with the `lookup_knowledge` tool and the `knowledge://{source}` resource over `index`."""
-    definition = LookupTool(index, config).definition()
-    domains = frozenset(definition["parameters"]["properties"]["category"].get("examples") or ())
+def build_server(index: KnowledgeIndex | LiveIndex, config: LookupConfig, recorder: Recorder | None) -> MCPServer:
+    """An MCP server with the `lookup_knowledge` tool and the `knowledge://{source}` resource over `index` (a
+    LiveIndex: each call answers from its current index, which follows the knowledge base's files)."""
+    definition = LookupTool(current_index(index), config).definition()
+    known: list[tuple[KnowledgeIndex, frozenset[str]]] = []  # the domains of the last index asked, computed once
+
+    def domains_of(answering: KnowledgeIndex) -> frozenset[str]:
+        if not known or known[0][0] is not answering:
+            known[:] = [(answering, frozenset(answering.kb.domains()))]
+        return known[0][1]
 
     def lookup(query: Any = None, category: Any = None, top_k: Any = None,
                ctx: Context | None = None) -> Annotated[CallToolResult, LookupOutput]:
         client_recorder = None if recorder is None else ClientRecorder(recorder, *_client_info(ctx))
+        answering = current_index(index)  # one index for the whole call, even if a rebuild lands meanwhile
         try:
-            _check_category(category, domains, {"query": query, "category": category, "top_k": top_k}, config,
-                            client_recorder)
-            result = lookup_knowledge(query, index=index, config=config, category=category, top_k=top_k,
+            _check_category(category, domains_of(answering),
+                            {"query": query, "category": category, "top_k": top_k}, config, client_recorder)
+            result = lookup_knowledge(query, index=answering, config=config, category=category, top_k=top_k,
                                       recorder=client_recorder)
         except ValueError as exc:  # the library's one-line message, as an is_error result
             return CallToolResult(content=[TextContent(type="text", text=str(exc))], is_error=True)
@@ -76,7 +84,7 @@ def build_server(index: KnowledgeIndex, config: LookupConfig, recorder: Recorder
 
     def read_entry(source: str) -> str:
         try:
-            return render_entry(find_entry(index.kb, source))
+            return render_entry(find_entry(current_index(index).kb, source))
         except SourceRefused as exc:
             raise ResourceNotFoundError(str(exc)) from None
 
@@ -86,7 +94,7 @@ def build_server(index: KnowledgeIndex, config: LookupConfig, recorder: Recorder
     return server
 
 
-def serve(index: KnowledgeIndex, config: LookupConfig, recorder: Recorder | None, *,
+def serve(index: KnowledgeIndex | LiveIndex, config: LookupConfig, recorder: Recorder | None, *,
           transport: Transport = "stdio", port: int = 8000) -> None:
     """Serve until the client disconnects (stdio) or the process is stopped; then flush the trace store."""
     server = build_server(index, config, recorder)

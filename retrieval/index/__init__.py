@@ -10,4 +10,5 @@ __all__, __getattr__, __dir__ = lazy_exports(__name__, {
     "progress": "BUILD_STAGES=STAGES build_share=overall",
     "cache": "file_digest",
     "provenance": "LIBRARIES library_versions",
+    "live": "LiveIndex current_index",
 })
