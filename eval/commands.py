@@ -256,6 +256,8 @@ def _summary(result: RunResult) -> str:
     missed = diag.get("missed_stages") or {}
     lines.append(f"  missed pages: {missed.get('sentence') or missed.get('skipped', 'not attributed')}")
     lines.append(f"  {ties_sentence(diag.get('ties'))}")
+    if diag.get("kb_changed"):
+        lines.append(f"  warning: {diag['kb_changed']}")
     lines.append(f"  {judged_line(diag)}")
     skipped = skipped_note(result.dataset)
     if skipped:

@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 
 from retrieval import LookupConfig, TraceStore
-from retrieval.index import library_versions
+from retrieval.index import file_signature, library_versions
 
 from . import depth, judged
 from . import metrics as metric_lib
@@ -43,6 +43,7 @@ class PlannedRun:
     parsed: tuple[metric_lib.Metric, ...]
     done: Mapping[str, Recorded]
     started: float
+    kb_signature: str = ""  # the knowledge base's files when the run began (retrieval.index.file_signature)
 
     @property
     def run_id(self) -> str:
@@ -75,7 +76,24 @@ def plan_run(dataset: Dataset, config: LookupConfig | None, *, store: TraceStore
            "split": dataset.split, "n_queries": len(dataset.queries), "top_k": depth, "config": config.to_dict(),
            "overrides": overrides, "dataset_info": dataset.describe(), "metric_names": [m.name for m in parsed],
            "library_versions": library_versions()}  # this process's; a resumed run records the resuming one's
-    return PlannedRun(run, config, tuple(parsed), done, started)
+    return PlannedRun(run, config, tuple(parsed), done, started, _signature(dataset.kb_path))
+
+
+def _signature(path: str) -> str:
+    """The knowledge base's files as a run sees them (empty when they cannot be read: nothing to compare)."""
+    try:
+        return file_signature(path)
+    except OSError:
+        return ""
+
+
+def changed_during_run(planned: PlannedRun, kb_path: str) -> str | None:
+    """A sentence when the knowledge base's files changed while the run looked up (None: they did not). A run is
+    scored on the index it opened, one version for all its questions; the traces record it (kb_fingerprint)."""
+    if not planned.kb_signature or _signature(kb_path) in ("", planned.kb_signature):
+        return None
+    return ("the knowledge base changed while the run looked up: every question was answered by the index the "
+            "run opened (its kb_fingerprint is on each trace row); run again to score the edited pages")
 
 
 def finish_run(store: TraceStore, planned: PlannedRun, rows: list[dict[str, Any]], metric_rows: list[tuple], *,
@@ -99,6 +117,9 @@ def finish_run(store: TraceStore, planned: PlannedRun, rows: list[dict[str, Any]
     diagnostics["ties"] = ties_summary([row.get("tie_ranges") for row in scored], means)
     if worker_versions:
         diagnostics[WORKERS_KEY] = dict(worker_versions)
+    changed = changed_during_run(planned, str(planned.run["dataset_info"].get("kb_path") or ""))
+    if changed:
+        diagnostics["kb_changed"] = changed
     results = {"seconds": time.perf_counter() - planned.started, "metrics": means, "baseline": baseline_means,
                "diagnostics": diagnostics}
     save_run(store, {**planned.run, **results}, per_query, metric_frame)

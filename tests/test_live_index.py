@@ -5,7 +5,6 @@ picks an edit up without being asked; the MCP server started before an edit answ
 
 from __future__ import annotations
 
-import shutil
 import time
 from pathlib import Path
 
@@ -13,18 +12,10 @@ import pytest
 
 from retrieval import LookupConfig, TraceStore, lookup_knowledge
 from retrieval.index import LiveIndex
-from retrieval.paths import SAMPLE_KB
 
 CONFIG = LookupConfig(svd_dims=16)
 PAGE = "billing/usage-limits.md"
 NEW_WORDS = "zeppelin hangar mooring"  # in no page of the sample base
-
-
-@pytest.fixture
-def kb_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The sample base copied under tmp_path (edited by the test), with its own index cache."""
-    monkeypatch.setenv("LOOKUP_KNOWLEDGE_CACHE", str(tmp_path / "index-cache"))
-    return Path(shutil.copytree(SAMPLE_KB, tmp_path / "kb"))
 
 
 def _sources(index, query: str, **kwargs) -> list[str]:
@@ -135,3 +126,45 @@ def test_the_mcp_server_started_before_an_edit_returns_the_new_text_within_2_s(k
             time.sleep(0.05)
     assert found is not None and found <= 2.0, found
     print(f"the MCP server answered with the edited text {found:.2f} s after the edit")
+
+
+def test_an_eval_run_says_when_the_knowledge_base_changed_while_it_looked_up(tmp_path):
+    """A run is scored on the one index it opened (a mix of versions would score no version); it notices an
+    edit made while it looked up, and says so in its diagnostics and summary."""
+    from eval import runs
+    from eval.datasets import load_dataset
+    from tests.eval_helpers import write_dataset
+
+    dataset = load_dataset(write_dataset(tmp_path / "set"))
+    store = TraceStore(tmp_path / "traces.duckdb")
+    quiet = runs.run_evaluation(dataset, CONFIG, store=store, metrics=["mrr@10"], baseline=False, oracle=False,
+                                attribute=False)
+    assert "kb_changed" not in quiet.diagnostics
+    page = next(Path(dataset.kb_path).rglob("*.md"))
+
+    def edit_once(done: int, total: int) -> None:
+        if done == 1:
+            page.write_text(page.read_text(encoding="utf-8") + "\nAn edit made during the run.\n", encoding="utf-8")
+
+    edited = runs.run_evaluation(dataset, CONFIG, store=store, metrics=["mrr@10"], baseline=False, oracle=False,
+                                 attribute=False, progress=edit_once)
+    assert "the knowledge base changed while the run looked up" in edited.diagnostics["kb_changed"]
+    fingerprints = store.query("SELECT DISTINCT kb_fingerprint FROM tool_invocation WHERE run_id = ?",
+                               [edited.run_id])["kb_fingerprint"].tolist()
+    assert len(fingerprints) == 1  # every question answered by the index the run opened
+
+
+def test_the_app_serves_an_edit_without_a_reload(env):
+    """The Lookup page, open before an edit, answers from the edited page at a later lookup (the index slot's
+    watcher rebuilt it meanwhile); no "Reload knowledge base" click."""
+    from tests.app_helpers import lookup, ok, page_text, run_app
+
+    at = lookup(ok(run_app()), "download invoices")
+    page = next(p for p in env["kb"].rglob("*.md") if "invoice" in p.read_text(encoding="utf-8").lower())
+    page.write_text(page.read_text(encoding="utf-8") + f"\n\n## Airships\n\n{NEW_WORDS} for invoices.\n",
+                    encoding="utf-8")
+    deadline = time.monotonic() + 20  # a ceiling for a loaded machine; the watcher takes about a second
+    while NEW_WORDS not in page_text(at) and time.monotonic() < deadline:
+        time.sleep(0.2)
+        at = lookup(at, NEW_WORDS)
+    assert NEW_WORDS in page_text(at)

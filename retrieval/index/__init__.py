@@ -5,7 +5,7 @@ from __future__ import annotations
 from retrieval import lazy_exports
 
 __all__, __getattr__, __dir__ = lazy_exports(__name__, {
-    "build": "KnowledgeIndex build_index default_cache_dir open_index",
+    "build": "KnowledgeIndex build_index default_cache_dir file_signature open_index",
     "config": "IndexConfig",
     "progress": "BUILD_STAGES=STAGES build_share=overall",
     "cache": "file_digest",
