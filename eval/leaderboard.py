@@ -19,6 +19,7 @@ import pandas as pd
 from retrieval import LookupConfig, TraceStore
 from retrieval.config import DEFAULT_SVD_DIMS
 
+from .compare import EXTERNAL
 from .storage import COMPLETE, list_runs, run_bases
 
 CREATED = "created"  # --sort created: newest first
@@ -108,7 +109,7 @@ def leaderboard(store: TraceStore, dataset: str, *, split: str | None = None, so
         raise ValueError(f"cannot sort by {sort!r}: the runs of {dataset} have the metrics {', '.join(metrics)}; "
                          f"or sort by {CREATED!r} (newest first)")
     configs = {r: _settings(stored.at[r, "config"]) for r in runs["run_id"]}
-    differing = differing_settings(list(configs.values()))
+    differing = differing_settings([c for c in configs.values() if c])  # an imported run has none: not compared
     bases = run_bases(store, runs["run_id"].tolist()).set_index("run_id")["kb_fingerprint"]
     rows = pd.DataFrame({
         "run_id": runs["run_id"], "created_at": runs["created_at"], "sweep_id": runs["sweep_id"],
@@ -179,6 +180,8 @@ def _settings(config: Any) -> dict[str, Any]:
     """A run's recorded config as comparable settings: every LookupConfig field (one not recorded: its
     default), `svd_dims` of the default index as unset."""
     defaults = LookupConfig().to_dict()
+    if (config or {}).get("system") == EXTERNAL:  # an imported run (eval.imported) has no settings of ours
+        return {}
     settings = {**defaults, **{k: v for k, v in (config or {}).items() if k in defaults}}
     if settings.get("svd_dims") == DEFAULT_SVD_DIMS:
         settings["svd_dims"] = None

@@ -275,3 +275,19 @@ def test_the_qrels_flag_runs_and_imports_on_the_same_labels(sample_set, store, t
     bad = _qrels_file(tmp_path / "bad.qrels", ["1 0 D1 high"])
     assert cli.main(["run", "--dataset", str(SAMPLE), "--qrels", str(bad), "--traces", str(store.path)]) == 2
     assert "line 1: grade 'high'" in capsys.readouterr().err
+
+
+def test_an_imported_run_takes_its_place_in_the_leaderboard_labelled_by_its_system(sample_set, store, tmp_path):
+    from eval.leaderboard import leaderboard
+
+    runs.run_evaluation(sample_set, LookupConfig(svd_dims=8), store=store, metrics=["ndcg@10"], oracle=False,
+                        baseline=False, attribute=False)
+    runs.run_evaluation(sample_set, LookupConfig(svd_dims=8, l0_filter=False), store=store, metrics=["ndcg@10"],
+                        oracle=False, baseline=False, attribute=False, overrides={"l0_filter": False})
+    imported = import_run(store, sample_set, _bm25_run_file(sample_set, tmp_path / "b.run"), name="bm25",
+                          metrics=["ndcg@10"])
+    board = leaderboard(store, sample_set.name)
+    assert board.settings == ("l0_filter",)  # the lookup runs' difference; the imported run has no settings of ours
+    row = board.rows.set_index("run_id").loc[imported.run_id]
+    assert row["label"] == "system=bm25" and row["l0_filter"] is None
+    assert row["ndcg@10"] == pytest.approx(imported.metrics["ndcg@10"])
