@@ -5,7 +5,6 @@ from __future__ import annotations
 import gc
 import hashlib
 import os
-import stat
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -21,6 +20,7 @@ from retrieval.index.chunk_store import ChunkRows
 from retrieval.index.config import IndexConfig
 from retrieval.kb.load import exclude_prefixes, load_knowledge_base
 from retrieval.kb.model import Chunk, KnowledgeBase
+from retrieval.kb.sources import stat_line
 from retrieval.l0.index import L0Index
 from retrieval.l1.embedder import Embedder, LazyEmbedder, default_embedder
 from retrieval.l1.search import L1Index
@@ -200,34 +200,15 @@ def file_signature(path: str | Path) -> str:
     root = Path(path).resolve()
     digest = hashlib.sha256(str(root).encode("utf-8", "surrogatepass"))
     if not root.is_dir():
-        digest.update(_stat_line(str(root), root.name))
+        digest.update(stat_line(str(root), root.name))
         return digest.hexdigest()
     prefix = len(str(root)) + 1
     for folder, subfolders, names in os.walk(root):
         subfolders.sort()
         for name in sorted(names):
             full = f"{folder}/{name}"
-            digest.update(_stat_line(full, full[prefix:]))
+            digest.update(stat_line(full, full[prefix:]))
     return digest.hexdigest()
-
-
-def _stat_line(full: str, relative: str) -> bytes:
-    """The facts of the link itself and of what it points to; a file that is not a link is stat-ed once
-    (the second stat gave the same facts: the line is unchanged, and on a base of many files it slowed every
-    open)."""
-    try:
-        st = os.lstat(full)
-        link = f"{st.st_size}:{st.st_ino}:{st.st_mtime_ns}:{st.st_ctime_ns}"
-    except OSError as exc:
-        st, link = None, type(exc).__name__
-    if st is not None and not stat.S_ISLNK(st.st_mode):
-        return f"{relative}|{link}|{link}\n".encode("utf-8", "surrogatepass")
-    try:
-        target_st = os.stat(full)
-        target = f"{target_st.st_size}:{target_st.st_ino}:{target_st.st_mtime_ns}:{target_st.st_ctime_ns}"
-    except OSError as exc:
-        target = type(exc).__name__
-    return f"{relative}|{link}|{target}\n".encode("utf-8", "surrogatepass")
 
 
 def indexable(chunk: Chunk) -> bool:
