@@ -77,7 +77,7 @@ def read_markdown(root: Path, excluded: frozenset[str], prefixes: tuple[str, ...
     """The Markdown files under `root` as entries, parsing only those the prior did not read as they are."""
     listing = list_markdown(root, prefixes)
     fingerprint = hashlib.sha256(options_bytes(excluded, prefixes, max_words))
-    known = {name: i for i, name in enumerate(prior.table.names)} if prior else {}
+    known = {name: i for i, name in enumerate(prior.table.name_list())} if prior else {}
     earlier: dict[str, list[LoadProblem]] = {}
     for problem in prior.problems if prior else ():
         earlier.setdefault(problem.path, []).append(problem)

@@ -32,6 +32,12 @@ class SourceTable:
     def __len__(self) -> int:
         return len(self.entries)
 
+    def name_list(self) -> list[str]:
+        """Every row's name, decoded in one pass (a cached table holds them as a text column)."""
+        names = self.names
+        take = getattr(names, "take", None)
+        return take(np.arange(len(names))) if take is not None else list(names)
+
     @classmethod
     def of(cls, rows: Sequence[tuple[str, str, tuple[int, int], int]]) -> SourceTable:
         """A table from (name, stat line, digest, entry) rows."""
