@@ -19,7 +19,7 @@ import numpy as np
 from retrieval.index.chunk_store import TextColumn
 from retrieval.index.config import IndexConfig
 from retrieval.kb.model import Chunk
-from retrieval.l1.arrays import L1Arrays, weight_columns
+from retrieval.l1.arrays import L1Arrays, weight_columns_of
 from retrieval.l1.embedder import Embedder, is_static
 from retrieval.l1.static import composed_vectors, embedded_vectors, page_vectors
 from retrieval.l1.terms import TermIndex, count_terms, term_hash
@@ -30,8 +30,6 @@ def update_arrays(old: L1Arrays, rows: np.ndarray, new_chunks: Sequence[Chunk], 
     """The arrays of an index whose row j is old row `rows[j]` (>= 0) or `new_chunks[-1 - rows[j]]`; rows of
     one page are contiguous and a page is wholly old or wholly new. ValueError when it cannot be done
     without a build (a static part and no embedder, or no indexable term left)."""
-    from scipy import sparse
-
     rows = np.asarray(rows, dtype=np.int64)
     kept, fresh = rows[rows >= 0], -1 - rows[rows < 0]
     texts = [f"{c.breadcrumb}\n{c.text}" for c in new_chunks]
@@ -58,7 +56,11 @@ def update_arrays(old: L1Arrays, rows: np.ndarray, new_chunks: Sequence[Chunk], 
     old_keys = (old.pair_keys // max(n_old, 1)) * n_unigrams + old.pair_keys % max(n_old, 1)
     n_local = max(len(counts.unigrams), 1)
     new_keys = to_global[counts.pair_keys // n_local] * n_unigrams + to_global[counts.pair_keys % n_local]
-    pair_keys = np.unique(np.concatenate([old_keys, new_keys]))
+    added_keys = np.unique(new_keys)  # few; the old keys are sorted and distinct already
+    if old_keys.size:  # membership by binary search: a hash or a sort of the old keys costs seconds at 100k chunks
+        at = np.minimum(np.searchsorted(old_keys, added_keys), old_keys.size - 1)
+        added_keys = added_keys[old_keys[at] != added_keys]
+    pair_keys = np.insert(old_keys, np.searchsorted(old_keys, added_keys), added_keys)
     old_columns = np.concatenate([np.arange(n_old), n_unigrams + np.searchsorted(pair_keys, old_keys)])
     new_columns = np.concatenate([to_global, n_unigrams + np.searchsorted(pair_keys, new_keys)])
     n_columns = n_unigrams + pair_keys.size
@@ -78,25 +80,33 @@ def update_arrays(old: L1Arrays, rows: np.ndarray, new_chunks: Sequence[Chunk], 
     source_page[firsts >= 0] = np.arange(kept_pages.size)
     source_page[firsts < 0] = kept_pages.size - 1 - firsts[firsts < 0]
 
-    old_chunks = sparse.csc_matrix((old.section_tf, old.section_rows, old.section_indptr),
-                                   shape=(old.page_of_chunk.size, n_old)).tocsr()[kept]
-    chunks = _stacked(old_chunks, None, counts.chunks, to_global, n_unigrams)[source_row]
-    n_old_columns = n_old + old.pair_keys.size
-    old_pages = sparse.csc_matrix((old.page_tf, old.page_rows, old.page_indptr),
-                                  shape=(old.page_row_starts.size - 1, n_old_columns)).tocsr()[kept_pages]
-    pages = _stacked(old_pages, old_columns, counts.pages, new_columns, n_columns)[source_page]
-    if chunks.nnz == 0:
+    final_of_old = np.full(old.page_of_chunk.size, -1, dtype=np.int64)
+    final_of_old[kept] = np.flatnonzero(rows >= 0)
+    final_of_new = np.empty(len(new_chunks), dtype=np.int64)
+    final_of_new[fresh] = np.flatnonzero(rows < 0)
+    sections = _merged(old.section_indptr, old.section_rows, old.section_tf, final_of_old, None, counts.chunks,
+                       final_of_new, to_global, rows.size, n_unigrams)
+    old_pages = old.page_row_starts.size - 1
+    final_of_old_page = np.full(old_pages, -1, dtype=np.int64)
+    final_of_old_page[kept_pages] = np.flatnonzero(firsts >= 0)
+    final_of_new_page = np.empty(len(local_page), dtype=np.int64)
+    final_of_new_page[-1 - firsts[firsts < 0]] = np.flatnonzero(firsts < 0)
+    pages = _merged(old.page_indptr, old.page_rows, old.page_tf, final_of_old_page, old_columns, counts.pages,
+                    final_of_new_page, new_columns, firsts.size, n_columns)
+    if sections[1].size == 0:
         raise ValueError("L1 needs at least one chunk with an indexable term")
-    sections = weight_columns(chunks, config.k1, config.b)
-    page_weights = weight_columns(pages, config.k1, config.page_b)
+    sections = weight_columns_of(*sections, rows.size, config.k1, config.b)
+    page_weights = weight_columns_of(*pages, firsts.size, config.k1, config.page_b)
+    new_counts = type(counts.chunks)((counts.chunks.data, to_global[counts.chunks.indices].astype(np.int32),
+                                      counts.chunks.indptr), shape=(len(new_chunks), n_unigrams))
 
-    doc_freq = np.bincount(chunks.indices, minlength=n_unigrams)[n_old:]
+    doc_freq = np.diff(sections.indptr)[n_old:]
     added_idf = (np.log((1.0 + rows.size) / (1.0 + doc_freq)) + 1.0).astype(np.float32)
     lsa_idf = np.concatenate([old.lsa_idf, added_idf])
     projection_row = np.concatenate([old.projection_row, np.full(len(added), -1, dtype=np.int32)])
     lsa = np.empty((rows.size, old.lsa.shape[1]), dtype=np.float32)
     lsa[rows >= 0] = old.lsa[kept]
-    lsa[rows < 0] = _folded(chunks[rows < 0], lsa_idf, projection_row, old.projection)
+    lsa[rows < 0] = _folded(new_counts, lsa_idf, projection_row, old.projection)[fresh]
 
     static = np.empty((rows.size, dims), dtype=np.float16)
     static_pages = np.empty((firsts.size, dims), dtype=np.float16)
@@ -126,16 +136,26 @@ def update_arrays(old: L1Arrays, rows: np.ndarray, new_chunks: Sequence[Chunk], 
                    static_pages=static_pages)
 
 
-def _stacked(old, old_columns: np.ndarray | None, new, new_columns: np.ndarray, n_columns: int):
-    """The old rows then the new ones, as one CSR matrix of `n_columns`, each part's columns mapped."""
-    from scipy import sparse
-
-    def mapped(matrix, columns):
-        indices = matrix.indices if columns is None else columns[matrix.indices]
-        return sparse.csr_matrix((matrix.data.astype(np.float32), indices.astype(np.int32), matrix.indptr),
-                                 shape=(matrix.shape[0], n_columns))
-
-    return sparse.vstack([mapped(old, old_columns), mapped(new, new_columns)], format="csr")
+def _merged(indptr: np.ndarray, rows: np.ndarray, tf: np.ndarray, final_of_old: np.ndarray,
+            old_columns: np.ndarray | None, new, final_of_new: np.ndarray, new_columns: np.ndarray, n_rows: int,
+            n_columns: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Term counts as CSC arrays (indptr, rows, tf) by column, then row: the old entries of kept rows
+    (`final_of_old`: each old row's new row, -1 when gone), columns mapped by `old_columns` (monotone, so their
+    order holds), with the new rows' counts (`new`, CSR, rows `final_of_new`, columns `new_columns`) merged in."""
+    columns = np.repeat(np.arange(indptr.size - 1, dtype=np.int64), np.diff(indptr))
+    moved = final_of_old[rows]
+    keep = moved >= 0
+    old_cols, old_rows, old_tf = columns[keep], moved[keep], tf[keep]
+    if old_columns is not None:
+        old_cols = old_columns[old_cols]
+    new = new.tocoo()
+    new_cols, new_rows = new_columns[new.col].astype(np.int64), final_of_new[new.row]
+    order = np.lexsort((new_rows, new_cols))
+    new_cols, new_rows, new_tf = new_cols[order], new_rows[order], new.data[order].astype(np.float32)
+    at = np.searchsorted(old_cols * n_rows + old_rows, new_cols * n_rows + new_rows)
+    counts = np.bincount(old_cols, minlength=n_columns) + np.bincount(new_cols, minlength=n_columns)
+    return (np.r_[0, np.cumsum(counts)].astype(np.int64), np.insert(old_rows, at, new_rows).astype(np.int32),
+            np.insert(old_tf, at, new_tf).astype(np.float32))
 
 
 def _folded(counts, lsa_idf: np.ndarray, projection_row: np.ndarray, projection: np.ndarray) -> np.ndarray:
