@@ -72,9 +72,14 @@ def main() -> None:
         started = time.perf_counter()
         rebuilt = open_index(kb, use_cache=False)
         print(f"full rebuild after the changes: {time.perf_counter() - started:.1f} s")
-        same = sum(_top(index, q, config) == _top(rebuilt, q, config) for q in queries)
+        tops = [(_top(index, q, config), _top(rebuilt, q, config)) for q in queries]
+        same = sum(a == b for a, b in tops)
+        pages = sum([s for s, _ in a] == [s for s, _ in b] for a, b in tops)
+        first = sum(a[:1] == b[:1] for a, b in tops)
+        overlap = sum(len(set(a) & set(b)) / max(len(b), 1) for a, b in tops) / len(tops)
         print(f"top {TOP} of the updated index equals the full rebuild's for {same} of {len(queries)} queries "
-              f"({same / len(queries):.1%})")
+              f"({same / len(queries):.1%}); the same pages in the same order {pages / len(queries):.1%}; the same "
+              f"first block {first / len(queries):.1%}; mean overlap of the top {TOP} {overlap:.3f}")
 
 
 def _top(index, query: str, config: LookupConfig) -> list[tuple[str, str]]:
