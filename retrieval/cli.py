@@ -58,6 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
     index = commands.add_parser("index", help="build (or load from cache) the index and print a summary")
     add_kb_flags(index)
     index.add_argument("--svd-dims", dest="svd_dims", type=int, default=LookupConfig.svd_dims)
+    index.add_argument("--rebuild", action="store_true",
+                       help="build the index whole (a new LSA fit) instead of updating a cached one for changed files")
     mcp = commands.add_parser("mcp", help="serve lookup_knowledge as an MCP tool (stdio; needs the [mcp] extra)")
     add_kb_flags(mcp)
     mcp.add_argument("--traces", default=None, help="DuckDB trace file (default: traces.duckdb)")
@@ -106,7 +108,7 @@ def add_kb_flags(parser: argparse.ArgumentParser) -> None:
 def open_kb(args: argparse.Namespace, kb: Any, svd_dims: int) -> KnowledgeIndex:
     """The index of `kb` as the knowledge-base flags (`add_kb_flags`) ask for it."""
     return open_index(kb, svd_dims=svd_dims, strict=args.strict, use_cache=not args.no_cache,
-                      exclude_paths=args.exclude)
+                      exclude_paths=args.exclude, rebuild=getattr(args, "rebuild", False))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -179,7 +181,12 @@ def _run(args: argparse.Namespace, tracing: list[Tracing]) -> str | None:
     if args.command == "index":
         summary: dict[str, Any] = index.kb.summary()
         summary.update(l1_dimensions=index.l1.dimensions if index.l1 else 0, from_cache=index.from_cache,
-                       build_seconds=round(index.build_seconds, 3), l1_unavailable=index.l1_unavailable_reason)
+                       build_seconds=round(index.build_seconds, 3), l1_unavailable=index.l1_unavailable_reason,
+                       updated=index.update is not None)
+        if index.update is not None:
+            summary["update"] = {"parsed": index.update.parsed, "entries_kept": index.update.entries_kept,
+                                 "rows_added": index.update.rows_added, "rows_removed": index.update.rows_removed,
+                                 **index.update.lineage.to_dict()}
         return json.dumps(summary, indent=2)
     return json.dumps(tool_definition(index.kb.domains()), indent=2)
 

@@ -29,6 +29,7 @@ pytest_plugins = [
     "tests.fixtures.explain_fixtures",
     "tests.fixtures.facet_fixtures",
     "tests.fixtures.holes_fixtures",
+    "tests.fixtures.incremental_fixtures",
     "tests.fixtures.hostile_fixtures",
     "tests.fixtures.index_fixtures",
     "tests.fixtures.leaderboard_fixtures",

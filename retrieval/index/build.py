@@ -5,7 +5,6 @@ from __future__ import annotations
 import gc
 import hashlib
 import os
-import stat
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -17,10 +16,13 @@ import numpy as np
 from retrieval import __version__
 from retrieval.index import progress as bp
 from retrieval.index.cache import CachedIndex, read_cache, write_cache
-from retrieval.index.chunk_store import ChunkRows
+from retrieval.index.chunk_store import ChunkRows, indexable
 from retrieval.index.config import IndexConfig
+from retrieval.index.incremental import UpdateFacts, newest_of_lineage, update_index
+from retrieval.index.lineage import Lineage
 from retrieval.kb.load import exclude_prefixes, load_knowledge_base
-from retrieval.kb.model import Chunk, KnowledgeBase
+from retrieval.kb.model import KnowledgeBase
+from retrieval.kb.sources import stat_line
 from retrieval.l0.index import L0Index
 from retrieval.l1.embedder import Embedder, LazyEmbedder, default_embedder
 from retrieval.l1.search import L1Index
@@ -42,6 +44,7 @@ class KnowledgeIndex:
     build_seconds: float = 0.0
     from_cache: bool = False
     index_config: IndexConfig = field(default_factory=IndexConfig)
+    update: UpdateFacts | None = None  # set when the index is a cached one updated for changed files
 
     def settings(self) -> dict:
         """The index settings as built (`svd_dims` asked for; `l1_dimensions` what the corpus allowed)."""
@@ -74,8 +77,10 @@ def open_index(path: str | Path, *, svd_dims: int | None = None, config: IndexCo
                cache_dir: str | Path | None = None, use_cache: bool = True, strict: bool = False,
                exclude_fields: Iterable[str] = (), exclude_paths: Iterable[str] = (),
                progress: Progress | None = None,
-               embedder: Embedder | LazyEmbedder | str | None = DEFAULT) -> KnowledgeIndex:
-    """Load and index a knowledge base, reusing the on-disk cache when the corpus content is unchanged.
+               embedder: Embedder | LazyEmbedder | str | None = DEFAULT, rebuild: bool = False) -> KnowledgeIndex:
+    """Load and index a knowledge base, reusing the on-disk cache when the corpus content is unchanged, and
+    updating the newest cached index of the same base and options when some files changed
+    (retrieval/index/incremental.py; `rebuild` builds it whole instead, a new full fit).
 
     `config` holds the index settings (`svd_dims` overrides its dimensions). `exclude_paths` (path
     prefixes relative to the root, see retrieval.kb.exclusions) are normalised and sorted, and are part of
@@ -90,22 +95,33 @@ def open_index(path: str | Path, *, svd_dims: int | None = None, config: IndexCo
         return build_index(_read(path, strict, excluded, prefixes, progress), config=config, progress=progress,
                            embedder=embedder)
     bp.report(progress, bp.HASHING, 0.0)
-    key = cache_key(f"{file_signature(path)}|{excluded}|{embedder.name if embedder else None}", config, strict,
-                     prefixes)
+    name = embedder.name if embedder else None
+    key = cache_key(f"{file_signature(path)}|{excluded}|{name}", config, strict, prefixes)
+    lineage = cache_key(f"lineage|{Path(path).resolve()}|{excluded}|{name}", config, strict, prefixes)
     folder = Path(cache_dir or default_cache_dir()) / key
     with _collector_paused():
-        cached = read_cache(folder)
+        cached = None if rebuild else read_cache(folder)
         bp.report(progress, bp.HASHING, 1.0)
         if cached is not None:
             bp.report(progress, bp.CACHED, 1.0)
             return _from_cache(cached, embedder)
+        prior = None if rebuild else newest_of_lineage(folder.parent, lineage)
+        updated = prior and update_index(prior, path, strict=strict, exclude_fields=excluded, exclude_paths=prefixes,
+                                         config=config, embedder=embedder)
+        del prior
+        if updated:
+            write_cache(folder, updated.cached)
+            return KnowledgeIndex(updated.kb, updated.l0, updated.l1, None, config.svd_dims, updated.facts.seconds,
+                                  False, config, updated.facts)
     index = build_index(_read(path, strict, excluded, prefixes, progress), config=config, progress=progress,
                         embedder=embedder)
     bp.report(progress, bp.CACHING, 0.0)
     if embedder is not None and index.l1 is not None and index.l1.embedder_info is None:  # the embedder failed:
         folder = folder.parent / cache_key(f"{file_signature(path)}|{excluded}|None", config, strict, prefixes)
-    write_cache(folder, CachedIndex(index.kb, index.l1.arrays if index.l1 else None, _l1_rows(index.kb),
-                                    index.l1_unavailable_reason, config, index.build_seconds, l0=index.l0.arrays))
+    rows = _l1_rows(index.kb)
+    write_cache(folder, CachedIndex(index.kb, index.l1.arrays if index.l1 else None, rows,
+                                    index.l1_unavailable_reason, config, index.build_seconds, l0=index.l0.arrays,
+                                    lineage=Lineage(lineage, str(Path(path).resolve()), int(rows.size))))
     bp.report(progress, bp.CACHING, 1.0)
     return index
 
@@ -200,39 +216,15 @@ def file_signature(path: str | Path) -> str:
     root = Path(path).resolve()
     digest = hashlib.sha256(str(root).encode("utf-8", "surrogatepass"))
     if not root.is_dir():
-        digest.update(_stat_line(str(root), root.name))
+        digest.update(stat_line(str(root), root.name))
         return digest.hexdigest()
     prefix = len(str(root)) + 1
     for folder, subfolders, names in os.walk(root):
         subfolders.sort()
         for name in sorted(names):
             full = f"{folder}/{name}"
-            digest.update(_stat_line(full, full[prefix:]))
+            digest.update(stat_line(full, full[prefix:]))
     return digest.hexdigest()
-
-
-def _stat_line(full: str, relative: str) -> bytes:
-    """The facts of the link itself and of what it points to; a file that is not a link is stat-ed once
-    (the second stat gave the same facts: the line is unchanged, and on a base of many files it slowed every
-    open)."""
-    try:
-        st = os.lstat(full)
-        link = f"{st.st_size}:{st.st_ino}:{st.st_mtime_ns}:{st.st_ctime_ns}"
-    except OSError as exc:
-        st, link = None, type(exc).__name__
-    if st is not None and not stat.S_ISLNK(st.st_mode):
-        return f"{relative}|{link}|{link}\n".encode("utf-8", "surrogatepass")
-    try:
-        target_st = os.stat(full)
-        target = f"{target_st.st_size}:{target_st.st_ino}:{target_st.st_mtime_ns}:{target_st.st_ctime_ns}"
-    except OSError as exc:
-        target = type(exc).__name__
-    return f"{relative}|{link}|{target}\n".encode("utf-8", "surrogatepass")
-
-
-def indexable(chunk: Chunk) -> bool:
-    """L1 indexes chunks with some text or a breadcrumb."""
-    return bool(chunk.text.strip() or chunk.breadcrumb.strip())
 
 
 def _l1_rows(kb: KnowledgeBase) -> np.ndarray:

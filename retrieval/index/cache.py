@@ -37,12 +37,14 @@ import xxhash
 from retrieval.index.chunk_store import ChunkStore, TextColumn
 from retrieval.index.config import IndexConfig
 from retrieval.index.entry_columns import EntryColumns
+from retrieval.index.lineage import Lineage, source_arrays, source_table
 from retrieval.kb.files import LoadProblem
 from retrieval.kb.model import Entry, KnowledgeBase
+from retrieval.kb.sources import SourceTable
 from retrieval.l0.index import L0Arrays, L0Index
 from retrieval.l1.arrays import L1Arrays
 
-FORMAT = 4  # 4: L0 arrays, entry columns and XXH3-128 hashes (3: entries.json and SHA-256)
+FORMAT = 5  # 5: term counts, source table and lineage (4: L0 arrays, entry columns and XXH3-128 hashes)
 KEEP_CACHED = 16
 DEFAULT_MAX_MB = 4096
 MANIFEST = "manifest.json"
@@ -67,6 +69,7 @@ class CachedIndex:
     build_seconds: float
     store: ChunkStore | None = None  # set on read: the chunks' columns behind the base's entries
     l0: L0Arrays | None = None
+    lineage: Lineage | None = None  # what it was built from and its drift (retrieval/index/lineage.py)
 
 
 def max_cache_bytes() -> int:
@@ -108,11 +111,9 @@ def write_cache(folder: Path, cached: CachedIndex) -> None:
         for field in dataclasses.fields(L0Arrays):
             files[L0_PREFIX + field.name] = _write_array(temporary / f"{L0_PREFIX}{field.name}.npy",
                                                          getattr(l0, field.name))
-        _check_chunk_heads(cached.kb.entries)
-        store = ChunkStore.of(cached.kb.entries)
-        for name, value in {**_store_arrays(store), **EntryColumns.columns_of(cached.kb.entries)}.items():
+        for name, value in _kb_arrays(cached.kb).items():
             files[name] = _write_array(temporary / f"{name}.npy", value)
-        manifest = {"format": FORMAT, "files": files,
+        manifest = {"format": FORMAT, "files": files, "lineage": cached.lineage.to_dict() if cached.lineage else None,
                     "kb": _kb_dict(cached.kb), "l1_unavailable_reason": cached.l1_unavailable_reason,
                     "index_config": cached.index_config.to_dict(), "build_seconds": cached.build_seconds}
         (temporary / MANIFEST).write_text(json.dumps(manifest), encoding="utf-8")
@@ -162,15 +163,29 @@ def _read(folder: Path) -> CachedIndex:
     l0.check()
     if l0.n_docs != len(entries):
         raise ValueError("the L0 arrays and the entries disagree on the number of entries")
-    kb = _kb(manifest["kb"], entries)
+    table = source_table(arrays, len(entries)) if "source_entries" in files else None
+    kb = _kb(manifest["kb"], entries, table)
     l1, l1_rows = None, None
     if "l1_rows" in files:
         l1 = L1Arrays(**{f.name: arrays[f.name] for f in dataclasses.fields(L1Arrays)})
         l1_rows = arrays["l1_rows"]
         if l1_rows.size and (l1_rows.min() < 0 or l1_rows.max() >= len(entries.store)):
             raise ValueError("l1_rows names chunks the base does not hold")
+    lineage = Lineage.of_dict(manifest["lineage"]) if manifest.get("lineage") else None
     return CachedIndex(kb, l1, l1_rows, manifest["l1_unavailable_reason"], IndexConfig(**manifest["index_config"]),
-                       float(manifest["build_seconds"]), entries.store, l0)
+                       float(manifest["build_seconds"]), entries.store, l0, lineage)
+
+
+def _kb_arrays(kb: KnowledgeBase) -> dict[str, np.ndarray]:
+    """The arrays of a base's entries, chunks and source table; columns already (an updated base) are taken
+    as they are, entries read from files are checked and made into columns."""
+    entries = kb.entries
+    if isinstance(entries, EntryColumns):
+        arrays = {**_store_arrays(entries.store), **entries.arrays()}
+    else:
+        _check_chunk_heads(entries)
+        arrays = {**_store_arrays(ChunkStore.of(entries)), **EntryColumns.columns_of(entries)}
+    return {**arrays, **(source_arrays(kb.source_table) if kb.source_table is not None else {})}
 
 
 def _store_arrays(store: ChunkStore) -> dict[str, np.ndarray]:
@@ -243,7 +258,7 @@ def _kb_dict(kb: KnowledgeBase) -> dict[str, Any]:
     return values
 
 
-def _kb(data: dict[str, Any], entries: EntryColumns) -> KnowledgeBase:
+def _kb(data: dict[str, Any], entries: EntryColumns, table: SourceTable | None) -> KnowledgeBase:
     known = {f.name: f for f in dataclasses.fields(KnowledgeBase)}
     values: dict[str, Any] = {}
     for name, value in data.items():
@@ -254,4 +269,4 @@ def _kb(data: dict[str, Any], entries: EntryColumns) -> KnowledgeBase:
         elif isinstance(value, list):
             value = tuple(value)
         values[name] = value
-    return KnowledgeBase(entries=entries, **values)
+    return KnowledgeBase(entries=entries, _sources=table, **values)

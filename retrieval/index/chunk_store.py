@@ -19,6 +19,11 @@ from retrieval.kb.model import Chunk, Entry
 LABEL_KINDS = ("categories", "keywords", "entities", "domains")  # an entry's labels, in this order
 
 
+def indexable(chunk: Chunk) -> bool:
+    """L1 indexes chunks with some text or a breadcrumb."""
+    return bool(chunk.text.strip() or chunk.breadcrumb.strip())
+
+
 def int_view(array: np.ndarray) -> memoryview:
     """A memoryview of a 1-D integer array (no copy when it is contiguous and in native byte order, as
     cached arrays are): indexing it gives Python ints, without numpy's per-scalar overhead."""

@@ -89,6 +89,15 @@ class EntryColumns(EntrySequence):
         store = ChunkStore(EntryHeads(sources, titles, labels, label_starts), entry_of, position, breadcrumbs, texts)
         return cls(sources, titles, descriptions, labels, label_starts, hashes, ids, chunk_starts, store)
 
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The arrays that hold these entries, as `columns_of` gives them (without building an entry)."""
+        columns = {"source": self.sources, "title": self.titles, "description": self.descriptions,
+                   "label": self.labels}
+        return {**{f"entry_{name}_{part}": getattr(column, part)
+                   for name, column in columns.items() for part in ("blob", "offsets")},
+                "entry_label_starts": self.label_starts, "entry_source_hashes": self.source_hashes,
+                "entry_source_ids": self.source_ids, "entry_chunk_starts": self.chunk_starts}
+
     def __len__(self) -> int:
         return len(self.sources)
 

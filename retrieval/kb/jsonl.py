@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from retrieval.kb.files import LoadProblem
@@ -20,37 +19,21 @@ from retrieval.text.surrogates import replace_surrogates
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 
 
-@dataclass(frozen=True)
-class JsonlRecord:
-    """One usable line: its number and the decoded object."""
-
-    line: int
-    record: dict[str, Any]
-
-
-def read_records(raw: bytes, name: str) -> Iterator[JsonlRecord | LoadProblem]:
-    """Records of a JSONL file in order, with a LoadProblem in place of each line that cannot be used."""
-    first_line: dict[str, int] = {}
+def record_lines(raw: bytes) -> Iterator[tuple[int, bytes]]:
+    """(line number, bytes) of every non-blank line, a leading BOM and a trailing CR dropped."""
     for number, line in enumerate(raw.split(b"\n"), start=1):
         if number == 1 and line.startswith(b"\xef\xbb\xbf"):
             line = line[3:]
-        if not line.strip():
-            continue
-        try:
-            record = _parse(line.rstrip(b"\r"))
-        except ValueError as exc:
-            yield LoadProblem(name, number, str(exc))
-            continue
-        record_id = str(record["_id"])
-        if record_id in first_line:
-            yield LoadProblem(name, number, f"duplicate _id {record_id!r} (first on line {first_line[record_id]}); "
-                                            f"kept the first")
-            continue
-        first_line[record_id] = number
-        yield JsonlRecord(number, record)
+        if line.strip():
+            yield number, line.rstrip(b"\r")
 
 
-def _parse(line: bytes) -> dict[str, Any]:
+def duplicate_problem(name: str, number: int, record_id: str, first: int) -> LoadProblem:
+    """The problem of a line repeating an earlier line's `_id` (the first is kept)."""
+    return LoadProblem(name, number, f"duplicate _id {record_id!r} (first on line {first}); kept the first")
+
+
+def parse_record(line: bytes) -> dict[str, Any]:
     """One line as a checked record; ValueError saying what is wrong with it."""
     try:
         text = line.decode("utf-8")

@@ -121,10 +121,16 @@ class KnowledgeBase:
     excluded_paths: tuple[str, ...] = ()
     files_excluded: int = 0
     _by_source: dict[str, Entry] = field(default_factory=dict, repr=False, compare=False)
+    _sources: Any = field(default=None, repr=False, compare=False)  # what the load read (kb.sources.SourceTable)
 
     def __post_init__(self) -> None:
         if not isinstance(self.entries, EntrySequence):
             self._by_source.update({e.source: e for e in self.entries})
+
+    @property
+    def source_table(self) -> Any:
+        """What the load read, file by file or line by line (kb.sources.SourceTable; None when unknown)."""
+        return self._sources
 
     @property
     def chunks(self) -> Sequence[Chunk]:

@@ -45,6 +45,8 @@ class L1Arrays:
     static_vectors: np.ndarray  # float16 (chunks, d), unit rows: the static part (retrieval/l1/static.py); d = 0: none
     static_embedder: np.ndarray  # uint8: the name of the embedder that made them, UTF-8 (empty: none)
     static_pages: np.ndarray  # float16 (pages, d), unit rows: each page's whole text (its sections' vectors summed)
+    section_tf: np.ndarray  # float32: the term counts behind `section_weights`, entry for entry (an update reweights)
+    page_tf: np.ndarray  # float32: the term counts behind `page_weights`, likewise
 
 
 def build_arrays(chunks: Sequence[Chunk], config: IndexConfig, progress: bp.Progress | None = None,
@@ -61,8 +63,8 @@ def build_arrays(chunks: Sequence[Chunk], config: IndexConfig, progress: bp.Prog
                          surface=is_static(embedder))
     if counts.chunks.nnz == 0:
         raise ValueError("L1 needs at least one chunk with an indexable term")
-    section_weights, section_idf = _bm25_weights(counts.chunks, config.k1, config.b)
-    page_weights, page_idf = _bm25_weights(counts.pages, config.k1, config.page_b)
+    sections = weight_columns(counts.chunks, config.k1, config.b)
+    pages = weight_columns(counts.pages, config.k1, config.page_b)
     bp.report(progress, bp.WEIGHTING, 1.0)
     lsa_idf, projection, projection_row, lsa = _fit_lsa(counts.chunks, config, progress)
     order = np.argsort(page_of_chunk, kind="stable")
@@ -72,12 +74,9 @@ def build_arrays(chunks: Sequence[Chunk], config: IndexConfig, progress: bp.Prog
     terms = TermIndex.of(counts.unigrams)
     column = TextColumn.of(counts.unigrams)
     return L1Arrays(column.blob, column.offsets, terms.hashes, terms.ids, counts.pair_keys,
-                    section_weights.indptr.astype(np.int64),
-                    section_weights.indices, section_weights.data.astype(np.float32), section_idf,
-                    page_weights.indptr.astype(np.int64), page_weights.indices,
-                    page_weights.data.astype(np.float32), page_idf, lsa_idf, projection, projection_row, lsa,
-                    page_of_chunk,
-                    starts, order.astype(np.int64), static, name, static_pages)
+                    sections.indptr, sections.rows, sections.weights, sections.idf,
+                    pages.indptr, pages.rows, pages.weights, pages.idf, lsa_idf, projection, projection_row, lsa,
+                    page_of_chunk, starts, order.astype(np.int64), static, name, static_pages, sections.tf, pages.tf)
 
 
 def _fit_lsa(counts, config: IndexConfig, progress: bp.Progress | None = None) -> tuple[np.ndarray, np.ndarray,
@@ -141,9 +140,44 @@ def loaded(embedder: Embedder | LazyEmbedder | None) -> Embedder | None:
     return embedder.get() if isinstance(embedder, LazyEmbedder) else embedder
 
 
+@dataclass(frozen=True, eq=False)
+class WeightColumns:
+    """BM25 weights as CSC arrays by term (indptr, rows, weights), the idf per term, and the term counts
+    behind the weights (`tf`, entry for entry: what an update reweights from)."""
+
+    indptr: np.ndarray
+    rows: np.ndarray
+    weights: np.ndarray
+    idf: np.ndarray
+    tf: np.ndarray
+
+
+def weight_columns(counts, k1: float, b: float) -> WeightColumns:
+    """BM25 weights of a scipy CSR count matrix, with the counts in the same (CSC) order."""
+    weights, idf = _bm25_weights(counts, k1, b)
+    tf = counts.tocsc().data.astype(np.float32)  # the same sparsity, converted the same way: entry for entry
+    return WeightColumns(weights.indptr.astype(np.int64), weights.indices, weights.data.astype(np.float32), idf, tf)
+
+
+def weight_columns_of(indptr: np.ndarray, rows: np.ndarray, tf: np.ndarray, n_rows: int, k1: float,
+                      b: float) -> WeightColumns:
+    """`weight_columns` of counts held as CSC arrays (an update's): the same weights, entry for entry, without
+    a conversion (a row's length summed from its counts, a term's document frequency its column's size)."""
+    lengths = np.bincount(rows, weights=tf, minlength=n_rows)
+    average = lengths.mean() if lengths.sum() else 1.0
+    doc_freq = np.diff(indptr)
+    idf = np.log1p((n_rows - doc_freq + 0.5) / (doc_freq + 0.5))
+    idf[doc_freq == 0] = 0.0
+    norm = (k1 * (1 - b + b * lengths / average)).astype(np.float32)
+    values = tf * np.float32(k1 + 1) / (tf + norm[rows])
+    values *= np.repeat(idf.astype(np.float32), doc_freq)
+    return WeightColumns(indptr, rows, values.astype(np.float32), idf, tf)
+
+
 def _bm25_weights(counts, k1: float, b: float):
     """Per row and term of a scipy CSR matrix: idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len / avg len)),
-    Lucene's idf; the weights as a CSC matrix, and the idf."""
+    Lucene's idf; the weights as a CSC matrix, and the idf (0 for a term no row holds any more: an updated
+    index keeps the terms of deleted pages, which a query must not count, as a fresh build would not know them)."""
     from scipy import sparse
 
     n_rows = counts.shape[0]
@@ -151,6 +185,7 @@ def _bm25_weights(counts, k1: float, b: float):
     average = lengths.mean() if lengths.sum() else 1.0
     doc_freq = np.bincount(counts.indices, minlength=counts.shape[1])
     idf = np.log1p((n_rows - doc_freq + 0.5) / (doc_freq + 0.5))
+    idf[doc_freq == 0] = 0.0
     norm = (k1 * (1 - b + b * lengths / average)).astype(np.float32)  # per row; float32 keeps 1M chunks small
     tf = counts.data.astype(np.float32)
     values = tf * np.float32(k1 + 1) / (tf + np.repeat(norm, np.diff(counts.indptr)))

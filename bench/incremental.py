@@ -1,0 +1,111 @@
+"""Benchmark (not a test): `python bench/incremental.py --chunks 100000`.
+
+Incremental index updates (issue 35, item 1) on bench/realtext.py's real-text base, copied to a scratch
+folder so its pages can be edited: one full build, then, one after the other, an edit of 1 page, of 10
+pages, a deleted page, an added page and an edit of 1% of the pages, each followed by `open_index` (which
+updates the newest cached index) and the next lookup, timed together. An edit appends a section of another
+page's text and opens the page with a new paragraph. After the 1% edit, a full
+rebuild of the same files (`open_index(..., use_cache=False)`), and the top 10 of every bench query by both,
+compared. Prints each update's seconds and its ratio to the full build's, measured in this run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from realtext import build_corpus, queries_from
+
+from retrieval import LookupConfig, lookup_knowledge, open_index
+
+TOP = 10
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--chunks", type=int, default=100_000)
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--corpus-dir", type=Path, default=Path(tempfile.gettempdir()) / "lookup-knowledge-bench")
+    args = parser.parse_args()
+    corpus = build_corpus(args.chunks, args.corpus_dir)
+    queries = [query for _, query in queries_from(corpus, args.queries)]
+    config = LookupConfig(top_k=TOP)
+    with tempfile.TemporaryDirectory() as scratch:
+        kb, cache = Path(scratch) / "kb", Path(scratch) / "cache"
+        shutil.copytree(corpus.root, kb)
+        pages = sorted(kb.rglob("*.md"))
+        print(f"corpus: {corpus.chunks:,} chunks in {len(pages):,} pages ({corpus.root}, copied)")
+        started = time.perf_counter()
+        index = open_index(kb, cache_dir=cache)
+        lookup_knowledge(queries[0], index=index, config=config)
+        full = time.perf_counter() - started
+        print(f"full build with the first lookup: {full:.1f} s ({index.build_seconds:.1f} s to index)")
+        del index
+        rng = random.Random(3)
+        one_percent = max(1, len(pages) // 100)
+        steps = [("edit 1 page", lambda: _edit(rng.sample(pages, 1), pages, rng)),
+                 ("edit 10 pages", lambda: _edit(rng.sample(pages, 10), pages, rng)),
+                 ("delete 1 page", lambda: _delete(pages, rng)),
+                 ("add 1 page", lambda: _add(kb, pages, rng)),
+                 (f"edit 1% of pages ({one_percent})", lambda: _edit(rng.sample(pages, one_percent), pages, rng))]
+        print("| change | update + next lookup | of a full build | files parsed | rows added / removed | drift |")
+        print("| --- | --- | --- | --- | --- | --- |")
+        for number, (name, change) in enumerate(steps):
+            change()
+            started = time.perf_counter()
+            index = open_index(kb, cache_dir=cache)
+            lookup_knowledge(queries[number + 1], index=index, config=config)
+            seconds = time.perf_counter() - started
+            facts = index.update
+            if facts is None:
+                raise SystemExit(f"{name}: open_index built the index whole instead of updating it")
+            print(f"| {name} | {seconds:.2f} s | {seconds / full:.3f} | {facts.parsed} | {facts.rows_added:,} / "
+                  f"{facts.rows_removed:,} | {facts.lineage.drift:.4f} |")
+        started = time.perf_counter()
+        rebuilt = open_index(kb, use_cache=False)
+        print(f"full rebuild after the changes: {time.perf_counter() - started:.1f} s")
+        tops = [(_top(index, q, config), _top(rebuilt, q, config)) for q in queries]
+        same = sum(a == b for a, b in tops)
+        pages = sum([s for s, _ in a] == [s for s, _ in b] for a, b in tops)
+        first = sum(a[:1] == b[:1] for a, b in tops)
+        overlap = sum(len(set(a) & set(b)) / max(len(b), 1) for a, b in tops) / len(tops)
+        print(f"top {TOP} of the updated index equals the full rebuild's for {same} of {len(queries)} queries "
+              f"({same / len(queries):.1%}); the same pages in the same order {pages / len(queries):.1%}; the same "
+              f"first block {first / len(queries):.1%}; mean overlap of the top {TOP} {overlap:.3f}")
+
+
+def _top(index, query: str, config: LookupConfig) -> list[tuple[str, str]]:
+    return [(b.source, b.breadcrumb) for b in lookup_knowledge(query, index=index, config=config).evidence_blocks]
+
+
+def _edit(chosen: list[Path], pages: list[Path], rng: random.Random) -> None:
+    """Add an opening paragraph and append a section of another page's text: new words and old ones."""
+    for page in chosen:
+        donor = rng.choice(pages).read_text(encoding="utf-8").split("\n## ")[-1]
+        text = page.read_text(encoding="utf-8").replace("\n\n", "\n\nRevised: this page was updated.\n\n", 1)
+        page.write_text(f"{text}\n\n## Revised {donor}\n", encoding="utf-8")
+
+
+def _delete(pages: list[Path], rng: random.Random) -> None:
+    page = pages.pop(rng.randrange(len(pages)))
+    page.unlink()
+
+
+def _add(kb: Path, pages: list[Path], rng: random.Random) -> None:
+    donor = rng.choice(pages)
+    page = kb / "added" / f"copy-of-{donor.name}"
+    page.parent.mkdir(exist_ok=True)
+    page.write_text(donor.read_text(encoding="utf-8").replace('title: "', 'title: "Copy of ', 1), encoding="utf-8")
+    pages.append(page)
+
+
+if __name__ == "__main__":
+    main()
