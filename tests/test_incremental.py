@@ -172,8 +172,11 @@ import sys
 from pathlib import Path
 from retrieval import open_index
 kb, cache, page = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
-for edition in range(10_000):
-    page.write_text(page.read_text(encoding="utf-8") + f"\\nEdition marker{edition}.\\n", encoding="utf-8")
+edited = page.with_name(page.name + ".saving")
+for edition in range(10_000):  # each edit saved whole (written aside, renamed), as editors save: the kill below
+    # lands in the update's cache write, which now runs behind the next edit, never in a half-written page
+    edited.write_text(page.read_text(encoding="utf-8") + f"\\nEdition marker{edition}.\\n", encoding="utf-8")
+    edited.replace(page)
     open_index(kb, cache_dir=cache)
 """
 

@@ -20,6 +20,7 @@ from retrieval.index.chunk_store import ChunkRows, indexable
 from retrieval.index.config import IndexConfig
 from retrieval.index.incremental import UpdateFacts, newest_of_lineage, update_index
 from retrieval.index.lineage import Lineage
+from retrieval.index.write_behind import wait_for_writes, write_behind
 from retrieval.kb.load import exclude_prefixes, load_knowledge_base
 from retrieval.kb.model import KnowledgeBase
 from retrieval.kb.sources import stat_line
@@ -95,6 +96,7 @@ def open_index(path: str | Path, *, svd_dims: int | None = None, config: IndexCo
         return build_index(_read(path, strict, excluded, prefixes, progress), config=config, progress=progress,
                            embedder=embedder)
     bp.report(progress, bp.HASHING, 0.0)
+    wait_for_writes()  # an update this process made is on disk before the cache is read
     name = embedder.name if embedder else None
     key = cache_key(f"{file_signature(path)}|{excluded}|{name}", config, strict, prefixes)
     lineage = cache_key(f"lineage|{Path(path).resolve()}|{excluded}|{name}", config, strict, prefixes)
@@ -109,8 +111,8 @@ def open_index(path: str | Path, *, svd_dims: int | None = None, config: IndexCo
         updated = prior and update_index(prior, path, strict=strict, exclude_fields=excluded, exclude_paths=prefixes,
                                          config=config, embedder=embedder)
         del prior
-        if updated:
-            write_cache(folder, updated.cached)
+        if updated:  # served now; its cache folder is written behind (retrieval/index/write_behind.py)
+            write_behind(folder, updated.cached)
             return KnowledgeIndex(updated.kb, updated.l0, updated.l1, None, config.svd_dims, updated.facts.seconds,
                                   False, config, updated.facts)
     index = build_index(_read(path, strict, excluded, prefixes, progress), config=config, progress=progress,
