@@ -18,7 +18,7 @@ from __future__ import annotations
 import itertools
 import math
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,14 +91,19 @@ def _unique(ranked: Sequence[str], scores: Sequence[float | None] | None) -> tup
     return list(seen), list(seen.values())
 
 
-def _ordered(ranked: list[str], groups: list[list[int]], grade: Mapping[str, float], *, reverse: bool) -> list[str]:
-    """The ranking with every tie group's documents reordered by grade (best first when `reverse`)."""
+def _placed(ranked: list[str], groups: list[list[int]], arrangements: Iterable[Sequence[str]]) -> list[str]:
+    """The ranking with each tie group's positions given the documents of its arrangement, in order."""
     order = list(ranked)
-    for positions in groups:
-        docs = sorted((ranked[p] for p in positions), key=lambda d: grade[d], reverse=reverse)
+    for positions, docs in zip(groups, arrangements, strict=True):
         for position, doc in zip(positions, docs, strict=True):
             order[position] = doc
     return order
+
+
+def _ordered(ranked: list[str], groups: list[list[int]], grade: Mapping[str, float], *, reverse: bool) -> list[str]:
+    """The ranking with every tie group's documents reordered by grade (best first when `reverse`)."""
+    return _placed(ranked, groups, (sorted((ranked[p] for p in g), key=lambda d: grade[d], reverse=reverse)
+                                    for g in groups))
 
 
 def _linear_expectation(ranked: list[str], groups: list[list[int]], grade: Mapping[str, float],
@@ -126,25 +131,16 @@ def _draws(ranked: list[str], groups: list[list[int]], seed: str) -> list[list[s
     """Every order of the tied documents when there are at most EXACT_ORDERS, else DRAWS random ones (seeded by
     `seed`, so a run's figures are reproducible)."""
     if math.prod(math.factorial(len(g)) for g in groups) <= EXACT_ORDERS:
-        every = []
-        for perms in itertools.product(*(itertools.permutations([ranked[p] for p in g]) for g in groups)):
-            order = list(ranked)
-            for positions, docs in zip(groups, perms, strict=True):
-                for position, doc in zip(positions, docs, strict=True):
-                    order[position] = doc
-            every.append(order)
-        return every
+        return [_placed(ranked, groups, perms)
+                for perms in itertools.product(*(itertools.permutations([ranked[p] for p in g]) for g in groups))]
     rng = random.Random(f"ties:{seed}")
-    orders = []
-    for _ in range(DRAWS):
-        order = list(ranked)
-        for positions in groups:
-            docs = [ranked[p] for p in positions]
-            rng.shuffle(docs)
-            for position, doc in zip(positions, docs, strict=True):
-                order[position] = doc
-        orders.append(order)
-    return orders
+
+    def shuffled(positions: list[int]) -> list[str]:
+        docs = [ranked[p] for p in positions]
+        rng.shuffle(docs)
+        return docs
+
+    return [_placed(ranked, groups, [shuffled(g) for g in groups]) for _ in range(DRAWS)]
 
 
 def ties_summary(ranges: Sequence[Mapping[str, Any] | None], means: Mapping[str, float]) -> dict[str, Any]:

@@ -11,6 +11,7 @@ import pandas as pd
 from retrieval import TraceStore
 
 from . import judgements
+from .scoring import ranked_scores
 from .storage import load_run_row
 from .trec import qrels_lines, run_lines
 
@@ -32,10 +33,7 @@ def _ranking(ranked: Any, scores: Any, details: Any) -> tuple[list[str], list[fl
         return json.loads(ranked), json.loads(scores) if isinstance(scores, str) else None
     recorded = json.loads(details) if isinstance(details, str) else {}
     sources = list(recorded.get("evidence_sources") or [])
-    found = recorded.get("evidence_scores")
-    if not isinstance(found, list):  # a trace recorded before it: the summaries' scores, the rest unknown
-        found = [s.get("score") for s in recorded.get("evidence") or [] if isinstance(s, dict)]
-    return sources, found
+    return sources, ranked_scores(recorded, len(sources))  # as a run stores them (eval.scoring)
 
 
 def judgements_file(store: TraceStore, fmt: str = "trec") -> str:
