@@ -153,14 +153,21 @@ def summary_card(run: Any) -> None:
             st.warning(sentence[0].upper() + sentence[1:])
 
 
+def unavailable(ctx: state.AppContext, missing: str | None) -> bool:
+    """Say why runs cannot be shown (eval/ not importable: `missing` is why; no trace file) and return True."""
+    if missing:
+        st.warning(f"The evaluation package (eval/) is not available: {missing}")
+        return True
+    if ctx.store is None:
+        st.error("Runs are stored in the trace file, which could not be opened.")
+        return True
+    return False
+
+
 def render(ctx: state.AppContext, config: LookupConfig | None) -> None:
     st.caption("Run the labelled queries under the sidebar configuration (A), or a sweep over a grid of "
                "settings; runs are stored in the trace file.")
-    if eval_runs is None:
-        st.warning(f"The evaluation package (eval/) is not available: {EVAL_MISSING}")
-        return
-    if ctx.store is None:
-        st.error("Runs are stored in the trace file, which could not be opened.")
+    if unavailable(ctx, EVAL_MISSING if eval_runs is None else None):
         return
     eval_inputs.render()
     mode_col, split_col = st.columns(2)

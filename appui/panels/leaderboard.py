@@ -7,6 +7,7 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
+from appui.panels import eval_runs as eval_runs_panel
 from appui.widgets import state, wording
 
 try:
@@ -25,11 +26,7 @@ ALL_SPLITS = "all splits"
 def render(ctx: state.AppContext) -> None:
     st.caption("Every complete run of one dataset side by side: the settings that differ among them, every "
                "metric (click a header to sort), and how a metric moved over time.")
-    if eval_leaderboard is None:
-        st.warning(f"The evaluation package (eval/) is not available: {EVAL_MISSING}")
-        return
-    if ctx.store is None:
-        st.error("Runs are stored in the trace file, which could not be opened.")
+    if eval_runs_panel.unavailable(ctx, EVAL_MISSING if eval_leaderboard is None else None):
         return
     runs = state.guarded(lambda: eval_runs.list_runs(ctx.store))
     complete = runs[runs["status"] == COMPLETE] if runs is not None and not runs.empty else None
