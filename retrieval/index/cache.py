@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import mmap
 import os
 import shutil
 import tempfile
+import time
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -43,11 +43,13 @@ from retrieval.kb.model import Entry, KnowledgeBase
 from retrieval.kb.sources import SourceTable
 from retrieval.l0.index import L0Arrays, L0Index
 from retrieval.l1.arrays import L1Arrays
+from retrieval.l1.spill import spilled_file
 
 FORMAT = 5  # 5: term counts, source table and lineage (4: L0 arrays, entry columns and XXH3-128 hashes)
 KEEP_CACHED = 16
 DEFAULT_MAX_MB = 4096
 MANIFEST = "manifest.json"
+SPILL_PREFIX = ".spill-"  # a build's spilled arrays (retrieval/l1/spill.py), until the cache takes them
 L0_PREFIX = "l0_"
 
 
@@ -133,7 +135,9 @@ def write_cache(folder: Path, cached: CachedIndex) -> None:
 def prune(root: Path, *, keep: int, max_bytes: int) -> None:
     """Remove the oldest cache folders beyond `keep` of them or beyond `max_bytes` in all (the newest
     folder always stays), plus leftovers of interrupted writes and of the old pickle format."""
-    for stale in [*root.glob(".building-*"), *root.glob("*.pkl"), *root.glob("*.tmp")]:
+    day_ago = time.time() - 86_400  # a spill folder is a running build's until it is a day old
+    spills = [p for p in root.glob(f"{SPILL_PREFIX}*") if p.stat().st_mtime < day_ago]
+    for stale in [*root.glob(".building-*"), *root.glob("*.pkl"), *root.glob("*.tmp"), *spills]:
         if stale.is_dir():
             shutil.rmtree(stale, ignore_errors=True)
         else:
@@ -200,7 +204,10 @@ ENTRY_ARRAYS = tuple(f"entry_{name}_{part}" for name in ("source", "title", "des
 
 
 def _write_array(path: Path, array: np.ndarray) -> dict[str, Any]:
-    np.save(path, np.ascontiguousarray(array), allow_pickle=False)
+    """Write `array` as `path`; an array the build spilled (retrieval/l1/spill.py) is already that file,
+    which is linked (or copied by the kernel) rather than read back through its map into this process."""
+    if not _take_spilled(path, array):
+        np.save(path, np.ascontiguousarray(array), allow_pickle=False)
     return {"file": path.name, "dtype": array.dtype.str, "shape": list(array.shape), "bytes": path.stat().st_size,
             "xxh3_128": file_digest(path)}
 
@@ -227,13 +234,34 @@ def _member(folder: Path, name: Any) -> Path:
     return folder / name
 
 
+def _take_spilled(path: Path, array: np.ndarray) -> bool:
+    """Whether `array`'s spilled file could be made `path` (a hard link, else a kernel-side copy)."""
+    source = spilled_file(array)
+    if source is None:
+        return False
+    try:
+        os.link(source, path)
+    except OSError:
+        try:
+            shutil.copyfile(source, path)
+        except OSError:
+            return False
+    return True
+
+
+DIGEST_BLOCK = 8 * 2**20
+
+
 def file_digest(path: Path) -> str:
-    """XXH3-128 of a file's bytes, read through a memory map (no copy; a mapped page is the page cache's)."""
-    with path.open("rb") as handle:
-        if os.fstat(handle.fileno()).st_size == 0:
-            return xxhash.xxh3_128_hexdigest(b"")
-        with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
-            return xxhash.xxh3_128_hexdigest(mapped)
+    """XXH3-128 of a file's bytes, read a block at a time into one buffer: a memory map of the whole file
+    counted every page of it in the process's resident memory while it was hashed (a 1 GB array, 1 GB)."""
+    digest = xxhash.xxh3_128()
+    buffer = bytearray(DIGEST_BLOCK)
+    view = memoryview(buffer)
+    with path.open("rb", buffering=0) as handle:
+        while read := handle.readinto(buffer):
+            digest.update(view[:read])
+    return digest.hexdigest()
 
 
 def _check_chunk_heads(entries: Sequence[Entry]) -> None:

@@ -24,6 +24,7 @@ from retrieval.l1.bounded import LsaHeads, PageRanking, bounded_rows
 from retrieval.l1.embedder import Embedder, EmbedderInfo, LazyEmbedder
 from retrieval.l1.pages import PageSets, check_filter_keys
 from retrieval.l1.results import L1Candidate, L1Result, L1Scores, Probe
+from retrieval.l1.spill import IN_MEMORY, Spill
 from retrieval.l1.static import pool_boosts
 from retrieval.l1.static import query_vector as static_query_vector  # `_score` has an LSA `query_vector`
 from retrieval.l1.terms import TermIndex, query_terms
@@ -40,7 +41,7 @@ class L1Index:
 
     def __init__(self, chunks: Sequence[Chunk], config: IndexConfig | None = None, *, svd_dims: int | None = None,
                  arrays: L1Arrays | None = None, progress: bp.Progress | None = None,
-                 embedder: Embedder | LazyEmbedder | None = None) -> None:
+                 embedder: Embedder | LazyEmbedder | None = None, spill: Spill = IN_MEMORY) -> None:
         if not chunks:
             raise ValueError("L1 needs at least one chunk with text")
         config = config or IndexConfig()
@@ -48,7 +49,7 @@ class L1Index:
             config = IndexConfig(**{**config.to_dict(), "svd_dims": svd_dims})
         self.chunks = chunks
         self.config = config
-        self.arrays = arrays if arrays is not None else build_arrays(chunks, config, progress, loaded(embedder))
+        self.arrays = arrays if arrays is not None else build_arrays(chunks, config, progress, loaded(embedder), spill)
         a = self.arrays
         dimensions = int(a.static_vectors.shape[1])
         self.embedder = embedder if dimensions else None  # a lazy one loads at the first static search

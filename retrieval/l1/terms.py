@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import unicodedata
+from array import array
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -83,11 +84,9 @@ def count_terms(texts: Iterable[str], page_of_text: np.ndarray, n_pages: int,
     int64 and counted by sorting, so the peak memory follows a block, not the corpus.
     """
     counter = TermCounter()
-    pieces = [counter.word_ids(text) for text in texts]
-    word_lengths = np.fromiter((p.size for p in pieces), dtype=np.int64, count=len(pieces))
-    surface_flat = np.concatenate(pieces) if pieces else np.empty(0, dtype=np.int32)
-    del pieces
+    surface_flat, word_lengths = _word_ids(counter, texts)
     word_starts = np.r_[0, np.cumsum(word_lengths)]
+    del word_lengths
     unigram_flat = np.asarray(counter.unigram_of_word, dtype=np.int32)[surface_flat]
     words = SurfaceWords(tuple(counter.words), surface_flat, word_starts) if surface else None
     del surface_flat
@@ -112,11 +111,25 @@ def count_terms(texts: Iterable[str], page_of_text: np.ndarray, n_pages: int,
         columns = n_unigrams + np.searchsorted(pair_keys, keys)
         page_parts.append(_packed_counts(np.concatenate([pages[rows], pages[pair_rows]]),
                                          np.concatenate([tokens, columns]), n_columns))
+        del tokens, rows, keys, pair_rows, columns
         if progress is not None:
             progress(done / len(blocks))
     unigrams = tuple(sorted(counter.vocabulary, key=counter.vocabulary.__getitem__))
     return TermCounts(unigrams, pair_keys, _csr(chunk_parts, (len(lengths), n_unigrams)),
                       _csr(page_parts, (n_pages, n_columns)), words)
+
+
+def _word_ids(counter: TermCounter, texts: Iterable[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Every text's surface word ids end to end (int32) and each text's number of words, appended to one
+    growing buffer: an array per text, then joined, held 1M small arrays and then their copy."""
+    buffer = array("i")  # C int: int32 on every platform numpy supports here
+    lengths = array("q")
+    for text in texts:
+        ids = counter.word_ids(text)
+        buffer.frombytes(ids.tobytes())
+        lengths.append(ids.size)
+    return np.frombuffer(buffer, dtype=np.int32) if buffer else np.empty(0, dtype=np.int32), \
+        np.frombuffer(lengths, dtype=np.int64) if lengths else np.empty(0, dtype=np.int64)
 
 
 def _kept_per_text(kept: np.ndarray, word_starts: np.ndarray) -> np.ndarray:
@@ -162,28 +175,56 @@ def _distinct(values: np.ndarray) -> np.ndarray:
     return ordered[np.r_[True, ordered[1:] != ordered[:-1]]] if ordered.size else ordered
 
 
-def _packed_counts(rows: np.ndarray, columns: np.ndarray, n_columns: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Distinct (row, column) pairs sorted by row then column, with their counts."""
+def _packed_counts(rows: np.ndarray, columns: np.ndarray, n_columns: int) -> CountPart:
+    """Distinct (row, column) pairs sorted by row then column, with their counts, kept compact: entries per
+    row from the block's first row, int32 columns and float32 counts (8 bytes an entry, not 20: at 1M chunks
+    the parts of both matrices are held together until they are joined)."""
     packed = rows * n_columns + columns
     packed.sort()
     if packed.size == 0:
-        return packed, packed, np.empty(0, dtype=np.float32)
+        return CountPart(0, np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int32), np.empty(0, dtype=np.float32))
     first = np.r_[True, packed[1:] != packed[:-1]]
     positions = np.flatnonzero(first)
     counts = np.diff(np.r_[positions, packed.size]).astype(np.float32)
+    del positions
     distinct = packed[first]
-    return distinct // n_columns, distinct % n_columns, counts
+    del packed, first
+    row_of = distinct // n_columns
+    low = int(row_of[0])
+    per_row = np.bincount(row_of - low)
+    del row_of
+    return CountPart(low, per_row, (distinct % n_columns).astype(np.int32), counts)
 
 
-def _csr(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]], shape: tuple[int, int]) -> Any:
-    """A CSR matrix from row-sorted parts (each part's rows after the previous part's)."""
+@dataclass(frozen=True, eq=False)
+class CountPart:
+    """One block's counts in CSR order: rows `first_row`, `first_row + 1`, ... hold `per_row` entries each."""
+
+    first_row: int
+    per_row: np.ndarray
+    columns: np.ndarray  # int32
+    counts: np.ndarray  # float32
+
+
+def _csr(parts: list[CountPart], shape: tuple[int, int]) -> Any:
+    """A CSR matrix from row-sorted parts (each part's rows after the previous part's), copied into place
+    part by part and each part let go once copied, so the parts and the matrix are not held twice."""
     from scipy import sparse
 
-    rows = np.concatenate([p[0] for p in parts]) if parts else np.empty(0, dtype=np.int64)
-    indices = (np.concatenate([p[1] for p in parts]) if parts else np.empty(0, dtype=np.int64)).astype(np.int32)
-    data = np.concatenate([p[2] for p in parts]) if parts else np.empty(0, dtype=np.float32)
-    indptr = np.r_[0, np.cumsum(np.bincount(rows, minlength=shape[0]))].astype(np.int64)
-    return sparse.csr_matrix((data, indices, indptr), shape=shape)
+    total = sum(p.columns.size for p in parts)
+    per_row = np.zeros(shape[0], dtype=np.int64)
+    indices = np.empty(total, dtype=np.int32)
+    data = np.empty(total, dtype=np.float32)
+    at = 0
+    while parts:
+        part = parts.pop(0)
+        per_row[part.first_row:part.first_row + part.per_row.size] += part.per_row
+        indices[at:at + part.columns.size] = part.columns
+        data[at:at + part.counts.size] = part.counts
+        at += part.columns.size
+        del part
+    indptr = np.r_[0, np.cumsum(per_row)].astype(np.int64)
+    return sparse.csr_matrix((data, indices, indptr), shape=shape, copy=False)
 
 
 def query_terms(query: str, vocabulary: Mapping[str, int] | TermIndex, pair_keys: np.ndarray) -> tuple[np.ndarray,
