@@ -7,6 +7,7 @@ lookup then touches only the few chunks it returns. Entries are held the same wa
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -41,10 +42,16 @@ class TextColumn:
 
     @classmethod
     def of(cls, values: Sequence[str]) -> TextColumn:
-        encoded = [v.encode("utf-8", "surrogatepass") for v in values]
-        offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
-        np.cumsum([len(e) for e in encoded], out=offsets[1:])
-        return cls(np.frombuffer(b"".join(encoded), dtype=np.uint8), offsets)
+        """The column of `values`, encoded into one growing buffer (a list of encoded strings, then their join,
+        held every text's bytes twice: 1.4 GB at 1M chunks)."""
+        blob = bytearray()
+        ends = array("q")
+        for value in values:
+            blob += value.encode("utf-8", "surrogatepass")
+            ends.append(len(blob))
+        offsets = np.zeros(len(ends) + 1, dtype=np.int64)
+        offsets[1:] = np.frombuffer(ends, dtype=np.int64) if ends else offsets[1:]
+        return cls(np.frombuffer(blob, dtype=np.uint8) if blob else np.zeros(0, dtype=np.uint8), offsets)
 
     def __len__(self) -> int:
         return len(self.offsets) - 1

@@ -11,6 +11,7 @@ import numpy as np
 from retrieval.index import progress as bp
 from retrieval.index.chunk_store import TextColumn
 from retrieval.index.config import IndexConfig
+from retrieval.index.heap import release_freed_memory
 from retrieval.kb.model import Chunk
 from retrieval.l1.embedder import Embedder, EmbedderWarning, LazyEmbedder, is_static
 from retrieval.l1.lsa_fit import fit_components
@@ -71,12 +72,15 @@ def build_arrays(chunks: Sequence[Chunk], config: IndexConfig, progress: bp.Prog
     del counts
     if chunk_counts.nnz == 0:
         raise ValueError("L1 needs at least one chunk with an indexable term")
+    release_freed_memory()
+    # the static part first: its word table is made while the fewest arrays are held
+    static, name, static_pages = _static_part(embedder, chunks, surface, page_of_chunk, len(page_number), spill)
+    del surface
     pages = weight_columns(page_counts, config.k1, config.page_b)
     del page_counts
     sections = weight_columns(chunk_counts, config.k1, config.b)
+    release_freed_memory()
     bp.report(progress, bp.WEIGHTING, 1.0)
-    static, name, static_pages = _static_part(embedder, chunks, surface, page_of_chunk, len(page_number), spill)
-    del surface
     lsa_idf, projection, projection_row, lsa = _fit_lsa(chunk_counts, config, progress, spill)
     del chunk_counts
     order = np.argsort(page_of_chunk, kind="stable")
@@ -126,6 +130,7 @@ def _fit_lsa(counts, config: IndexConfig, progress: bp.Progress | None = None,
         part = np.asarray(part, dtype=np.float32)
         norms = np.linalg.norm(part, axis=1, keepdims=True)
         lsa.write(part / np.where(norms > 0, norms, 1.0))
+    release_freed_memory()
     return idf, projection, projection_row, lsa.finish()
 
 
@@ -201,13 +206,28 @@ def weight_columns(counts, k1: float, b: float) -> WeightColumns:
 def weight_columns_of(indptr: np.ndarray, rows: np.ndarray, tf: np.ndarray, n_rows: int, k1: float,
                       b: float) -> WeightColumns:
     """`weight_columns` of counts held as CSC arrays (an update's): the same weights, entry for entry, without
-    a conversion (a row's length summed from its counts, a term's document frequency its column's size)."""
-    lengths = np.bincount(rows, weights=tf, minlength=n_rows)
+    a conversion (a row's length summed from its counts, a term's document frequency its column's size).
+    Weighted a run of columns at a time, so no temporary is as long as all the entries."""
+    lengths = np.zeros(n_rows, dtype=np.float64)
+    for start in range(0, tf.size, WEIGHTED_ENTRIES):  # counts are whole numbers: sums in parts are exact
+        lengths += np.bincount(rows[start:start + WEIGHTED_ENTRIES], weights=tf[start:start + WEIGHTED_ENTRIES],
+                               minlength=n_rows)
     average = lengths.mean() if lengths.sum() else 1.0
     doc_freq = np.diff(indptr)
     idf = np.log1p((n_rows - doc_freq + 0.5) / (doc_freq + 0.5))
     idf[doc_freq == 0] = 0.0
     norm = (k1 * (1 - b + b * lengths / average)).astype(np.float32)
-    values = tf * np.float32(k1 + 1) / (tf + norm[rows])
-    values *= np.repeat(idf.astype(np.float32), doc_freq)
-    return WeightColumns(indptr, rows, values.astype(np.float32), idf, tf)
+    del lengths
+    idf32 = idf.astype(np.float32)
+    values = np.empty(tf.size, dtype=np.float32)
+    cuts = np.unique(np.r_[np.searchsorted(indptr, np.arange(0, tf.size, WEIGHTED_ENTRIES), side="right") - 1,
+                           indptr.size - 1])
+    for first, last in zip(cuts[:-1].tolist(), cuts[1:].tolist(), strict=True):
+        a, z = int(indptr[first]), int(indptr[last])
+        part = tf[a:z] * np.float32(k1 + 1) / (tf[a:z] + norm[rows[a:z]])
+        part *= np.repeat(idf32[first:last], doc_freq[first:last])
+        values[a:z] = part
+    return WeightColumns(indptr, rows, values, idf, tf)
+
+
+WEIGHTED_ENTRIES = 8_000_000  # entries weighted at a time

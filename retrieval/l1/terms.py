@@ -87,14 +87,9 @@ def count_terms(texts: Iterable[str], page_of_text: np.ndarray, n_pages: int,
     surface_flat, word_lengths = _word_ids(counter, texts)
     word_starts = np.r_[0, np.cumsum(word_lengths)]
     del word_lengths
-    unigram_flat = np.asarray(counter.unigram_of_word, dtype=np.int32)[surface_flat]
+    flat, lengths = _kept_unigrams(surface_flat, word_starts, np.asarray(counter.unigram_of_word, dtype=np.int32))
     words = SurfaceWords(tuple(counter.words), surface_flat, word_starts) if surface else None
     del surface_flat
-    kept = unigram_flat >= 0
-    flat = unigram_flat[kept]
-    del unigram_flat
-    lengths = _kept_per_text(kept, word_starts)
-    del kept
     n_unigrams = len(counter.vocabulary)
     starts = np.r_[0, np.cumsum(lengths)]
     pages = np.asarray(page_of_text, dtype=np.int64)
@@ -132,16 +127,25 @@ def _word_ids(counter: TermCounter, texts: Iterable[str]) -> tuple[np.ndarray, n
         np.frombuffer(lengths, dtype=np.int64) if lengths else np.empty(0, dtype=np.int64)
 
 
-def _kept_per_text(kept: np.ndarray, word_starts: np.ndarray) -> np.ndarray:
-    """How many of each text's words are kept (True in `kept`), a block of texts at a time (a cumulative
-    sum over every word of a 1M-chunk base would take 1.2 GB)."""
-    lengths = np.empty(word_starts.size - 1, dtype=np.int64)
-    for start in range(0, lengths.size, BLOCK_TEXTS):
-        end = min(start + BLOCK_TEXTS, lengths.size)
-        base = word_starts[start]
-        before = np.r_[0, np.cumsum(kept[base:word_starts[end]], dtype=np.int64)]
+def _kept_unigrams(surface: np.ndarray, word_starts: np.ndarray, unigram_of_word: np.ndarray) -> tuple[np.ndarray,
+                                                                                                       np.ndarray]:
+    """Every text's unigram ids end to end (stop words left out) and how many each text keeps, a block of
+    texts at a time: mapping and filtering every word at once held two more copies of them at 1M chunks."""
+    n_texts = word_starts.size - 1
+    lengths = np.empty(n_texts, dtype=np.int64)
+    flat = np.empty(surface.size, dtype=np.int32)  # an upper bound; only the pages written become memory
+    at = 0
+    for start in range(0, n_texts, BLOCK_TEXTS):
+        end = min(start + BLOCK_TEXTS, n_texts)
+        base = int(word_starts[start])
+        mapped = unigram_of_word[surface[base:word_starts[end]]]
+        kept = mapped >= 0
+        before = np.r_[0, np.cumsum(kept, dtype=np.int64)]
         lengths[start:end] = before[word_starts[start + 1:end + 1] - base] - before[word_starts[start:end] - base]
-    return lengths
+        taken = mapped[kept]
+        flat[at:at + taken.size] = taken
+        at += taken.size
+    return flat[:at], lengths
 
 
 def _blocks(pages: np.ndarray) -> list[tuple[int, int]]:
