@@ -14,6 +14,7 @@ from retrieval.index.config import IndexConfig
 from retrieval.kb.model import Chunk
 from retrieval.l1.embedder import Embedder, EmbedderWarning, LazyEmbedder, is_static
 from retrieval.l1.lsa_fit import fit_components
+from retrieval.l1.stable_sample import content_keys, sample_rows, term_keys
 from retrieval.l1.static import composed_vectors, embedded_vectors, page_vectors
 from retrieval.l1.terms import TermIndex, count_terms
 
@@ -66,7 +67,8 @@ def build_arrays(chunks: Sequence[Chunk], config: IndexConfig, progress: bp.Prog
     sections = weight_columns(counts.chunks, config.k1, config.b)
     pages = weight_columns(counts.pages, config.k1, config.page_b)
     bp.report(progress, bp.WEIGHTING, 1.0)
-    lsa_idf, projection, projection_row, lsa = _fit_lsa(counts.chunks, config, progress)
+    lsa_idf, projection, projection_row, lsa = _fit_lsa(counts.chunks, config, progress, content_keys(chunks),
+                                                        counts.unigrams)
     order = np.argsort(page_of_chunk, kind="stable")
     starts = np.r_[0, np.cumsum(np.bincount(page_of_chunk, minlength=len(page_number)))].astype(np.int64)
     static, name = _static_part(embedder, chunks, counts)
@@ -79,11 +81,12 @@ def build_arrays(chunks: Sequence[Chunk], config: IndexConfig, progress: bp.Prog
                     page_of_chunk, starts, order.astype(np.int64), static, name, static_pages, sections.tf, pages.tf)
 
 
-def _fit_lsa(counts, config: IndexConfig, progress: bp.Progress | None = None) -> tuple[np.ndarray, np.ndarray,
-                                                                                        np.ndarray, np.ndarray]:
+def _fit_lsa(counts, config: IndexConfig, progress: bp.Progress | None, row_keys: np.ndarray,
+             unigrams: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Sublinear, smoothed-idf, L2-normalised TF-IDF; TruncatedSVD fitted on a row sample (the LSA space
     of 20k sections matches that of all of them closely, and a fit is quadratic in what it sees);
-    then every chunk projected and L2-normalised."""
+    then every chunk projected and L2-normalised. The sample and the SVD's start follow the chunks' and
+    terms' content keys (retrieval/l1/stable_sample.py): a fit after a small edit lands near the one before."""
     from sklearn.preprocessing import normalize
 
     bp.report(progress, bp.SVD, 0.0)  # the TF-IDF sample, then TruncatedSVD's steps (retrieval.l1.lsa_fit)
@@ -93,9 +96,7 @@ def _fit_lsa(counts, config: IndexConfig, progress: bp.Progress | None = None) -
     tfidf = counts.astype(np.float32, copy=True)
     tfidf.data = (1.0 + np.log(tfidf.data)) * idf[tfidf.indices]
     tfidf = normalize(tfidf, copy=False)
-    rng = np.random.default_rng(config.random_state)
-    sample = (np.arange(n_rows) if n_rows <= config.svd_sample_rows
-              else np.sort(rng.choice(n_rows, config.svd_sample_rows, replace=False)))
+    sample = sample_rows(row_keys, config.svd_sample_rows, config.random_state)
     fitted = tfidf[sample]
     # fit on the terms the sample holds; from a sampled (large) base, only those in two sampled chunks or more:
     # a term seen once shapes no shared direction, and in a large base they are most of the vocabulary
@@ -106,7 +107,9 @@ def _fit_lsa(counts, config: IndexConfig, progress: bp.Progress | None = None) -
     if dims < 2:
         bp.report(progress, bp.SVD, 1.0)  # too few chunks or terms for an LSA space: nothing to fit
         return idf, np.zeros((0, 0), dtype=np.float32), projection_row, np.zeros((n_rows, 0), dtype=np.float32)
-    components = fit_components(fitted[:, seen], dims, config.random_state, lambda f: bp.report(progress, bp.SVD, f))
+    keys = (row_keys[sample], term_keys(unigrams[int(t)] for t in seen))
+    components = fit_components(fitted[:, seen], dims, config.random_state, lambda f: bp.report(progress, bp.SVD, f),
+                                keys)
     projection = np.ascontiguousarray(components.T, dtype=np.float32)
     projection_row[seen] = np.arange(seen.size, dtype=np.int32)
     seen_only = tfidf[:, seen].tocsr()  # the terms the SVD never saw project to nothing
