@@ -1,7 +1,8 @@
 """Cache folders of updated indexes written behind the caller: an update is served at once, and its folder
 (hundreds of MB at 100k chunks: most arrays change when rows move) lands on disk a moment later.
 
-One writer thread per process writes the folders in the order they were asked for, so two writes never race
+One writer thread per process (at the lowest CPU priority) writes the folders in the order they were asked
+for, so two writes never race
 (a write prunes the cache root, leftovers of interrupted writes included). A folder not yet started when a
 newer index of the same lineage is queued is dropped: it caches files that have changed since. The thread is
 not a daemon, so a process that exits first still finishes (Python joins such threads at exit);
@@ -12,6 +13,8 @@ half folder to read. The last index this process built or updated is kept in mem
 
 from __future__ import annotations
 
+import contextlib
+import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,6 +56,8 @@ def write_behind(folder: Path, cached: CachedIndex) -> None:
 
 
 def _write_all() -> None:
+    with contextlib.suppress(AttributeError, OSError):  # on Linux a thread has its own nice value: the writer
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)  # yields the CPU to updates and lookups
     while True:
         with _LOCK:
             if not _QUEUE:

@@ -164,8 +164,8 @@ def _merged(indptr: np.ndarray, rows: np.ndarray, tf: np.ndarray, final_of_old: 
         lo, hi = int(kept_indptr[column]), int(kept_indptr[column + 1])
         at[a:b] = lo + np.searchsorted(old_rows[lo:hi], new_rows[a:b])
     counts += np.bincount(new_cols, minlength=n_columns)
-    return (np.r_[0, np.cumsum(counts)].astype(np.int64), np.insert(old_rows, at, new_rows).astype(np.int32, copy=False),
-            np.insert(old_tf, at, new_tf).astype(np.float32, copy=False))
+    merged_rows = np.insert(old_rows, at, new_rows).astype(np.int32, copy=False)
+    return np.r_[0, np.cumsum(counts)].astype(np.int64), merged_rows, np.insert(old_tf, at, new_tf)
 
 
 def _folded(counts, lsa_idf: np.ndarray, projection_row: np.ndarray, projection: np.ndarray) -> np.ndarray:
