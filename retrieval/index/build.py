@@ -10,7 +10,7 @@ import time
 import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +22,7 @@ from retrieval.index.chunk_store import ChunkRows, indexable
 from retrieval.index.config import IndexConfig
 from retrieval.index.incremental import UpdateFacts, newest_of_lineage, update_index
 from retrieval.index.lineage import Lineage
-from retrieval.index.write_behind import wait_for_writes, write_behind
+from retrieval.index.write_behind import forget, recalled, remember, wait_for_writes, write_behind, writing
 from retrieval.kb.load import exclude_prefixes, load_knowledge_base
 from retrieval.kb.model import KnowledgeBase
 from retrieval.kb.sources import stat_line
@@ -99,25 +99,34 @@ def open_index(path: str | Path, *, svd_dims: int | None = None, config: IndexCo
         return build_index(_read(path, strict, excluded, prefixes, progress), config=config, progress=progress,
                            embedder=embedder)
     bp.report(progress, bp.HASHING, 0.0)
-    wait_for_writes()  # an update this process made is on disk before the cache is read
     name = embedder.name if embedder else None
     key = cache_key(f"{file_signature(path)}|{excluded}|{name}", config, strict, prefixes)
     lineage = cache_key(f"lineage|{Path(path).resolve()}|{excluded}|{name}", config, strict, prefixes)
     folder = Path(cache_dir or default_cache_dir()) / key
+    recent = None if rebuild else recalled(folder.parent, lineage)  # this process's last index of the lineage
+    if recent is None or (recent.folder != folder and writing(folder)):
+        wait_for_writes()  # what this process wrote is on disk before the cache is read
     with _collector_paused():
-        cached = None if rebuild else read_cache(folder)
+        if recent is not None and recent.folder == folder:  # unchanged since: served from memory
+            cached = recent.cached
+        else:
+            cached = None if rebuild else read_cache(folder)
         bp.report(progress, bp.HASHING, 1.0)
         if cached is not None:
             bp.report(progress, bp.CACHED, 1.0)
+            remember(folder, cached)
             return _from_cache(cached, embedder)
-        prior = None if rebuild else newest_of_lineage(folder.parent, lineage)
+        prior = None if rebuild else recent.cached if recent else newest_of_lineage(folder.parent, lineage)
+        del recent
         updated = prior and update_index(prior, path, strict=strict, exclude_fields=excluded, exclude_paths=prefixes,
                                          config=config, embedder=embedder)
         del prior
         if updated:  # served now; its cache folder is written behind (retrieval/index/write_behind.py)
             write_behind(folder, updated.cached)
+            remember(folder, replace(updated.cached, store=updated.kb.entries.store))
             return KnowledgeIndex(updated.kb, updated.l0, updated.l1, None, config.svd_dims, updated.facts.seconds,
                                   False, config, updated.facts)
+    forget()  # a full build: the next update starts from its folder, not from an index before it
     spill = Spill(folder.parent / f"{SPILL_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:8]}")
     try:  # the largest arrays go to the cache's disk as they are made, and the cache takes those files
         index = build_index(_read(path, strict, excluded, prefixes, progress), config=config, progress=progress,

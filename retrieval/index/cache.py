@@ -45,7 +45,8 @@ from retrieval.l0.index import L0Arrays, L0Index
 from retrieval.l1.arrays import L1Arrays
 from retrieval.l1.spill import spilled_file
 
-FORMAT = 5  # 5: term counts, source table and lineage (4: L0 arrays, entry columns and XXH3-128 hashes)
+FORMAT = 6  # 6: the LSA fit sampled and started by content keys (retrieval/l1/stable_sample.py)
+# 5: term counts, source table and lineage (4: L0 arrays, entry columns and XXH3-128 hashes)
 KEEP_CACHED = 16
 DEFAULT_MAX_MB = 4096
 MANIFEST = "manifest.json"

@@ -1,36 +1,107 @@
 """Cache folders of updated indexes written behind the caller: an update is served at once, and its folder
 (hundreds of MB at 100k chunks: most arrays change when rows move) lands on disk a moment later.
 
-The write runs in a non-daemon thread, so a process that exits first still finishes it (Python joins such
-threads at exit); `write_cache` stays atomic (a temporary folder renamed into place), so a process killed
-mid-write leaves no half folder to read. Every open of the cache waits for the writes this process started
-(`wait_for_writes`): a later open finds the folder, and two writes never race for one place.
+One writer thread per process (at the lowest CPU priority) writes the folders in the order they were asked
+for, so two writes never race
+(a write prunes the cache root, leftovers of interrupted writes included). A folder not yet started when a
+newer index of the same lineage is queued is dropped: it caches files that have changed since. The thread is
+not a daemon, so a process that exits first still finishes (Python joins such threads at exit);
+`write_cache` stays atomic (a temporary folder renamed into place), so a process killed mid-write leaves no
+half folder to read. The last index this process built or updated is kept in memory (`remember`,
+`recalled`): the next update of the same lineage starts from it, without waiting for its folder or reading it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 
 from retrieval.index.cache import CachedIndex, write_cache
 
-_PENDING: list[threading.Thread] = []
+
+@dataclass(frozen=True, eq=False)
+class Recent:
+    """The last index this process built or updated: its cache folder and what the folder holds (or will)."""
+
+    folder: Path
+    cached: CachedIndex
+
+
+_QUEUE: list[tuple[Path, CachedIndex]] = []
+_WRITING: set[Path] = set()  # folders queued or being written
 _LOCK = threading.Lock()
+_IDLE = threading.Condition(_LOCK)
+_WORKER: list[threading.Thread] = []
+_RECENT: list[Recent] = []  # at most one: the last index (its arrays are shared with what was served)
 
 
 def write_behind(folder: Path, cached: CachedIndex) -> None:
-    """Start writing `cached` to `folder` in the background (a failure is write_cache's warning)."""
-    thread = threading.Thread(target=write_cache, args=(folder, cached), name="lookup-knowledge-cache-write")
+    """Queue `cached` to be written to `folder` (a failure is write_cache's warning), dropping the queued
+    writes of the same lineage that have not started."""
+    key = cached.lineage.key if cached.lineage else None
     with _LOCK:
-        _PENDING.append(thread)
-    thread.start()
+        if key is not None:
+            for stale in [job for job in _QUEUE if job[1].lineage and job[1].lineage.key == key]:
+                _QUEUE.remove(stale)
+                _WRITING.discard(stale[0])
+        _QUEUE.append((folder, cached))
+        _WRITING.add(folder)
+        if not _WORKER:
+            worker = threading.Thread(target=_write_all, name="lookup-knowledge-cache-write")
+            _WORKER.append(worker)
+            worker.start()
+
+
+def _write_all() -> None:
+    with contextlib.suppress(AttributeError, OSError):  # on Linux a thread has its own nice value: the writer
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)  # yields the CPU to updates and lookups
+    while True:
+        with _LOCK:
+            if not _QUEUE:
+                _WORKER.clear()
+                _IDLE.notify_all()
+                return
+            folder, cached = _QUEUE.pop(0)
+        try:
+            write_cache(folder, cached)
+        finally:
+            with _LOCK:
+                if not any(job[0] == folder for job in _QUEUE):
+                    _WRITING.discard(folder)
 
 
 def wait_for_writes() -> None:
-    """Wait until every cache write this process started has finished."""
-    while True:
-        with _LOCK:
-            if not _PENDING:
-                return
-            thread = _PENDING.pop(0)
-        thread.join()
+    """Wait until every cache write this process asked for has finished."""
+    with _LOCK:
+        while _WORKER:
+            _IDLE.wait()
+
+
+def writing(folder: Path) -> bool:
+    """Whether this process has `folder` queued or being written."""
+    with _LOCK:
+        return folder in _WRITING
+
+
+def remember(folder: Path, cached: CachedIndex) -> None:
+    """Keep `cached` (cached or to be cached in `folder`) as this process's last index."""
+    with _LOCK:
+        _RECENT[:] = [Recent(folder, cached)]
+
+
+def recalled(cache_root: Path, lineage_key: str) -> Recent | None:
+    """This process's last index when it is of lineage `lineage_key` under `cache_root`, else None."""
+    with _LOCK:
+        recent = _RECENT[0] if _RECENT else None
+    if recent is None or recent.cached.lineage is None or recent.cached.lineage.key != lineage_key:
+        return None
+    return recent if recent.folder.parent == cache_root else None
+
+
+def forget() -> None:
+    """Drop the last index kept in memory (its memory is freed once nothing else holds it)."""
+    with _LOCK:
+        _RECENT.clear()

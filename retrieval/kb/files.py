@@ -50,20 +50,23 @@ def list_markdown(root: Path, prefixes: tuple[str, ...] = ()) -> Listing:
     """Markdown files under `root` in sorted order, never leaving it (symlinked folders are not followed)."""
     real_root = root.resolve()
     files, problems, excluded = [], [], 0
+    top = os.fspath(root)
     for folder, dirs, names in os.walk(root, followlinks=False):
-        base = Path(folder)
+        # paths as strings (a Path and its relative_to per file were most of listing 6k files)
+        inside = "" if folder == top else os.path.relpath(folder, top).replace(os.sep, "/") + "/"
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        linked = [d for d in dirs if (base / d).is_symlink()]  # os.walk lists them but never enters them
+        linked = [d for d in dirs if os.path.islink(os.path.join(folder, d))]  # os.walk never enters them
         markdown_dirs = [d for d in dirs if d.lower().endswith(MARKDOWN_SUFFIXES) and d not in linked]
         candidates = [n for n in names if not n.startswith(".") and n.lower().endswith(MARKDOWN_SUFFIXES)]
         for name in sorted([*candidates, *linked, *markdown_dirs]):
-            path = base / name
-            source = relative_source(path, root)
+            relative = inside + name
+            valid = _valid_utf8(relative)
+            source = relative if valid else _escaped(relative)
             if prefixes and is_excluded(source, prefixes):
                 excluded += 1  # never read: counted from the listing only
                 continue
-            problem = _unusable(path, source, real_root, is_folder=name in dirs,
-                                valid_name=_valid_utf8(path.relative_to(root).as_posix()))
+            path = Path(folder, name)
+            problem = _unusable(path, source, real_root, is_folder=name in dirs, valid_name=valid)
             if problem is not None:
                 problems.append(problem)
             else:
@@ -74,8 +77,12 @@ def list_markdown(root: Path, prefixes: tuple[str, ...] = ()) -> Listing:
 def relative_source(path: Path, root: Path) -> str:
     """The source name of `path`: relative to the root, POSIX slashes; undecodable bytes shown escaped."""
     relative = path.relative_to(root).as_posix()
-    return relative if _valid_utf8(relative) else \
-        relative.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return relative if _valid_utf8(relative) else _escaped(relative)
+
+
+def _escaped(relative: str) -> str:
+    """A name with undecodable bytes (lone surrogates from os.walk) shown as backslash escapes."""
+    return relative.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def _valid_utf8(text: str) -> bool:
@@ -91,7 +98,7 @@ def _unusable(path: Path, source: str, real_root: Path, *, is_folder: bool,
     """Why `path` cannot be read as a knowledge-base file, or None when it can be."""
     if not valid_name:
         return LoadProblem(source, 0, "file name is not valid UTF-8; rename the file")
-    if path.is_symlink():
+    if os.path.islink(path):
         try:
             target = path.resolve(strict=True)
         except (OSError, RuntimeError) as exc:

@@ -16,6 +16,7 @@ from retrieval.kb.model import Chunk
 from retrieval.l1.embedder import Embedder, EmbedderWarning, LazyEmbedder, is_static
 from retrieval.l1.lsa_fit import fit_components
 from retrieval.l1.spill import IN_MEMORY, Spill
+from retrieval.l1.stable_sample import content_keys, sample_rows, term_keys
 from retrieval.l1.static import composed_with_pages, embedded_vectors, page_vectors
 from retrieval.l1.terms import SurfaceWords, TermIndex, count_terms
 
@@ -81,7 +82,8 @@ def build_arrays(chunks: Sequence[Chunk], config: IndexConfig, progress: bp.Prog
     sections = weight_columns(chunk_counts, config.k1, config.b)
     release_freed_memory()
     bp.report(progress, bp.WEIGHTING, 1.0)
-    lsa_idf, projection, projection_row, lsa = _fit_lsa(chunk_counts, config, progress, spill)
+    lsa_idf, projection, projection_row, lsa = _fit_lsa(chunk_counts, config, progress, content_keys(chunks),
+                                                        unigrams, spill)
     del chunk_counts
     order = np.argsort(page_of_chunk, kind="stable")
     starts = np.r_[0, np.cumsum(np.bincount(page_of_chunk, minlength=len(page_number)))].astype(np.int64)
@@ -96,20 +98,20 @@ def build_arrays(chunks: Sequence[Chunk], config: IndexConfig, progress: bp.Prog
 PROJECTED_ROWS = 50_000  # rows weighted and projected at a time
 
 
-def _fit_lsa(counts, config: IndexConfig, progress: bp.Progress | None = None,
+def _fit_lsa(counts, config: IndexConfig, progress: bp.Progress | None, row_keys: np.ndarray, unigrams: Sequence[str],
              spill: Spill = IN_MEMORY) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Sublinear, smoothed-idf, L2-normalised TF-IDF; TruncatedSVD fitted on a row sample (the LSA space
     of 20k sections matches that of all of them closely, and a fit is quadratic in what it sees);
     then every chunk projected and L2-normalised, a block of rows at a time (the TF-IDF of every row is
-    never held whole: at 1M chunks it was 0.4 GB, and its copy restricted to the fitted terms as much)."""
+    never held whole: at 1M chunks it was 0.4 GB, and its copy restricted to the fitted terms as much). The
+    sample and the SVD's start follow the chunks' and terms' content keys (retrieval/l1/stable_sample.py): a
+    fit after a small edit lands near the one before."""
     bp.report(progress, bp.SVD, 0.0)  # the TF-IDF sample, then TruncatedSVD's steps (retrieval.l1.lsa_fit)
     n_rows, n_terms = counts.shape
     doc_freq = np.bincount(counts.indices, minlength=n_terms)
     idf = (np.log((1.0 + n_rows) / (1.0 + doc_freq)) + 1.0).astype(np.float32)
     del doc_freq
-    rng = np.random.default_rng(config.random_state)
-    sample = (np.arange(n_rows) if n_rows <= config.svd_sample_rows
-              else np.sort(rng.choice(n_rows, config.svd_sample_rows, replace=False)))
+    sample = sample_rows(row_keys, config.svd_sample_rows, config.random_state)
     fitted = _tfidf(counts[sample] if sample.size < n_rows else counts, idf)
     # fit on the terms the sample holds; from a sampled (large) base, only those in two sampled chunks or more:
     # a term seen once shapes no shared direction, and in a large base they are most of the vocabulary
@@ -120,7 +122,9 @@ def _fit_lsa(counts, config: IndexConfig, progress: bp.Progress | None = None,
     if dims < 2:
         bp.report(progress, bp.SVD, 1.0)  # too few chunks or terms for an LSA space: nothing to fit
         return idf, np.zeros((0, 0), dtype=np.float32), projection_row, np.zeros((n_rows, 0), dtype=np.float32)
-    components = fit_components(fitted[:, seen], dims, config.random_state, lambda f: bp.report(progress, bp.SVD, f))
+    keys = (row_keys[sample], term_keys(unigrams[int(t)] for t in seen))
+    components = fit_components(fitted[:, seen], dims, config.random_state, lambda f: bp.report(progress, bp.SVD, f),
+                                keys)
     del fitted
     projection = np.ascontiguousarray(components.T, dtype=np.float32)
     projection_row[seen] = np.arange(seen.size, dtype=np.int32)

@@ -1,0 +1,73 @@
+"""Back-to-back updates (issue 35, item 1): the last index a process built or updated is kept in memory, so the
+next update of the same base starts from it instead of waiting for its cache folder and reading it back
+(retrieval/index/write_behind.py), and cache folders are written one at a time, a superseded one dropped."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from retrieval import LookupConfig, lookup_knowledge, open_index
+from retrieval.index.write_behind import wait_for_writes
+
+
+def _append(page: Path, text: str) -> None:
+    page.write_text(page.read_text(encoding="utf-8") + f"\n\n## Added\n{text}\n", encoding="utf-8")
+
+
+def _first_source(index, query: str) -> str:
+    return lookup_knowledge(query, index=index, config=LookupConfig(top_k=5)).evidence_blocks[0].source
+
+
+def test_the_next_update_starts_from_the_last_index_in_memory(editable_kb):
+    kb, cache = editable_kb
+    open_index(kb, cache_dir=cache)
+    _append(kb / "billing" / "invoices.md", "Zephyr credits settle on the first of the month.")
+    assert open_index(kb, cache_dir=cache).update is not None
+    wait_for_writes()
+    shutil.rmtree(cache)  # no folder to start from: only the index in memory
+    _append(kb / "billing" / "plans.md", "Quokka tiers are priced per seat.")
+    index = open_index(kb, cache_dir=cache)
+    assert index.update is not None and index.update.parsed == 1 and index.update.lineage.updates == 2
+    assert _first_source(index, "quokka tiers priced per seat") == "billing/plans.md"
+    assert _first_source(index, "zephyr credits settle") == "billing/invoices.md"
+
+
+def test_an_unchanged_base_after_an_update_is_served_from_memory(editable_kb):
+    kb, cache = editable_kb
+    open_index(kb, cache_dir=cache)
+    _append(kb / "billing" / "invoices.md", "Zephyr credits settle on the first of the month.")
+    updated = open_index(kb, cache_dir=cache)
+    again = open_index(kb, cache_dir=cache)
+    assert again.from_cache and again.update is None
+    assert again.l1.arrays is updated.l1.arrays  # the same arrays, not a copy read back from disk
+    wait_for_writes()
+    assert len([f for f in cache.iterdir() if not f.name.startswith(".")]) == 2  # the build's and the update's
+
+
+def test_updates_in_a_row_each_leave_the_base_as_it_is_on_disk(editable_kb):
+    kb, cache = editable_kb
+    open_index(kb, cache_dir=cache)
+    edits = {"zephyr": "billing/invoices.md", "quokka": "api/rate-limits.md", "marmot": "alerting/routing.md"}
+    for word, page in edits.items():
+        _append(kb / page, f"The {word} surcharge applies to late invoices.")
+        index = open_index(kb, cache_dir=cache)
+        assert index.update is not None
+    wait_for_writes()
+    reopened = open_index(kb, cache_dir=cache)  # the last folder, as written behind
+    rebuilt = open_index(kb, use_cache=False)
+    for word in edits:
+        query = f"{word} surcharge late invoices"
+        assert _first_source(index, query) == _first_source(reopened, query) == _first_source(rebuilt, query)
+    assert reopened.from_cache and reopened.l1.arrays is index.l1.arrays
+
+
+def test_a_rebuild_is_not_followed_by_an_update_from_the_index_before_it(editable_kb):
+    kb, cache = editable_kb
+    open_index(kb, cache_dir=cache)
+    _append(kb / "billing" / "invoices.md", "Zephyr credits settle on the first of the month.")
+    assert open_index(kb, cache_dir=cache).update.lineage.updates == 1
+    open_index(kb, cache_dir=cache, rebuild=True)
+    _append(kb / "billing" / "plans.md", "Quokka tiers are priced per seat.")
+    after = open_index(kb, cache_dir=cache)
+    assert after.update is not None and after.update.lineage.updates == 1  # counted from the rebuild's fit
