@@ -22,6 +22,7 @@ from retrieval.index.chunk_store import ChunkRows, indexable
 from retrieval.index.config import IndexConfig
 from retrieval.index.incremental import UpdateFacts, newest_of_lineage, update_index
 from retrieval.index.lineage import Lineage
+from retrieval.index.spill import IN_MEMORY, Spill
 from retrieval.index.write_behind import forget, recalled, remember, wait_for_writes, write_behind, writing
 from retrieval.kb.load import exclude_prefixes, load_knowledge_base
 from retrieval.kb.model import KnowledgeBase
@@ -29,7 +30,6 @@ from retrieval.kb.sources import stat_line
 from retrieval.l0.index import L0Index
 from retrieval.l1.embedder import Embedder, LazyEmbedder, default_embedder
 from retrieval.l1.search import L1Index
-from retrieval.l1.spill import IN_MEMORY, Spill
 
 Progress = bp.Progress  # progress(stage, fraction): see retrieval.index.progress
 _FORMAT = 2

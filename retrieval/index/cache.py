@@ -32,25 +32,25 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import xxhash
 
 from retrieval.index.chunk_store import ChunkStore, TextColumn
 from retrieval.index.config import IndexConfig
+from retrieval.index.digest import file_digest
 from retrieval.index.entry_columns import EntryColumns
 from retrieval.index.lineage import Lineage, source_arrays, source_table
+from retrieval.index.spill import IN_MEMORY, Spill, spilled_file
 from retrieval.kb.files import LoadProblem
 from retrieval.kb.model import Entry, KnowledgeBase
 from retrieval.kb.sources import SourceTable
 from retrieval.l0.index import L0Arrays, L0Index
 from retrieval.l1.arrays import L1Arrays
-from retrieval.l1.spill import spilled_file
 
 FORMAT = 6  # 6: the LSA fit sampled and started by content keys (retrieval/l1/stable_sample.py)
 # 5: term counts, source table and lineage (4: L0 arrays, entry columns and XXH3-128 hashes)
 KEEP_CACHED = 16
 DEFAULT_MAX_MB = 4096
 MANIFEST = "manifest.json"
-SPILL_PREFIX = ".spill-"  # a build's spilled arrays (retrieval/l1/spill.py), until the cache takes them
+SPILL_PREFIX = ".spill-"  # a build's spilled arrays (retrieval/index/spill.py), until the cache takes them
 L0_PREFIX = "l0_"
 
 
@@ -114,8 +114,10 @@ def write_cache(folder: Path, cached: CachedIndex) -> None:
         for field in dataclasses.fields(L0Arrays):
             files[L0_PREFIX + field.name] = _write_array(temporary / f"{L0_PREFIX}{field.name}.npy",
                                                          getattr(l0, field.name))
-        for name, value in _kb_arrays(cached.kb).items():
+        spill = Spill(temporary / ".spill")  # a large base's text columns are written as they are encoded
+        for name, value in _kb_arrays(cached.kb, spill).items():
             files[name] = _write_array(temporary / f"{name}.npy", value)
+        shutil.rmtree(temporary / ".spill", ignore_errors=True)
         manifest = {"format": FORMAT, "files": files, "lineage": cached.lineage.to_dict() if cached.lineage else None,
                     "kb": _kb_dict(cached.kb), "l1_unavailable_reason": cached.l1_unavailable_reason,
                     "index_config": cached.index_config.to_dict(), "build_seconds": cached.build_seconds}
@@ -181,7 +183,7 @@ def _read(folder: Path) -> CachedIndex:
                        float(manifest["build_seconds"]), entries.store, l0, lineage)
 
 
-def _kb_arrays(kb: KnowledgeBase) -> dict[str, np.ndarray]:
+def _kb_arrays(kb: KnowledgeBase, spill: Spill = IN_MEMORY) -> dict[str, np.ndarray]:
     """The arrays of a base's entries, chunks and source table; columns already (an updated base) are taken
     as they are, entries read from files are checked and made into columns."""
     entries = kb.entries
@@ -189,7 +191,7 @@ def _kb_arrays(kb: KnowledgeBase) -> dict[str, np.ndarray]:
         arrays = {**_store_arrays(entries.store), **entries.arrays()}
     else:
         _check_chunk_heads(entries)
-        arrays = {**_store_arrays(ChunkStore.of(entries)), **EntryColumns.columns_of(entries)}
+        arrays = {**_store_arrays(ChunkStore.of(entries, spill)), **EntryColumns.columns_of(entries)}
     return {**arrays, **(source_arrays(kb.source_table) if kb.source_table is not None else {})}
 
 
@@ -205,7 +207,7 @@ ENTRY_ARRAYS = tuple(f"entry_{name}_{part}" for name in ("source", "title", "des
 
 
 def _write_array(path: Path, array: np.ndarray) -> dict[str, Any]:
-    """Write `array` as `path`; an array the build spilled (retrieval/l1/spill.py) is already that file,
+    """Write `array` as `path`; an array the build spilled (retrieval/index/spill.py) is already that file,
     which is linked (or copied by the kernel) rather than read back through its map into this process."""
     if not _take_spilled(path, array):
         np.save(path, np.ascontiguousarray(array), allow_pickle=False)
@@ -248,21 +250,6 @@ def _take_spilled(path: Path, array: np.ndarray) -> bool:
         except OSError:
             return False
     return True
-
-
-DIGEST_BLOCK = 8 * 2**20
-
-
-def file_digest(path: Path) -> str:
-    """XXH3-128 of a file's bytes, read a block at a time into one buffer: a memory map of the whole file
-    counted every page of it in the process's resident memory while it was hashed (a 1 GB array, 1 GB)."""
-    digest = xxhash.xxh3_128()
-    buffer = bytearray(DIGEST_BLOCK)
-    view = memoryview(buffer)
-    with path.open("rb", buffering=0) as handle:
-        while read := handle.readinto(buffer):
-            digest.update(view[:read])
-    return digest.hexdigest()
 
 
 def _check_chunk_heads(entries: Sequence[Entry]) -> None:

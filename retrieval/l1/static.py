@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from retrieval.index.spill import IN_MEMORY, Spill
 from retrieval.l1.embedder import Embedder, StaticEmbedder, is_static, unit_rows
-from retrieval.l1.spill import IN_MEMORY, Spill
 from retrieval.l1.terms import SurfaceWords
 from retrieval.text.analysis import WORD
 

@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from retrieval.index.heap import release_freed_memory
+from retrieval.l1.count_parts import csr_of_parts, packed_counts
 from retrieval.text.analysis import STEMMER, STOP_WORDS, WORD, tokenize
 
 _UNSEEN = -2
@@ -101,17 +103,18 @@ def count_terms(texts: Iterable[str], page_of_text: np.ndarray, n_pages: int,
     for done, (a, b) in enumerate(blocks, start=1):
         tokens = flat[starts[a]:starts[b]].astype(np.int64)
         rows = np.repeat(np.arange(a, b, dtype=np.int64), lengths[a:b])
-        chunk_parts.append(_packed_counts(rows, tokens, n_unigrams))
+        chunk_parts.append(packed_counts(rows, tokens, n_unigrams))
         keys, pair_rows = _pairs(flat, starts, a, b, n_unigrams)
         columns = n_unigrams + np.searchsorted(pair_keys, keys)
-        page_parts.append(_packed_counts(np.concatenate([pages[rows], pages[pair_rows]]),
+        page_parts.append(packed_counts(np.concatenate([pages[rows], pages[pair_rows]]),
                                          np.concatenate([tokens, columns]), n_columns))
         del tokens, rows, keys, pair_rows, columns
+        release_freed_memory()  # the block's temporaries, freed between the parts kept: back to the system
         if progress is not None:
             progress(done / len(blocks))
     unigrams = tuple(sorted(counter.vocabulary, key=counter.vocabulary.__getitem__))
-    return TermCounts(unigrams, pair_keys, _csr(chunk_parts, (len(lengths), n_unigrams)),
-                      _csr(page_parts, (n_pages, n_columns)), words)
+    return TermCounts(unigrams, pair_keys, csr_of_parts(chunk_parts, (len(lengths), n_unigrams)),
+                      csr_of_parts(page_parts, (n_pages, n_columns)), words)
 
 
 def _word_ids(counter: TermCounter, texts: Iterable[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -177,58 +180,6 @@ def _distinct(values: np.ndarray) -> np.ndarray:
     """Sorted distinct values, by sorting: numpy 2's hash-based `np.unique` is slower here."""
     ordered = np.sort(values)
     return ordered[np.r_[True, ordered[1:] != ordered[:-1]]] if ordered.size else ordered
-
-
-def _packed_counts(rows: np.ndarray, columns: np.ndarray, n_columns: int) -> CountPart:
-    """Distinct (row, column) pairs sorted by row then column, with their counts, kept compact: entries per
-    row from the block's first row, int32 columns and float32 counts (8 bytes an entry, not 20: at 1M chunks
-    the parts of both matrices are held together until they are joined)."""
-    packed = rows * n_columns + columns
-    packed.sort()
-    if packed.size == 0:
-        return CountPart(0, np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int32), np.empty(0, dtype=np.float32))
-    first = np.r_[True, packed[1:] != packed[:-1]]
-    positions = np.flatnonzero(first)
-    counts = np.diff(np.r_[positions, packed.size]).astype(np.float32)
-    del positions
-    distinct = packed[first]
-    del packed, first
-    row_of = distinct // n_columns
-    low = int(row_of[0])
-    per_row = np.bincount(row_of - low)
-    del row_of
-    return CountPart(low, per_row, (distinct % n_columns).astype(np.int32), counts)
-
-
-@dataclass(frozen=True, eq=False)
-class CountPart:
-    """One block's counts in CSR order: rows `first_row`, `first_row + 1`, ... hold `per_row` entries each."""
-
-    first_row: int
-    per_row: np.ndarray
-    columns: np.ndarray  # int32
-    counts: np.ndarray  # float32
-
-
-def _csr(parts: list[CountPart], shape: tuple[int, int]) -> Any:
-    """A CSR matrix from row-sorted parts (each part's rows after the previous part's), copied into place
-    part by part and each part let go once copied, so the parts and the matrix are not held twice."""
-    from scipy import sparse
-
-    total = sum(p.columns.size for p in parts)
-    per_row = np.zeros(shape[0], dtype=np.int64)
-    indices = np.empty(total, dtype=np.int32)
-    data = np.empty(total, dtype=np.float32)
-    at = 0
-    while parts:
-        part = parts.pop(0)
-        per_row[part.first_row:part.first_row + part.per_row.size] += part.per_row
-        indices[at:at + part.columns.size] = part.columns
-        data[at:at + part.counts.size] = part.counts
-        at += part.columns.size
-        del part
-    indptr = np.r_[0, np.cumsum(per_row)].astype(np.int64)
-    return sparse.csr_matrix((data, indices, indptr), shape=shape, copy=False)
 
 
 def query_terms(query: str, vocabulary: Mapping[str, int] | TermIndex, pair_keys: np.ndarray) -> tuple[np.ndarray,
