@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np
-from profiles import l1_breakdown, profile
+from profiles import l1_breakdown, profile, tail
 from realtext import build_corpus, queries_from
 
 from retrieval import LookupConfig, TraceStore, build_index, lookup_knowledge, open_index
@@ -162,6 +162,7 @@ def _measure(index, queries: list[tuple[str, str]], scratch: Path, skip_naive: b
               f"(naive p50 {_p(naive, 50):.1f} ms)")
     profile(index, queries, config)
     l1_breakdown(index, queries, config)
+    tail(index, queries, config)
 
 
 def _naive(index):

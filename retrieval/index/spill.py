@@ -9,6 +9,7 @@ the array again through the map. An array under `min_bytes` (every small base's)
 
 from __future__ import annotations
 
+import os
 import threading
 import uuid
 import weakref
@@ -17,7 +18,19 @@ from pathlib import Path
 
 import numpy as np
 
-SPILL_MIN_BYTES = 64 * 2**20  # arrays from this size go to disk: a 100k-chunk base's LSA rows are ~100 MB
+SPILL_MIN_MB = 64.0  # arrays from this size go to disk: a 100k-chunk base's LSA rows are ~100 MB
+SPILL_MIN_ENV = "LOOKUP_KNOWLEDGE_SPILL_MIN_MB"  # another size (0: every array of a build that has a cache)
+
+
+def spill_min_bytes() -> int:
+    """The size from which a build's array is spilled: `$LOOKUP_KNOWLEDGE_SPILL_MIN_MB`, else 64 MB."""
+    raw = os.environ.get(SPILL_MIN_ENV, "").strip()
+    try:
+        megabytes = float(raw) if raw else SPILL_MIN_MB
+    except ValueError:
+        raise ValueError(f"{SPILL_MIN_ENV}={raw!r} is not a number of megabytes; set it to, say, 64 or unset it") \
+            from None
+    return max(0, int(megabytes * 2**20))
 
 _FILES: dict[int, tuple[weakref.ref, Path]] = {}  # id of a spilled array -> (the array, its .npy file)
 _FILES_LOCK = threading.Lock()
@@ -29,13 +42,13 @@ class Spill:
     array goes there."""
 
     folder: Path | None
-    min_bytes: int = SPILL_MIN_BYTES
+    min_bytes: int | None = None  # None: spill_min_bytes()
 
     def rows(self, name: str, shape: tuple[int, ...], dtype: np.dtype | type) -> RowWriter:
         """A writer of an array of `shape` and `dtype`, filled a block of rows at a time in order."""
         dtype = np.dtype(dtype)
         size = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-        if self.folder is None or size < self.min_bytes:
+        if self.folder is None or size < (spill_min_bytes() if self.min_bytes is None else self.min_bytes):
             return RowWriter(None, shape, dtype)
         self.folder.mkdir(parents=True, exist_ok=True)
         return RowWriter(self.folder / f"{name}-{uuid.uuid4().hex}.npy", shape, dtype)
