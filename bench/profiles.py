@@ -14,6 +14,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
+import numpy as np
+
 from retrieval import lookup_knowledge
 
 
@@ -28,6 +30,39 @@ def profile(index, queries, config) -> None:
     profiler.disable()
     print("\nlookup stages, p50 ms: " + ", ".join(f"{s} {statistics.median(v):.2f}" for s, v in timings.items()))
     print_profile(profiler, "profile of those lookups, by own time (cProfile adds overhead):", 12)
+
+
+def tail(index, queries, config, rounds: int = 2) -> None:
+    """Where the p95's time goes: each query's lookup stages (the slower `rounds` times: the tail of one
+    query, not of the machine, is wanted), then the slowest 5% of queries' mean stages beside the median
+    query's, their L1 parts (score, unfiltered probe, filtered) and what makes them slow: their query terms'
+    postings (rows read to score them) and the LSA rows their search scored."""
+    l1 = index.l1
+    search = dict(top_k=config.l1_pool, min_score=config.l1_min_score, page_weight=config.page_weight)
+    rows = []
+    for query, _ in queries:
+        best: dict[str, float] | None = None
+        for _ in range(rounds):
+            l1._last_scores = None  # a lookup of the query just looked up reuses its scores: time a fresh one
+            details = lookup_knowledge(query, index=index, config=config).retrieval_details
+            if best is None or details["timings_ms"]["total"] < best["total"]:
+                best = dict(details["timings_ms"])
+                decision = details["filter"]
+        filters = dict(decision["applied"]) if decision.get("decision") == "applied" else None
+        best.update(l1_stages(l1, query, filters, config, search))
+        scores = l1.score(query, tfidf_weight=config.l1_tfidf_weight, static_weight=config.l1_static_weight)
+        best["postings"] = float(np.count_nonzero(scores.lexical)) if scores.lexical is not None else 0.0
+        l1._last_scores = None
+        best["lsa rows"] = float(l1.search(query, tfidf_weight=config.l1_tfidf_weight,
+                                           static_weight=config.l1_static_weight, **search).rows_scored)
+        rows.append(best)
+    rows.sort(key=lambda r: r["total"])
+    slow = rows[int(len(rows) * 0.95):] or rows[-1:]
+    middle = rows[len(rows) // 2]
+    names = [n for n in rows[0] if n != "total"] + ["total"]
+    print(f"\nthe slowest 5% of lookups ({len(slow)} queries) against the median one, ms (rows: counts):")
+    print("  " + " | ".join(f"{n} {statistics.mean(r.get(n, 0.0) for r in slow):.2f} / {middle.get(n, 0.0):.2f}"
+                            for n in names))
 
 
 def l1_breakdown(index, queries, config) -> None:

@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np
-from profiles import l1_breakdown, profile
+from profiles import l1_breakdown, profile, tail
 from realtext import build_corpus, queries_from
 
 from retrieval import LookupConfig, TraceStore, build_index, lookup_knowledge, open_index
@@ -133,7 +133,9 @@ def _measure(index, queries: list[tuple[str, str]], scratch: Path, skip_naive: b
         l1._last_scores = None  # time the whole search, not a reused score
         return l1.search(q, filters={"category": c} if c else None, exact=exact, **search)
 
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     fast = _times(lambda q, c: fresh(q, None, False), queries)
+    faults = (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults) / len(queries)
     exact = _times(lambda q, c: fresh(q, None, True), queries)
     fast_filtered = _times(lambda q, c: fresh(q, c, False), queries)
     exact_filtered = _times(lambda q, c: fresh(q, c, True), queries)
@@ -150,7 +152,7 @@ def _measure(index, queries: list[tuple[str, str]], scratch: Path, skip_naive: b
     for name, values in rows:
         print(f"  {name:36s} {_p(values, 50):8.2f} {_p(values, 95):8.2f}")
     print(f"  L1 fast scored {scored:.1%} of the chunks' LSA vectors on average; recall@{config.l1_pool} fast vs exact "
-          f"{recall:.3f}")
+          f"{recall:.3f}; {faults:.0f} minor page faults per L1 fast search")
     print("\nratios (same run):")
     print(f"  traced, static on / off (p50)       {_p(traced, 50) / _p(traced_no_static, 50):6.2f}")
     print(f"  L1 exact / fast (unfiltered)        {_p(exact, 50) / _p(fast, 50):6.1f}x")
@@ -162,6 +164,7 @@ def _measure(index, queries: list[tuple[str, str]], scratch: Path, skip_naive: b
               f"(naive p50 {_p(naive, 50):.1f} ms)")
     profile(index, queries, config)
     l1_breakdown(index, queries, config)
+    tail(index, queries, config)
 
 
 def _naive(index):

@@ -5,7 +5,9 @@ from __future__ import annotations
 import gc
 import hashlib
 import os
+import shutil
 import time
+import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -15,11 +17,12 @@ import numpy as np
 
 from retrieval import __version__
 from retrieval.index import progress as bp
-from retrieval.index.cache import CachedIndex, read_cache, write_cache
+from retrieval.index.cache import SPILL_PREFIX, CachedIndex, read_cache, write_cache
 from retrieval.index.chunk_store import ChunkRows, indexable
 from retrieval.index.config import IndexConfig
 from retrieval.index.incremental import UpdateFacts, newest_of_lineage, update_index
 from retrieval.index.lineage import Lineage
+from retrieval.index.spill import IN_MEMORY, Spill
 from retrieval.index.write_behind import forget, recalled, remember, wait_for_writes, write_behind, writing
 from retrieval.kb.load import exclude_prefixes, load_knowledge_base
 from retrieval.kb.model import KnowledgeBase
@@ -53,7 +56,7 @@ class KnowledgeIndex:
 
 
 def build_index(kb: KnowledgeBase, *, svd_dims: int | None = None, config: IndexConfig | None = None,
-                progress: Progress | None = None,
+                progress: Progress | None = None, spill: Spill = IN_MEMORY,
                 embedder: Embedder | LazyEmbedder | str | None = DEFAULT) -> KnowledgeIndex:
     """Index `kb`; an L1 index that cannot be built leaves L1 `unavailable` with the reason, not an error.
     `svd_dims` overrides `config.svd_dims` (the older keyword); `progress(stage, fraction)` follows the
@@ -68,7 +71,7 @@ def build_index(kb: KnowledgeBase, *, svd_dims: int | None = None, config: Index
     l1, reason = None, None
     chunks = [c for c in kb.chunks if indexable(c)]
     try:
-        l1 = L1Index(chunks, config, progress=progress, embedder=embedder)
+        l1 = L1Index(chunks, config, progress=progress, embedder=embedder, spill=spill)
     except ValueError as exc:  # e.g. no chunk has any indexable term
         reason = f"{type(exc).__name__}: {exc}"
     return KnowledgeIndex(kb, l0, l1, reason, config.svd_dims, time.perf_counter() - started, False, config)
@@ -124,15 +127,20 @@ def open_index(path: str | Path, *, svd_dims: int | None = None, config: IndexCo
             return KnowledgeIndex(updated.kb, updated.l0, updated.l1, None, config.svd_dims, updated.facts.seconds,
                                   False, config, updated.facts)
     forget()  # a full build: the next update starts from its folder, not from an index before it
-    index = build_index(_read(path, strict, excluded, prefixes, progress), config=config, progress=progress,
-                        embedder=embedder)
-    bp.report(progress, bp.CACHING, 0.0)
-    if embedder is not None and index.l1 is not None and index.l1.embedder_info is None:  # the embedder failed:
-        folder = folder.parent / cache_key(f"{file_signature(path)}|{excluded}|None", config, strict, prefixes)
-    rows = _l1_rows(index.kb)
-    write_cache(folder, CachedIndex(index.kb, index.l1.arrays if index.l1 else None, rows,
-                                    index.l1_unavailable_reason, config, index.build_seconds, l0=index.l0.arrays,
-                                    lineage=Lineage(lineage, str(Path(path).resolve()), int(rows.size))))
+    spill = Spill(folder.parent / f"{SPILL_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:8]}")
+    try:  # the largest arrays go to the cache's disk as they are made, and the cache takes those files
+        index = build_index(_read(path, strict, excluded, prefixes, progress), config=config, progress=progress,
+                            embedder=embedder, spill=spill)
+        bp.report(progress, bp.CACHING, 0.0)
+        if embedder is not None and index.l1 is not None and index.l1.embedder_info is None:  # the embedder failed:
+            folder = folder.parent / cache_key(f"{file_signature(path)}|{excluded}|None", config, strict, prefixes)
+        rows = _l1_rows(index.kb)
+        write_cache(folder, CachedIndex(index.kb, index.l1.arrays if index.l1 else None, rows,
+                                        index.l1_unavailable_reason, config, index.build_seconds, l0=index.l0.arrays,
+                                        lineage=Lineage(lineage, str(Path(path).resolve()), int(rows.size))))
+    finally:  # the index keeps its maps of the spilled files; their names go
+        if spill.folder is not None:
+            shutil.rmtree(spill.folder, ignore_errors=True)
     bp.report(progress, bp.CACHING, 1.0)
     return index
 

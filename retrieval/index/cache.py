@@ -22,22 +22,23 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import mmap
 import os
 import shutil
 import tempfile
+import time
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import xxhash
 
 from retrieval.index.chunk_store import ChunkStore, TextColumn
 from retrieval.index.config import IndexConfig
+from retrieval.index.digest import file_digest
 from retrieval.index.entry_columns import EntryColumns
 from retrieval.index.lineage import Lineage, source_arrays, source_table
+from retrieval.index.spill import IN_MEMORY, Spill, spilled_file
 from retrieval.kb.files import LoadProblem
 from retrieval.kb.model import Entry, KnowledgeBase
 from retrieval.kb.sources import SourceTable
@@ -49,6 +50,7 @@ FORMAT = 6  # 6: the LSA fit sampled and started by content keys (retrieval/l1/s
 KEEP_CACHED = 16
 DEFAULT_MAX_MB = 4096
 MANIFEST = "manifest.json"
+SPILL_PREFIX = ".spill-"  # a build's spilled arrays (retrieval/index/spill.py), until the cache takes them
 L0_PREFIX = "l0_"
 
 
@@ -112,8 +114,10 @@ def write_cache(folder: Path, cached: CachedIndex) -> None:
         for field in dataclasses.fields(L0Arrays):
             files[L0_PREFIX + field.name] = _write_array(temporary / f"{L0_PREFIX}{field.name}.npy",
                                                          getattr(l0, field.name))
-        for name, value in _kb_arrays(cached.kb).items():
+        spill = Spill(temporary / ".spill")  # a large base's text columns are written as they are encoded
+        for name, value in _kb_arrays(cached.kb, spill).items():
             files[name] = _write_array(temporary / f"{name}.npy", value)
+        shutil.rmtree(temporary / ".spill", ignore_errors=True)
         manifest = {"format": FORMAT, "files": files, "lineage": cached.lineage.to_dict() if cached.lineage else None,
                     "kb": _kb_dict(cached.kb), "l1_unavailable_reason": cached.l1_unavailable_reason,
                     "index_config": cached.index_config.to_dict(), "build_seconds": cached.build_seconds}
@@ -134,7 +138,9 @@ def write_cache(folder: Path, cached: CachedIndex) -> None:
 def prune(root: Path, *, keep: int, max_bytes: int) -> None:
     """Remove the oldest cache folders beyond `keep` of them or beyond `max_bytes` in all (the newest
     folder always stays), plus leftovers of interrupted writes and of the old pickle format."""
-    for stale in [*root.glob(".building-*"), *root.glob("*.pkl"), *root.glob("*.tmp")]:
+    day_ago = time.time() - 86_400  # a spill folder is a running build's until it is a day old
+    spills = [p for p in root.glob(f"{SPILL_PREFIX}*") if p.stat().st_mtime < day_ago]
+    for stale in [*root.glob(".building-*"), *root.glob("*.pkl"), *root.glob("*.tmp"), *spills]:
         if stale.is_dir():
             shutil.rmtree(stale, ignore_errors=True)
         else:
@@ -177,7 +183,7 @@ def _read(folder: Path) -> CachedIndex:
                        float(manifest["build_seconds"]), entries.store, l0, lineage)
 
 
-def _kb_arrays(kb: KnowledgeBase) -> dict[str, np.ndarray]:
+def _kb_arrays(kb: KnowledgeBase, spill: Spill = IN_MEMORY) -> dict[str, np.ndarray]:
     """The arrays of a base's entries, chunks and source table; columns already (an updated base) are taken
     as they are, entries read from files are checked and made into columns."""
     entries = kb.entries
@@ -185,7 +191,7 @@ def _kb_arrays(kb: KnowledgeBase) -> dict[str, np.ndarray]:
         arrays = {**_store_arrays(entries.store), **entries.arrays()}
     else:
         _check_chunk_heads(entries)
-        arrays = {**_store_arrays(ChunkStore.of(entries)), **EntryColumns.columns_of(entries)}
+        arrays = {**_store_arrays(ChunkStore.of(entries, spill)), **EntryColumns.columns_of(entries)}
     return {**arrays, **(source_arrays(kb.source_table) if kb.source_table is not None else {})}
 
 
@@ -201,7 +207,10 @@ ENTRY_ARRAYS = tuple(f"entry_{name}_{part}" for name in ("source", "title", "des
 
 
 def _write_array(path: Path, array: np.ndarray) -> dict[str, Any]:
-    np.save(path, np.ascontiguousarray(array), allow_pickle=False)
+    """Write `array` as `path`; an array the build spilled (retrieval/index/spill.py) is already that file,
+    which is linked (or copied by the kernel) rather than read back through its map into this process."""
+    if not _take_spilled(path, array):
+        np.save(path, np.ascontiguousarray(array), allow_pickle=False)
     return {"file": path.name, "dtype": array.dtype.str, "shape": list(array.shape), "bytes": path.stat().st_size,
             "xxh3_128": file_digest(path)}
 
@@ -228,13 +237,19 @@ def _member(folder: Path, name: Any) -> Path:
     return folder / name
 
 
-def file_digest(path: Path) -> str:
-    """XXH3-128 of a file's bytes, read through a memory map (no copy; a mapped page is the page cache's)."""
-    with path.open("rb") as handle:
-        if os.fstat(handle.fileno()).st_size == 0:
-            return xxhash.xxh3_128_hexdigest(b"")
-        with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
-            return xxhash.xxh3_128_hexdigest(mapped)
+def _take_spilled(path: Path, array: np.ndarray) -> bool:
+    """Whether `array`'s spilled file could be made `path` (a hard link, else a kernel-side copy)."""
+    source = spilled_file(array)
+    if source is None:
+        return False
+    try:
+        os.link(source, path)
+    except OSError:
+        try:
+            shutil.copyfile(source, path)
+        except OSError:
+            return False
+    return True
 
 
 def _check_chunk_heads(entries: Sequence[Entry]) -> None:

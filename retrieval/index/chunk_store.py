@@ -14,6 +14,7 @@ from typing import overload
 
 import numpy as np
 
+from retrieval.index.spill import IN_MEMORY, Spill
 from retrieval.kb.model import Chunk, Entry
 
 LABEL_KINDS = ("categories", "keywords", "entities", "domains")  # an entry's labels, in this order
@@ -32,6 +33,9 @@ def int_view(array: np.ndarray) -> memoryview:
     return memoryview(np.ascontiguousarray(array))
 
 
+TEXT_WRITE_BYTES = 16 * 2**20  # bytes of a text column encoded before they are written to its blob
+
+
 @dataclass(frozen=True, eq=False)
 class TextColumn:
     """Strings as one UTF-8 byte array and int64 offsets (string i is blob[offsets[i]:offsets[i + 1]])."""
@@ -40,11 +44,25 @@ class TextColumn:
     offsets: np.ndarray
 
     @classmethod
-    def of(cls, values: Sequence[str]) -> TextColumn:
-        encoded = [v.encode("utf-8", "surrogatepass") for v in values]
-        offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
-        np.cumsum([len(e) for e in encoded], out=offsets[1:])
-        return cls(np.frombuffer(b"".join(encoded), dtype=np.uint8), offsets)
+    def of(cls, values: Sequence[str], spill: Spill = IN_MEMORY) -> TextColumn:
+        """The column of `values` (read twice: their byte lengths, then their bytes, a block at a time into a
+        blob of the final size; an encoded list and its join held every text twice, 1.4 GB at 1M chunks). A
+        large blob goes to `spill` (retrieval/index/spill.py)."""
+        lengths = np.fromiter((len(v) if v.isascii() else len(v.encode("utf-8", "surrogatepass")) for v in values),
+                              dtype=np.int64, count=len(values))
+        offsets = np.zeros(lengths.size + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        del lengths
+        blob = spill.rows("text", (int(offsets[-1]),), np.uint8)
+        pending = bytearray()
+        for value in values:
+            pending += value.encode("utf-8", "surrogatepass")
+            if len(pending) >= TEXT_WRITE_BYTES:
+                blob.write(np.frombuffer(pending, dtype=np.uint8))
+                pending = bytearray()
+        if pending:
+            blob.write(np.frombuffer(pending, dtype=np.uint8))
+        return cls(blob.finish(), offsets)
 
     def __len__(self) -> int:
         return len(self.offsets) - 1
@@ -117,13 +135,13 @@ class ChunkStore:
                                         self.texts.take(indices), strict=True)]
 
     @classmethod
-    def of(cls, entries: Sequence[Entry]) -> ChunkStore:
-        """The store of `entries`' chunks, in order."""
+    def of(cls, entries: Sequence[Entry], spill: Spill = IN_MEMORY) -> ChunkStore:
+        """The store of `entries`' chunks, in order (their text columns' blobs go to `spill` when large)."""
         chunks = [c for e in entries for c in e.chunks]
         entry_of = np.repeat(np.arange(len(entries), dtype=np.int32), [len(e.chunks) for e in entries])
         return cls(tuple((e.source, e.title, e.domains) for e in entries), entry_of,
                    np.asarray([c.position for c in chunks], dtype=np.int32),
-                   TextColumn.of([c.breadcrumb for c in chunks]), TextColumn.of([c.text for c in chunks]))
+                   TextColumn.of([c.breadcrumb for c in chunks], spill), TextColumn.of([c.text for c in chunks], spill))
 
     def __len__(self) -> int:
         return len(self.entry_of)

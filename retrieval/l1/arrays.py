@@ -11,12 +11,14 @@ import numpy as np
 from retrieval.index import progress as bp
 from retrieval.index.chunk_store import TextColumn
 from retrieval.index.config import IndexConfig
+from retrieval.index.heap import release_freed_memory
+from retrieval.index.spill import IN_MEMORY, Spill
 from retrieval.kb.model import Chunk
 from retrieval.l1.embedder import Embedder, EmbedderWarning, LazyEmbedder, is_static
 from retrieval.l1.lsa_fit import fit_components
 from retrieval.l1.stable_sample import content_keys, sample_rows, term_keys
-from retrieval.l1.static import composed_vectors, embedded_vectors, page_vectors
-from retrieval.l1.terms import TermIndex, count_terms
+from retrieval.l1.static import composed_with_pages, embedded_vectors, page_vectors
+from retrieval.l1.terms import SurfaceWords, TermIndex, count_terms
 
 
 @dataclass(frozen=True, eq=False)
@@ -51,53 +53,66 @@ class L1Arrays:
 
 
 def build_arrays(chunks: Sequence[Chunk], config: IndexConfig, progress: bp.Progress | None = None,
-                 embedder: Embedder | None = None) -> L1Arrays:
+                 embedder: Embedder | None = None, spill: Spill = IN_MEMORY) -> L1Arrays:
     """Count terms, weight them (BM25 for sections and pages), fit the LSA space and embed every chunk with
-    `embedder` (no static part without one); `progress` gets each stage's fractions (retrieval.index.progress)."""
+    `embedder` (no static part without one); `progress` gets each stage's fractions (retrieval.index.progress).
+    The LSA rows and static vectors go to `spill` as they are made (retrieval/index/spill.py), and every large
+    intermediate is let go as soon as the next stage has what it needs: at 1M chunks they are what sets the
+    build's peak memory (docs/benchmarks.md, bench/build_memory.py)."""
     sources = [c.source for c in chunks]
     page_number: dict[str, int] = {}
     page_of_chunk = np.fromiter((page_number.setdefault(s, len(page_number)) for s in sources), dtype=np.int64,
                                 count=len(sources))
+    del sources
     texts = bp.counted((f"{c.breadcrumb}\n{c.text}" for c in chunks), len(chunks), progress, bp.VECTORISING,
                        then=bp.WEIGHTING)
     counts = count_terms(texts, page_of_chunk, len(page_number), lambda f: bp.report(progress, bp.WEIGHTING, 0.95 * f),
                          surface=is_static(embedder))
-    if counts.chunks.nnz == 0:
+    unigrams, pair_keys, surface, chunk_counts, page_counts = (counts.unigrams, counts.pair_keys, counts.surface,
+                                                               counts.chunks, counts.pages)
+    del counts
+    if chunk_counts.nnz == 0:
         raise ValueError("L1 needs at least one chunk with an indexable term")
-    sections = weight_columns(counts.chunks, config.k1, config.b)
-    pages = weight_columns(counts.pages, config.k1, config.page_b)
+    release_freed_memory()
+    # the static part first: its word table is made while the fewest arrays are held
+    static, name, static_pages = _static_part(embedder, chunks, surface, page_of_chunk, len(page_number), spill)
+    del surface
+    pages = weight_columns(page_counts, config.k1, config.page_b)
+    del page_counts
+    sections = weight_columns(chunk_counts, config.k1, config.b)
+    release_freed_memory()
     bp.report(progress, bp.WEIGHTING, 1.0)
-    lsa_idf, projection, projection_row, lsa = _fit_lsa(counts.chunks, config, progress, content_keys(chunks),
-                                                        counts.unigrams)
+    lsa_idf, projection, projection_row, lsa = _fit_lsa(chunk_counts, config, progress, content_keys(chunks),
+                                                        unigrams, spill)
+    del chunk_counts
     order = np.argsort(page_of_chunk, kind="stable")
     starts = np.r_[0, np.cumsum(np.bincount(page_of_chunk, minlength=len(page_number)))].astype(np.int64)
-    static, name = _static_part(embedder, chunks, counts)
-    static_pages = page_vectors(static, page_of_chunk, len(page_number))
-    terms = TermIndex.of(counts.unigrams)
-    column = TextColumn.of(counts.unigrams)
-    return L1Arrays(column.blob, column.offsets, terms.hashes, terms.ids, counts.pair_keys,
+    terms = TermIndex.of(unigrams)
+    column = TextColumn.of(unigrams)
+    return L1Arrays(column.blob, column.offsets, terms.hashes, terms.ids, pair_keys,
                     sections.indptr, sections.rows, sections.weights, sections.idf,
                     pages.indptr, pages.rows, pages.weights, pages.idf, lsa_idf, projection, projection_row, lsa,
                     page_of_chunk, starts, order.astype(np.int64), static, name, static_pages, sections.tf, pages.tf)
 
 
-def _fit_lsa(counts, config: IndexConfig, progress: bp.Progress | None, row_keys: np.ndarray,
-             unigrams: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+PROJECTED_ROWS = 50_000  # rows weighted and projected at a time
+
+
+def _fit_lsa(counts, config: IndexConfig, progress: bp.Progress | None, row_keys: np.ndarray, unigrams: Sequence[str],
+             spill: Spill = IN_MEMORY) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Sublinear, smoothed-idf, L2-normalised TF-IDF; TruncatedSVD fitted on a row sample (the LSA space
     of 20k sections matches that of all of them closely, and a fit is quadratic in what it sees);
-    then every chunk projected and L2-normalised. The sample and the SVD's start follow the chunks' and
-    terms' content keys (retrieval/l1/stable_sample.py): a fit after a small edit lands near the one before."""
-    from sklearn.preprocessing import normalize
-
+    then every chunk projected and L2-normalised, a block of rows at a time (the TF-IDF of every row is
+    never held whole: at 1M chunks it was 0.4 GB, and its copy restricted to the fitted terms as much). The
+    sample and the SVD's start follow the chunks' and terms' content keys (retrieval/l1/stable_sample.py): a
+    fit after a small edit lands near the one before."""
     bp.report(progress, bp.SVD, 0.0)  # the TF-IDF sample, then TruncatedSVD's steps (retrieval.l1.lsa_fit)
     n_rows, n_terms = counts.shape
     doc_freq = np.bincount(counts.indices, minlength=n_terms)
     idf = (np.log((1.0 + n_rows) / (1.0 + doc_freq)) + 1.0).astype(np.float32)
-    tfidf = counts.astype(np.float32, copy=True)
-    tfidf.data = (1.0 + np.log(tfidf.data)) * idf[tfidf.indices]
-    tfidf = normalize(tfidf, copy=False)
+    del doc_freq
     sample = sample_rows(row_keys, config.svd_sample_rows, config.random_state)
-    fitted = tfidf[sample]
+    fitted = _tfidf(counts[sample] if sample.size < n_rows else counts, idf)
     # fit on the terms the sample holds; from a sampled (large) base, only those in two sampled chunks or more:
     # a term seen once shapes no shared direction, and in a large base they are most of the vocabulary
     least = 1 if sample.size == n_rows else 2
@@ -110,32 +125,60 @@ def _fit_lsa(counts, config: IndexConfig, progress: bp.Progress | None, row_keys
     keys = (row_keys[sample], term_keys(unigrams[int(t)] for t in seen))
     components = fit_components(fitted[:, seen], dims, config.random_state, lambda f: bp.report(progress, bp.SVD, f),
                                 keys)
+    del fitted
     projection = np.ascontiguousarray(components.T, dtype=np.float32)
     projection_row[seen] = np.arange(seen.size, dtype=np.int32)
-    seen_only = tfidf[:, seen].tocsr()  # the terms the SVD never saw project to nothing
-    lsa = np.empty((n_rows, dims), dtype=np.float32)
-    for start in bp.counted(range(0, n_rows, 50_000), -(-n_rows // 50_000), progress, bp.PROJECTING):
-        part = np.asarray(seen_only[start:start + 50_000] @ projection, dtype=np.float32)
+    lsa = spill.rows("lsa", (n_rows, dims), np.float32)
+    for start in bp.counted(range(0, n_rows, PROJECTED_ROWS), -(-n_rows // PROJECTED_ROWS), progress, bp.PROJECTING):
+        part = _seen_only(_tfidf(counts[start:start + PROJECTED_ROWS], idf), projection_row) @ projection
+        part = np.asarray(part, dtype=np.float32)
         norms = np.linalg.norm(part, axis=1, keepdims=True)
-        lsa[start:start + 50_000] = part / np.where(norms > 0, norms, 1.0)
-    return idf, projection, projection_row, lsa
+        lsa.write(part / np.where(norms > 0, norms, 1.0))
+    release_freed_memory()
+    return idf, projection, projection_row, lsa.finish()
 
 
-def _static_part(embedder: Embedder | None, chunks: Sequence[Chunk], counts) -> tuple[np.ndarray, np.ndarray]:
-    """Every chunk's static vector and the embedder's name; empty without an embedder, or when it breaks its
-    promise (wrong shape, non-finite values: said once, as an EmbedderWarning)."""
-    none = np.zeros((len(chunks), 0), dtype=np.float16), np.zeros(0, dtype=np.uint8)
+def _tfidf(counts, idf: np.ndarray):
+    """Sublinear TF-IDF of CSR `counts` rows, each row L2-normalised (a new matrix; `counts` is unchanged)."""
+    from sklearn.preprocessing import normalize
+
+    tfidf = counts.astype(np.float32, copy=True)
+    tfidf.data = (1.0 + np.log(tfidf.data)) * idf[tfidf.indices]
+    return normalize(tfidf, copy=False)
+
+
+def _seen_only(tfidf, projection_row: np.ndarray):
+    """`tfidf` with only the terms the SVD saw, as columns of the projection (their order kept: the
+    product sums each row's entries in the order a column selection gives them)."""
+    from scipy import sparse
+
+    target = projection_row[tfidf.indices]
+    keep = target >= 0
+    rows = np.repeat(np.arange(tfidf.shape[0]), np.diff(tfidf.indptr))
+    indptr = np.r_[0, np.cumsum(np.bincount(rows[keep], minlength=tfidf.shape[0]))].astype(np.int64)
+    return sparse.csr_matrix((tfidf.data[keep], target[keep], indptr),
+                             shape=(tfidf.shape[0], int(projection_row.max()) + 1))
+
+
+def _static_part(embedder: Embedder | None, chunks: Sequence[Chunk], surface: SurfaceWords | None,
+                 page_of_chunk: np.ndarray, n_pages: int,
+                 spill: Spill = IN_MEMORY) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every chunk's static vector, the embedder's name and every page's vector; empty without an embedder,
+    or when it breaks its promise (wrong shape, non-finite values: said once, as an EmbedderWarning)."""
+    none = (np.zeros((len(chunks), 0), dtype=np.float16), np.zeros(0, dtype=np.uint8),
+            np.zeros((n_pages, 0), dtype=np.float16))
     if embedder is None:
         return none
     try:
-        if is_static(embedder) and counts.surface is not None:
-            vectors = composed_vectors(embedder, counts.surface)
+        if is_static(embedder) and surface is not None:
+            vectors, pages = composed_with_pages(embedder, surface, page_of_chunk, n_pages, spill)
         else:
             vectors = embedded_vectors(embedder, [f"{c.breadcrumb}\n{c.text}" for c in chunks])
+            pages = page_vectors(vectors, page_of_chunk, n_pages)
     except ValueError as exc:
         warnings.warn(f"{exc}; L1 is built without its static part", EmbedderWarning, stacklevel=4)
         return none
-    return vectors, np.frombuffer(embedder.name.encode("utf-8"), dtype=np.uint8).copy()
+    return vectors, np.frombuffer(embedder.name.encode("utf-8"), dtype=np.uint8).copy(), pages
 
 
 def loaded(embedder: Embedder | LazyEmbedder | None) -> Embedder | None:
@@ -156,42 +199,39 @@ class WeightColumns:
 
 
 def weight_columns(counts, k1: float, b: float) -> WeightColumns:
-    """BM25 weights of a scipy CSR count matrix, with the counts in the same (CSC) order."""
-    weights, idf = _bm25_weights(counts, k1, b)
-    tf = counts.tocsc().data.astype(np.float32)  # the same sparsity, converted the same way: entry for entry
-    return WeightColumns(weights.indptr.astype(np.int64), weights.indices, weights.data.astype(np.float32), idf, tf)
+    """BM25 weights of a scipy CSR count matrix, with the counts in the same (CSC) order: one conversion to
+    CSC, weighted where it lies (`weight_columns_of`: the same weights, entry for entry, as weighting the CSR
+    rows; converting the counts and the weights each cost a copy of every entry at 1M chunks)."""
+    columns = counts.tocsc()
+    tf = columns.data if columns.data.dtype == np.float32 else columns.data.astype(np.float32)
+    return weight_columns_of(columns.indptr.astype(np.int64), columns.indices, tf, counts.shape[0], k1, b)
 
 
 def weight_columns_of(indptr: np.ndarray, rows: np.ndarray, tf: np.ndarray, n_rows: int, k1: float,
                       b: float) -> WeightColumns:
     """`weight_columns` of counts held as CSC arrays (an update's): the same weights, entry for entry, without
-    a conversion (a row's length summed from its counts, a term's document frequency its column's size)."""
-    lengths = np.bincount(rows, weights=tf, minlength=n_rows)
+    a conversion (a row's length summed from its counts, a term's document frequency its column's size).
+    Weighted a run of columns at a time, so no temporary is as long as all the entries."""
+    lengths = np.zeros(n_rows, dtype=np.float64)
+    for start in range(0, tf.size, WEIGHTED_ENTRIES):  # counts are whole numbers: sums in parts are exact
+        lengths += np.bincount(rows[start:start + WEIGHTED_ENTRIES], weights=tf[start:start + WEIGHTED_ENTRIES],
+                               minlength=n_rows)
     average = lengths.mean() if lengths.sum() else 1.0
     doc_freq = np.diff(indptr)
     idf = np.log1p((n_rows - doc_freq + 0.5) / (doc_freq + 0.5))
     idf[doc_freq == 0] = 0.0
     norm = (k1 * (1 - b + b * lengths / average)).astype(np.float32)
-    values = tf * np.float32(k1 + 1) / (tf + norm[rows])
-    values *= np.repeat(idf.astype(np.float32), doc_freq)
-    return WeightColumns(indptr, rows, values.astype(np.float32), idf, tf)
+    del lengths
+    idf32 = idf.astype(np.float32)
+    values = np.empty(tf.size, dtype=np.float32)
+    cuts = np.unique(np.r_[np.searchsorted(indptr, np.arange(0, tf.size, WEIGHTED_ENTRIES), side="right") - 1,
+                           indptr.size - 1])
+    for first, last in zip(cuts[:-1].tolist(), cuts[1:].tolist(), strict=True):
+        a, z = int(indptr[first]), int(indptr[last])
+        part = tf[a:z] * np.float32(k1 + 1) / (tf[a:z] + norm[rows[a:z]])
+        part *= np.repeat(idf32[first:last], doc_freq[first:last])
+        values[a:z] = part
+    return WeightColumns(indptr, rows, values, idf, tf)
 
 
-def _bm25_weights(counts, k1: float, b: float):
-    """Per row and term of a scipy CSR matrix: idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len / avg len)),
-    Lucene's idf; the weights as a CSC matrix, and the idf (0 for a term no row holds any more: an updated
-    index keeps the terms of deleted pages, which a query must not count, as a fresh build would not know them)."""
-    from scipy import sparse
-
-    n_rows = counts.shape[0]
-    lengths = np.asarray(counts.sum(axis=1), dtype=np.float64).ravel()
-    average = lengths.mean() if lengths.sum() else 1.0
-    doc_freq = np.bincount(counts.indices, minlength=counts.shape[1])
-    idf = np.log1p((n_rows - doc_freq + 0.5) / (doc_freq + 0.5))
-    idf[doc_freq == 0] = 0.0
-    norm = (k1 * (1 - b + b * lengths / average)).astype(np.float32)  # per row; float32 keeps 1M chunks small
-    tf = counts.data.astype(np.float32)
-    values = tf * np.float32(k1 + 1) / (tf + np.repeat(norm, np.diff(counts.indptr)))
-    values *= idf[counts.indices].astype(np.float32)
-    weights = sparse.csr_matrix((values, counts.indices, counts.indptr), shape=counts.shape)
-    return weights.tocsc(), idf
+WEIGHTED_ENTRIES = 8_000_000  # entries weighted at a time

@@ -12,11 +12,13 @@ scoring every row (`L1Index.select(..., exact=True)`).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Protocol
 
 import numpy as np
 
 from retrieval.l1.arrays import L1Arrays
+from retrieval.l1.page_ranking import PageRanking
 from retrieval.l1.results import L1Scores
 
 HEAD_DIMS = 16  # 64 bytes of float32: one cache line per row
@@ -70,6 +72,25 @@ class Universe:
     pages: np.ndarray | None
     sizes: np.ndarray
 
+    @cached_property
+    def starts(self) -> np.ndarray:
+        """Where each page's rows start among the universe's positions (one more entry than pages)."""
+        return np.r_[0, np.cumsum(self.sizes)].astype(np.int64)
+
+    @cached_property
+    def page_of_position(self) -> np.ndarray:
+        """The page (by its place in the universe) of each position: made once per universe, on first use."""
+        return np.repeat(np.arange(self.sizes.size, dtype=np.int64), self.sizes)
+
+    def positions_of(self, pages: np.ndarray) -> np.ndarray:
+        """The universe positions of `pages` (places in the universe), page by page."""
+        starts, lengths = self.starts[pages], self.sizes[pages]
+        total = int(lengths.sum())
+        if not total:
+            return np.empty(0, dtype=np.int64)
+        offsets = np.repeat(starts - np.r_[0, np.cumsum(lengths)[:-1]], lengths)
+        return np.arange(total, dtype=np.int64) + offsets
+
 
 @dataclass(frozen=True)
 class Bounded:
@@ -83,7 +104,10 @@ class Bounded:
 
 
 class _Query:
-    """One query's bounds over one universe (by position in it), and the rows scored so far."""
+    """One query's bounds over one universe (by position in it), and the rows scored so far. Bounds are
+    kept per page (a page's best row: its largest lexical score); a row's own bound is computed only for
+    the pages whose bound reaches a threshold, so a query reads its dense per-row scores once, not once
+    per step (at 1M chunks each dense pass cost about half a millisecond)."""
 
     def __init__(self, index: SearchSpace, scores: L1Scores, page_relative: np.ndarray, universe: Universe,
                  page_weight: float, floor: float) -> None:
@@ -91,24 +115,48 @@ class _Query:
         self.w = scores.tfidf_weight
         self.cap = (1 - self.w) if scores.query_vector is not None else 0.0
         self.page_part = page_weight * page_relative
-        self.bound, self.proved_below = self._bounds()
+        self.lexical = scores.lexical if universe.rows is None else scores.lexical[universe.rows]
+        self.universe_page_part = self.page_part if universe.pages is None else self.page_part[universe.pages]
+        self.everyone_possible = self.cap > 0 and self.cap - 1e-6 >= floor
+        self.page_bound, self.proved_below = self._page_bounds()
         self.scored = np.zeros(scores.lexical.size, dtype=bool)
         self.rows: list[np.ndarray] = []
         self.lsa: list[np.ndarray] = []
 
-    def _bounds(self) -> tuple[np.ndarray, int]:
-        """Each universe row's bound (-inf: unable to reach the minimum), and how many rows with a lexical
-        match cannot reach the minimum."""
-        universe = self.universe
-        lexical = self.scores.lexical if universe.rows is None else self.scores.lexical[universe.rows]
-        page_part = self.page_part if universe.pages is None else self.page_part[universe.pages]
-        blend_bound = self.w * lexical + self.cap
-        bound = blend_bound + np.repeat(page_part, universe.sizes)
-        if self.cap > 0 and self.cap - 1e-6 >= self.floor:  # every row can reach the minimum
+    def _page_bounds(self) -> tuple[np.ndarray, int]:
+        """Each universe page's bound (its best row's: -inf when no row of it can reach the minimum), and
+        how many rows with a lexical match cannot reach the minimum."""
+        sizes = self.universe.sizes
+        best = np.zeros(sizes.size, dtype=self.lexical.dtype)
+        filled = sizes > 0
+        if self.lexical.size:  # a page's segment runs to the next page's start: every page's start must be in range
+            best[filled] = np.maximum.reduceat(self.lexical, self.universe.starts[:-1][filled])
+        blend = self.w * best + self.cap
+        bound = blend + self.universe_page_part
+        if self.everyone_possible:  # every row can reach the minimum
             return bound, 0
-        possible = (blend_bound >= self.floor) & (blend_bound > 0)
-        bound[~possible] = -np.inf
-        return bound, int(np.count_nonzero((lexical > 0) & ~possible))
+        bound[~((blend >= self.floor) & (blend > 0))] = -np.inf
+        row_blend = self.w * self.lexical + self.cap
+        return bound, int(np.count_nonzero((self.lexical > 0) & ~((row_blend >= self.floor) & (row_blend > 0))))
+
+    def reaching_positions(self, threshold: float, *, above: bool = False) -> np.ndarray:
+        """Universe positions whose row bound reaches `threshold` (`above`: exceeds it) and whose blend can
+        reach the minimum: the rows of the pages whose bound does, each row's own bound then checked."""
+        universe = self.universe
+        pages = np.flatnonzero(self.page_bound > threshold if above else self.page_bound >= threshold)
+        if int(universe.sizes[pages].sum()) > DENSE_SHARE * self.lexical.size:  # most rows: one pass over all
+            positions = np.arange(self.lexical.size, dtype=np.int64)
+            page_part = (self.page_part[self.index.arrays.page_of_chunk] if universe.rows is None
+                         else self.universe_page_part[universe.page_of_position])
+        else:
+            positions = universe.positions_of(pages)
+            page_part = np.repeat(self.universe_page_part[pages], universe.sizes[pages])
+        blend = self.w * self.lexical[positions] + self.cap
+        bound = blend + page_part
+        keep = bound > threshold if above else bound >= threshold
+        if not self.everyone_possible:
+            keep &= (blend >= self.floor) & (blend > 0)
+        return positions[keep]
 
     def at(self, positions: np.ndarray) -> np.ndarray:
         """Rows at `positions` of the universe."""
@@ -155,6 +203,9 @@ class _Query:
         return rows, lsa, blended + self.page_part[self.index.arrays.page_of_chunk[rows]], kept
 
 
+DENSE_SHARE = 0.25  # past this share of the universe's rows, a threshold's rows are found in one pass over all
+
+
 def bounded_rows(index: SearchSpace, scores: L1Scores, page_relative: np.ndarray, universe: Universe, *,
                  top_k: int, page_weight: float, min_score: float, first: int, sections: int) -> Bounded:
     """The rows of `universe` that can be among the result, with their LSA cosines; every other row is
@@ -162,7 +213,7 @@ def bounded_rows(index: SearchSpace, scores: L1Scores, page_relative: np.ndarray
     query = _Query(index, scores, page_relative, universe, page_weight, max(min_score - 1e-9, 0.0))
     kth, limit = _first_round(query, top_k, first)
     if kth > -np.inf and kth <= limit:  # an unscored row could still lead a top page: score every one whose
-        todo = query.unscored(np.flatnonzero(query.bound >= kth))  # tight bound can
+        todo = query.unscored(query.reaching_positions(kth))  # tight bound can
         query.score(query.reaching(todo, kth, tight=True))
     rows, lsa, fused, kept = query.fused()
     ranking = PageRanking.of(rows[kept], fused[kept], index.arrays.page_of_chunk, top_k)
@@ -175,17 +226,20 @@ def bounded_rows(index: SearchSpace, scores: L1Scores, page_relative: np.ndarray
 
 def _first_round(query: _Query, top_k: int, first: int) -> tuple[float, float]:
     """Score about `first` rows with the best bounds, growing the block until they hold `top_k` pages (or
-    every possible row is scored); the `top_k`-th best page's score, and a bound of every unscored row's."""
-    bound, page_of_chunk = query.bound, query.index.arrays.page_of_chunk
+    every possible row is scored); the `top_k`-th best page's score, and a bound of every unscored row's.
+    The threshold is read off the page bounds: about the bound of the page at which the best pages hold
+    `first` rows."""
+    page_bound, page_of_chunk = query.page_bound, query.index.arrays.page_of_chunk
+    rows_per_page = max(1.0, query.lexical.size / max(page_bound.size, 1))
     while True:
-        threshold = _top_value(bound, first)
+        threshold = _top_value(page_bound, max(1, int(first / rows_per_page)))
         if threshold == -np.inf:
-            block, limit = np.flatnonzero(bound > -np.inf), -np.inf
+            block, limit = query.reaching_positions(-np.inf, above=True), -np.inf
         else:  # rows below the threshold are at most the float32 just below it
-            block = np.flatnonzero(bound >= threshold)
+            block = query.reaching_positions(threshold)
             limit = float(np.nextafter(np.float32(threshold), np.float32(-np.inf)))
             if block.size > 8 * first:  # many rows tie at the threshold: take those above it first
-                above = block[bound[block] > threshold]
+                above = query.reaching_positions(threshold, above=True)
                 block, limit = (above, threshold) if above.size else (block, limit)
         query.score(query.unscored(block))
         rows, _, fused, kept = query.fused()
@@ -196,10 +250,10 @@ def _first_round(query: _Query, top_k: int, first: int) -> tuple[float, float]:
 
 
 def _top_value(bound: np.ndarray, count: int) -> float:
-    """About the `count`-th largest of `bound`, from a strided sample (a partition of every row is slow on a
-    large base; any value is correct, a good one saves work); -inf when that reaches every possible row. The
+    """About the `count`-th largest of `bound`, from a strided sample (a partition of every value is slow on a
+    large base; any value is correct, a good one saves work); -inf when that reaches every possible value. The
     sample is sorted, not partitioned: numpy's partition slows 10x when most values are equal (a filtered
-    universe's rows without a lexical match share their page's bound), and sorting does not."""
+    universe's pages without a lexical match share their page's bound), and sorting does not."""
     step = max(1, bound.size // TOP_VALUE_SAMPLE)
     sample = bound[::step]
     rank = max(1, count // step)
@@ -222,43 +276,6 @@ def _section_rows(query: _Query, ranking: PageRanking, sections: int) -> np.ndar
     candidates = candidates[~query.scored[candidates]]
     candidates = query.reaching(candidates, needed[page_of_chunk[candidates]], tight=False)
     return query.reaching(candidates, needed[page_of_chunk[candidates]], tight=True)
-
-
-@dataclass(frozen=True, eq=False)
-class PageRanking:
-    """Rows grouped by page, best first within a page (ties by row); where each page starts, its number of
-    rows, and its leaders' indices (into `starts`) of the `top_k` best pages, best first (ties by page)."""
-
-    rows: np.ndarray
-    pages: np.ndarray
-    fused: np.ndarray
-    starts: np.ndarray
-    counts: np.ndarray
-    best: np.ndarray
-
-    @classmethod
-    def of(cls, rows: np.ndarray, fused: np.ndarray, page_of_chunk: np.ndarray, top_k: int) -> PageRanking:
-        pages = page_of_chunk[rows]
-        order = np.lexsort((rows, -fused, pages))
-        rows, pages, fused = rows[order], pages[order], fused[order]
-        first = np.empty(rows.size, dtype=bool)
-        first[:1] = True
-        np.not_equal(pages[1:], pages[:-1], out=first[1:])
-        starts = np.flatnonzero(first)
-        counts = np.diff(starts, append=rows.size)
-        best = np.lexsort((pages[starts], -fused[starts]))[:top_k]
-        return cls(rows, pages, fused, starts, counts, best)
-
-    def chosen(self, sections: int) -> np.ndarray:
-        """The best `sections` rows of each of the best pages, best first (ties by row)."""
-        if self.rows.size == 0:
-            return np.empty(0, dtype=np.int64)
-        picked = np.zeros(self.starts.size, dtype=bool)
-        picked[self.best] = True
-        rank_in_page = np.arange(self.rows.size) - np.repeat(self.starts, self.counts)
-        keep = (rank_in_page < sections) & np.repeat(picked, self.counts)
-        chosen, fused = self.rows[keep], self.fused[keep]
-        return chosen[np.lexsort((chosen, -fused))]
 
 
 def _kth_page_leader(pages: np.ndarray, fused: np.ndarray, k: int) -> float:

@@ -51,7 +51,7 @@ class L1Scores:
     query_vector: np.ndarray | None
     tfidf_weight: float
     matched: np.ndarray | None = None  # unused since the bounded selection works on dense bounds; kept for callers
-    lsa_memo: np.ndarray | None = None  # LSA cosines computed so far (NaN: not yet), shared by the probe and
+    lsa_memo: LsaMemo | None = None  # LSA cosines computed so far, shared by the probe and
     # the filtered search of one lookup; concurrent writers store the same values
     probes: dict[tuple[int, float, float], Probe] = field(default_factory=dict)  # unfiltered selections, by
     # (top_k, min_score, page_weight): what a filtered selection of the same query may be derived from
@@ -69,3 +69,16 @@ class Probe:
     blended: np.ndarray
     chosen_pages: np.ndarray
     candidates: tuple[L1Candidate, ...]
+
+
+@dataclass(frozen=True, eq=False)
+class LsaMemo:
+    """A query's LSA cosines computed so far: `values[row]` holds one where `known[row]`. Made per query, so
+    it costs only a zeroed mask (a NaN-filled float array wrote 4 MB per query at 1M chunks)."""
+
+    values: np.ndarray  # float32, unwritten where not known
+    known: np.ndarray  # bool
+
+    @classmethod
+    def of(cls, rows: int) -> LsaMemo:
+        return cls(np.empty(rows, dtype=np.float32), np.zeros(rows, dtype=bool))

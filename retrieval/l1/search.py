@@ -18,12 +18,14 @@ from retrieval.index import progress as bp
 from retrieval.index.chunk_store import TextColumn
 from retrieval.index.config import IndexConfig
 from retrieval.index.postings import postings_sum
+from retrieval.index.spill import IN_MEMORY, Spill
 from retrieval.kb.model import Chunk
 from retrieval.l1.arrays import L1Arrays, build_arrays, loaded
-from retrieval.l1.bounded import LsaHeads, PageRanking, bounded_rows
+from retrieval.l1.bounded import LsaHeads, bounded_rows
 from retrieval.l1.embedder import Embedder, EmbedderInfo, LazyEmbedder
+from retrieval.l1.page_ranking import PageRanking
 from retrieval.l1.pages import PageSets, check_filter_keys
-from retrieval.l1.results import L1Candidate, L1Result, L1Scores, Probe
+from retrieval.l1.results import L1Candidate, L1Result, L1Scores, LsaMemo, Probe
 from retrieval.l1.static import pool_boosts
 from retrieval.l1.static import query_vector as static_query_vector  # `_score` has an LSA `query_vector`
 from retrieval.l1.terms import TermIndex, query_terms
@@ -40,7 +42,7 @@ class L1Index:
 
     def __init__(self, chunks: Sequence[Chunk], config: IndexConfig | None = None, *, svd_dims: int | None = None,
                  arrays: L1Arrays | None = None, progress: bp.Progress | None = None,
-                 embedder: Embedder | LazyEmbedder | None = None) -> None:
+                 embedder: Embedder | LazyEmbedder | None = None, spill: Spill = IN_MEMORY) -> None:
         if not chunks:
             raise ValueError("L1 needs at least one chunk with text")
         config = config or IndexConfig()
@@ -48,7 +50,7 @@ class L1Index:
             config = IndexConfig(**{**config.to_dict(), "svd_dims": svd_dims})
         self.chunks = chunks
         self.config = config
-        self.arrays = arrays if arrays is not None else build_arrays(chunks, config, progress, loaded(embedder))
+        self.arrays = arrays if arrays is not None else build_arrays(chunks, config, progress, loaded(embedder), spill)
         a = self.arrays
         dimensions = int(a.static_vectors.shape[1])
         self.embedder = embedder if dimensions else None  # a lazy one loads at the first static search
@@ -102,7 +104,7 @@ class L1Index:
             projected = query_tfidf[rows >= 0] @ a.projection[rows[rows >= 0]]
             norm = float(np.linalg.norm(projected))
             query_vector = projected / norm if norm > 0 else None
-        memo = np.full(len(self.chunks), np.nan, dtype=np.float32) if query_vector is not None else None
+        memo = LsaMemo.of(len(self.chunks)) if query_vector is not None else None
         static_vector = None
         if static_weight > 0 and self.embedder_info is not None:
             static_vector = static_query_vector(loaded(self.embedder), query)
@@ -116,16 +118,14 @@ class L1Index:
         memo = scores.lsa_memo
         if memo is None:
             return _cosines(self.arrays.lsa, rows, scores.query_vector)
-        values = memo[rows]
-        todo = np.isnan(values)
-        if todo.any():
-            fresh = rows[todo]
-            if fresh.size > FULL_PASS_SHARE * memo.size:  # one pass over the contiguous matrix is cheaper
-                memo[:] = _cosines(self.arrays.lsa, slice(None), scores.query_vector)
-                return memo[rows]
-            computed = _cosines(self.arrays.lsa, fresh, scores.query_vector)
-            memo[fresh] = computed
-            values[todo] = computed
+        values, known = memo.values[rows], memo.known[rows]
+        if not known.all():
+            fresh = rows[~known]
+            if fresh.size > FULL_PASS_SHARE * memo.known.size:  # one pass over the contiguous matrix is cheaper
+                memo.values[:], memo.known[:] = _cosines(self.arrays.lsa, slice(None), scores.query_vector), True
+                return memo.values[rows]
+            values[~known] = memo.values[fresh] = _cosines(self.arrays.lsa, fresh, scores.query_vector)
+            memo.known[fresh] = True
         return values
 
     def select(self, scores: L1Scores, *, top_k: int, filters: Mapping[str, str] | None = None,
@@ -269,7 +269,6 @@ class L1Index:
         if heads is None:
             heads = self._lsa_heads = LsaHeads.of(self.arrays.lsa)  # racing callers make equal copies
         return heads
-
 
 
 def _cosines(lsa: np.ndarray, rows: np.ndarray | slice, query_vector: np.ndarray) -> np.ndarray:

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from retrieval.index.spill import IN_MEMORY, Spill
 from retrieval.l1.embedder import Embedder, StaticEmbedder, is_static, unit_rows
 from retrieval.l1.terms import SurfaceWords
 from retrieval.text.analysis import WORD
@@ -36,31 +37,45 @@ def composed_vectors(embedder: StaticEmbedder, surface: SurfaceWords) -> np.ndar
     """Every text's unit vector (float16: a cosine moves by about 1e-3), the sum of its words' vectors: each
     distinct word embedded once, then a block of texts at a time, one sparse product (a word met twice
     in a text is two entries, which the product adds: counting them first cost as much as it saved)."""
+    return composed_with_pages(embedder, surface, np.zeros(surface.starts.size - 1, dtype=np.int64), 1)[0]
+
+
+def composed_with_pages(embedder: StaticEmbedder, surface: SurfaceWords, page_of_row: np.ndarray, n_pages: int,
+                        spill: Spill = IN_MEMORY) -> tuple[np.ndarray, np.ndarray]:
+    """`composed_vectors`, written to `spill` a block at a time, and `page_vectors` of them summed from the
+    same blocks (equal to it: the same blocks, in the same order), so the vectors are never read back."""
     from scipy import sparse
 
     table = _checked_words(embedder, surface.words)
     n_texts = surface.starts.size - 1
-    vectors = np.empty((n_texts, embedder.dimensions), dtype=np.float16)
+    vectors = spill.rows("static", (n_texts, embedder.dimensions), np.float16)
+    sums = np.zeros((n_pages, embedder.dimensions), dtype=np.float32)
     for start in range(0, n_texts, TEXT_BLOCK):
         end = min(start + TEXT_BLOCK, n_texts)
         first, last = int(surface.starts[start]), int(surface.starts[end])
         words = sparse.csr_matrix((np.ones(last - first, dtype=np.float32), surface.ids[first:last],
                                    surface.starts[start:end + 1] - first), shape=(end - start, len(surface.words)))
-        vectors[start:end] = unit_rows(np.asarray(words @ table, dtype=np.float32))
-    return vectors
+        block = unit_rows(np.asarray(words @ table, dtype=np.float32)).astype(np.float16)
+        vectors.write(block)
+        sums += _page_sums(block.astype(np.float32), page_of_row[start:end], n_pages)
+    return vectors.finish(), unit_rows(sums).astype(np.float16)
+
+
+def _page_sums(block: np.ndarray, pages: np.ndarray, n_pages: int) -> np.ndarray:
+    """Each page's sum of the `block` rows it owns (one sparse product)."""
+    from scipy import sparse
+
+    owner = sparse.csr_matrix((np.ones(pages.size, dtype=np.float32), (pages, np.arange(pages.size))),
+                              shape=(n_pages, pages.size))
+    return np.asarray(owner @ block, dtype=np.float32)
 
 
 def page_vectors(vectors: np.ndarray, page_of_row: np.ndarray, n_pages: int) -> np.ndarray:
     """Each page's unit vector (float16): its rows' vectors summed (one sparse product per block of rows)."""
-    from scipy import sparse
-
     sums = np.zeros((n_pages, vectors.shape[1]), dtype=np.float32)
-    for start in range(0, vectors.shape[0], 65_536):
-        block = vectors[start:start + 65_536].astype(np.float32)
-        pages = page_of_row[start:start + block.shape[0]]
-        owner = sparse.csr_matrix((np.ones(pages.size, dtype=np.float32), (pages, np.arange(pages.size))),
-                                  shape=(n_pages, pages.size))
-        sums += np.asarray(owner @ block, dtype=np.float32)
+    for start in range(0, vectors.shape[0], TEXT_BLOCK):
+        block = vectors[start:start + TEXT_BLOCK].astype(np.float32)
+        sums += _page_sums(block, page_of_row[start:start + block.shape[0]], n_pages)
     return unit_rows(sums).astype(np.float16)
 
 

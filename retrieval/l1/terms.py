@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import unicodedata
+from array import array
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -18,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from retrieval.index.heap import release_freed_memory
+from retrieval.l1.count_parts import csr_of_parts, packed_counts
 from retrieval.text.analysis import STEMMER, STOP_WORDS, WORD, tokenize
 
 _UNSEEN = -2
@@ -83,19 +86,12 @@ def count_terms(texts: Iterable[str], page_of_text: np.ndarray, n_pages: int,
     int64 and counted by sorting, so the peak memory follows a block, not the corpus.
     """
     counter = TermCounter()
-    pieces = [counter.word_ids(text) for text in texts]
-    word_lengths = np.fromiter((p.size for p in pieces), dtype=np.int64, count=len(pieces))
-    surface_flat = np.concatenate(pieces) if pieces else np.empty(0, dtype=np.int32)
-    del pieces
+    surface_flat, word_lengths = _word_ids(counter, texts)
     word_starts = np.r_[0, np.cumsum(word_lengths)]
-    unigram_flat = np.asarray(counter.unigram_of_word, dtype=np.int32)[surface_flat]
+    del word_lengths
+    flat, lengths = _kept_unigrams(surface_flat, word_starts, np.asarray(counter.unigram_of_word, dtype=np.int32))
     words = SurfaceWords(tuple(counter.words), surface_flat, word_starts) if surface else None
     del surface_flat
-    kept = unigram_flat >= 0
-    flat = unigram_flat[kept]
-    del unigram_flat
-    lengths = _kept_per_text(kept, word_starts)
-    del kept
     n_unigrams = len(counter.vocabulary)
     starts = np.r_[0, np.cumsum(lengths)]
     pages = np.asarray(page_of_text, dtype=np.int64)
@@ -107,28 +103,52 @@ def count_terms(texts: Iterable[str], page_of_text: np.ndarray, n_pages: int,
     for done, (a, b) in enumerate(blocks, start=1):
         tokens = flat[starts[a]:starts[b]].astype(np.int64)
         rows = np.repeat(np.arange(a, b, dtype=np.int64), lengths[a:b])
-        chunk_parts.append(_packed_counts(rows, tokens, n_unigrams))
+        chunk_parts.append(packed_counts(rows, tokens, n_unigrams))
         keys, pair_rows = _pairs(flat, starts, a, b, n_unigrams)
         columns = n_unigrams + np.searchsorted(pair_keys, keys)
-        page_parts.append(_packed_counts(np.concatenate([pages[rows], pages[pair_rows]]),
+        page_parts.append(packed_counts(np.concatenate([pages[rows], pages[pair_rows]]),
                                          np.concatenate([tokens, columns]), n_columns))
+        del tokens, rows, keys, pair_rows, columns
+        release_freed_memory()  # the block's temporaries, freed between the parts kept: back to the system
         if progress is not None:
             progress(done / len(blocks))
     unigrams = tuple(sorted(counter.vocabulary, key=counter.vocabulary.__getitem__))
-    return TermCounts(unigrams, pair_keys, _csr(chunk_parts, (len(lengths), n_unigrams)),
-                      _csr(page_parts, (n_pages, n_columns)), words)
+    return TermCounts(unigrams, pair_keys, csr_of_parts(chunk_parts, (len(lengths), n_unigrams)),
+                      csr_of_parts(page_parts, (n_pages, n_columns)), words)
 
 
-def _kept_per_text(kept: np.ndarray, word_starts: np.ndarray) -> np.ndarray:
-    """How many of each text's words are kept (True in `kept`), a block of texts at a time (a cumulative
-    sum over every word of a 1M-chunk base would take 1.2 GB)."""
-    lengths = np.empty(word_starts.size - 1, dtype=np.int64)
-    for start in range(0, lengths.size, BLOCK_TEXTS):
-        end = min(start + BLOCK_TEXTS, lengths.size)
-        base = word_starts[start]
-        before = np.r_[0, np.cumsum(kept[base:word_starts[end]], dtype=np.int64)]
+def _word_ids(counter: TermCounter, texts: Iterable[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Every text's surface word ids end to end (int32) and each text's number of words, appended to one
+    growing buffer: an array per text, then joined, held 1M small arrays and then their copy."""
+    buffer = array("i")  # C int: int32 on every platform numpy supports here
+    lengths = array("q")
+    for text in texts:
+        ids = counter.word_ids(text)
+        buffer.frombytes(ids.tobytes())
+        lengths.append(ids.size)
+    return np.frombuffer(buffer, dtype=np.int32) if buffer else np.empty(0, dtype=np.int32), \
+        np.frombuffer(lengths, dtype=np.int64) if lengths else np.empty(0, dtype=np.int64)
+
+
+def _kept_unigrams(surface: np.ndarray, word_starts: np.ndarray, unigram_of_word: np.ndarray) -> tuple[np.ndarray,
+                                                                                                       np.ndarray]:
+    """Every text's unigram ids end to end (stop words left out) and how many each text keeps, a block of
+    texts at a time: mapping and filtering every word at once held two more copies of them at 1M chunks."""
+    n_texts = word_starts.size - 1
+    lengths = np.empty(n_texts, dtype=np.int64)
+    flat = np.empty(surface.size, dtype=np.int32)  # an upper bound; only the pages written become memory
+    at = 0
+    for start in range(0, n_texts, BLOCK_TEXTS):
+        end = min(start + BLOCK_TEXTS, n_texts)
+        base = int(word_starts[start])
+        mapped = unigram_of_word[surface[base:word_starts[end]]]
+        kept = mapped >= 0
+        before = np.r_[0, np.cumsum(kept, dtype=np.int64)]
         lengths[start:end] = before[word_starts[start + 1:end + 1] - base] - before[word_starts[start:end] - base]
-    return lengths
+        taken = mapped[kept]
+        flat[at:at + taken.size] = taken
+        at += taken.size
+    return flat[:at], lengths
 
 
 def _blocks(pages: np.ndarray) -> list[tuple[int, int]]:
@@ -160,30 +180,6 @@ def _distinct(values: np.ndarray) -> np.ndarray:
     """Sorted distinct values, by sorting: numpy 2's hash-based `np.unique` is slower here."""
     ordered = np.sort(values)
     return ordered[np.r_[True, ordered[1:] != ordered[:-1]]] if ordered.size else ordered
-
-
-def _packed_counts(rows: np.ndarray, columns: np.ndarray, n_columns: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Distinct (row, column) pairs sorted by row then column, with their counts."""
-    packed = rows * n_columns + columns
-    packed.sort()
-    if packed.size == 0:
-        return packed, packed, np.empty(0, dtype=np.float32)
-    first = np.r_[True, packed[1:] != packed[:-1]]
-    positions = np.flatnonzero(first)
-    counts = np.diff(np.r_[positions, packed.size]).astype(np.float32)
-    distinct = packed[first]
-    return distinct // n_columns, distinct % n_columns, counts
-
-
-def _csr(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]], shape: tuple[int, int]) -> Any:
-    """A CSR matrix from row-sorted parts (each part's rows after the previous part's)."""
-    from scipy import sparse
-
-    rows = np.concatenate([p[0] for p in parts]) if parts else np.empty(0, dtype=np.int64)
-    indices = (np.concatenate([p[1] for p in parts]) if parts else np.empty(0, dtype=np.int64)).astype(np.int32)
-    data = np.concatenate([p[2] for p in parts]) if parts else np.empty(0, dtype=np.float32)
-    indptr = np.r_[0, np.cumsum(np.bincount(rows, minlength=shape[0]))].astype(np.int64)
-    return sparse.csr_matrix((data, indices, indptr), shape=shape)
 
 
 def query_terms(query: str, vocabulary: Mapping[str, int] | TermIndex, pair_keys: np.ndarray) -> tuple[np.ndarray,

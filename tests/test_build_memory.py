@@ -1,0 +1,48 @@
+"""What keeps a 1M-chunk build within 4 GB (docs/l1.md, Memory), checked at a small scale: counts held at 8
+bytes an entry, BM25 weighted where the counts lie (equal to weighting the CSR rows). The 1M peak itself is
+measured by bench/build_memory.py and bench/run.py (docs/benchmarks.md)."""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import sparse
+
+from retrieval.l1.arrays import weight_columns
+from retrieval.l1.count_parts import csr_of_parts, packed_counts
+
+
+def _random_counts(rows: int, columns: int, seed: int) -> sparse.csr_matrix:
+    rng = np.random.default_rng(seed)
+    dense = rng.integers(0, 4, size=(rows, columns)) * (rng.random((rows, columns)) < 0.2)
+    dense[:, -1] = 0  # a term no row holds any more (an updated index keeps it): idf 0
+    return sparse.csr_matrix(dense.astype(np.float32))
+
+
+def test_count_parts_hold_eight_bytes_an_entry_and_join_into_the_same_matrix():
+    rng = np.random.default_rng(3)
+    rows = np.sort(rng.integers(0, 50, 4_000))
+    columns = rng.integers(0, 300, 4_000)
+    part = packed_counts(rows, columns, 300)
+    assert part.columns.dtype == np.int32 and part.counts.dtype == np.float32
+    assert part.columns.itemsize + part.counts.itemsize == 8 and part.per_row.size <= 50
+    joined = csr_of_parts([part], (50, 300))
+    expected = sparse.csr_matrix((np.ones(rows.size, dtype=np.float32), (rows, columns)), shape=(50, 300))
+    expected.sum_duplicates()
+    assert (joined != expected).nnz == 0
+
+
+def test_bm25_weighted_where_the_counts_lie_equals_weighting_each_row():
+    counts = _random_counts(120, 40, seed=5)
+    k1, b = 1.2, 0.75
+    got = weight_columns(counts, k1, b)
+    dense = counts.toarray().astype(np.float64)
+    lengths = dense.sum(axis=1)
+    doc_freq = (dense > 0).sum(axis=0)
+    idf = np.log1p((dense.shape[0] - doc_freq + 0.5) / (doc_freq + 0.5))
+    idf[doc_freq == 0] = 0.0
+    norm = k1 * (1 - b + b * lengths / lengths.mean())
+    expected = np.where(dense > 0, dense * (k1 + 1) / (dense + norm[:, None]) * idf[None, :], 0.0)
+    weights = sparse.csc_matrix((got.weights, got.rows, got.indptr), shape=counts.shape).toarray()
+    assert np.allclose(weights, expected, rtol=1e-5, atol=1e-7)
+    assert np.array_equal(got.idf, idf)
+    assert np.array_equal(sparse.csc_matrix((got.tf, got.rows, got.indptr), shape=counts.shape).toarray(), dense)
