@@ -11,7 +11,7 @@ cache key covers the indexing code). `sweep` times `eval sweep --grid l0_filter=
 l1_pool=20,40` with `--workers 1` and `--workers N`; `serial` times `eval run` (one worker) with this
 checkout's code and with `--against`'s. The two sides take turns, ABBA within each round, so the machine's
 drift reaches both alike; the ratio is sum(B) / sum(A) over the run, and `ratio_best` min(B) / min(A).
-`--json` prints the figures as JSON (tests/test_eval_workers_speed.py reads them).
+`--json` prints the figures as JSON.
 """
 
 from __future__ import annotations
