@@ -207,7 +207,7 @@ class _Pipeline:
         parts, last = self._would_be(standing), self._last_parts()  # what it would have scored, beside the last
         if standing.rank is None:
             why = (f"its best section ({standing.best_section!r}) scores {standing.best_score:.3f}, below "
-                   f"l1_min_score {config.l1_min_score:g}" if standing.best_score > 0 else
+                   f"l1_min_score {config.l1_min_score:g}" if numbers["best_score"] > 0 else  # as recorded (6 places)
                    "no section of it shares a term or a meaning with the query (L1 score 0)")
             return Explanation(source, "below_min_score", why, numbers, matched, None, parts, last)
         pool = self._pool_floor()
