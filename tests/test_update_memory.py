@@ -19,6 +19,10 @@ def _first_source(index, query: str) -> str:
     return lookup_knowledge(query, index=index, config=LookupConfig(top_k=5)).evidence_blocks[0].source
 
 
+def _sources(index, query: str) -> list[str]:
+    return [b.source for b in lookup_knowledge(query, index=index, config=LookupConfig(top_k=5)).evidence_blocks]
+
+
 def test_the_next_update_starts_from_the_last_index_in_memory(editable_kb):
     kb, cache = editable_kb
     open_index(kb, cache_dir=cache)
@@ -56,9 +60,13 @@ def test_updates_in_a_row_each_leave_the_base_as_it_is_on_disk(editable_kb):
     wait_for_writes()
     reopened = open_index(kb, cache_dir=cache)  # the last folder, as written behind
     rebuilt = open_index(kb, use_cache=False)
-    for word in edits:
+    assert index.kb.fingerprint == reopened.kb.fingerprint == rebuilt.kb.fingerprint
+    for word, page in edits.items():
         query = f"{word} surcharge late invoices"
-        assert _first_source(index, query) == _first_source(reopened, query) == _first_source(rebuilt, query)
+        assert _first_source(index, query) == _first_source(reopened, query)
+        # the edited page's new words are found by the updated index as by a rebuild; its rank may differ from
+        # the rebuild's: a new word has no LSA direction until a refit (docs/l1.md, Incremental updates)
+        assert page in _sources(index, query) and page in _sources(rebuilt, query)
     assert reopened.from_cache and reopened.l1.arrays is index.l1.arrays
 
 
