@@ -139,8 +139,7 @@ def open_index(path: str | Path, *, svd_dims: int | None = None, config: IndexCo
                                         index.l1_unavailable_reason, config, index.build_seconds, l0=index.l0.arrays,
                                         lineage=Lineage(lineage, str(Path(path).resolve()), int(rows.size))))
     finally:  # the index keeps its maps of the spilled files; their names go
-        if spill.folder is not None:
-            shutil.rmtree(spill.folder, ignore_errors=True)
+        shutil.rmtree(spill.folder, ignore_errors=True)
     bp.report(progress, bp.CACHING, 1.0)
     return index
 

@@ -139,7 +139,7 @@ def prune(root: Path, *, keep: int, max_bytes: int) -> None:
     """Remove the oldest cache folders beyond `keep` of them or beyond `max_bytes` in all (the newest
     folder always stays), plus leftovers of interrupted writes and of the old pickle format."""
     day_ago = time.time() - 86_400  # a spill folder is a running build's until it is a day old
-    spills = [p for p in root.glob(f"{SPILL_PREFIX}*") if p.stat().st_mtime < day_ago]
+    spills = [p for p in root.glob(f"{SPILL_PREFIX}*") if _modified(p, day_ago) < day_ago]
     for stale in [*root.glob(".building-*"), *root.glob("*.pkl"), *root.glob("*.tmp"), *spills]:
         if stale.is_dir():
             shutil.rmtree(stale, ignore_errors=True)
@@ -152,6 +152,15 @@ def prune(root: Path, *, keep: int, max_bytes: int) -> None:
         total += sum(f.stat().st_size for f in folder.iterdir() if f.is_file())
         if position > 0 and (position >= keep or total > max_bytes):
             shutil.rmtree(folder, ignore_errors=True)
+
+
+def _modified(path: Path, default: float) -> float:
+    """`path`'s modification time, or `default` when it went meanwhile (a build's spill folder is removed
+    by that build, which may run beside this prune)."""
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return default
 
 
 def _read(folder: Path) -> CachedIndex:

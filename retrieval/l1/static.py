@@ -37,13 +37,14 @@ def composed_vectors(embedder: StaticEmbedder, surface: SurfaceWords) -> np.ndar
     """Every text's unit vector (float16: a cosine moves by about 1e-3), the sum of its words' vectors: each
     distinct word embedded once, then a block of texts at a time, one sparse product (a word met twice
     in a text is two entries, which the product adds: counting them first cost as much as it saved)."""
-    return composed_with_pages(embedder, surface, np.zeros(surface.starts.size - 1, dtype=np.int64), 1)[0]
+    return composed_with_pages(embedder, surface, None, 0)[0]
 
 
-def composed_with_pages(embedder: StaticEmbedder, surface: SurfaceWords, page_of_row: np.ndarray, n_pages: int,
-                        spill: Spill = IN_MEMORY) -> tuple[np.ndarray, np.ndarray]:
+def composed_with_pages(embedder: StaticEmbedder, surface: SurfaceWords, page_of_row: np.ndarray | None,
+                        n_pages: int, spill: Spill = IN_MEMORY) -> tuple[np.ndarray, np.ndarray]:
     """`composed_vectors`, written to `spill` a block at a time, and `page_vectors` of them summed from the
-    same blocks (equal to it: the same blocks, in the same order), so the vectors are never read back."""
+    same blocks (equal to it: the same blocks, in the same order), so the vectors are never read back
+    (`page_of_row` None: no page vectors, an empty array in their place)."""
     from scipy import sparse
 
     table = _checked_words(embedder, surface.words)
@@ -57,7 +58,8 @@ def composed_with_pages(embedder: StaticEmbedder, surface: SurfaceWords, page_of
                                    surface.starts[start:end + 1] - first), shape=(end - start, len(surface.words)))
         block = unit_rows(np.asarray(words @ table, dtype=np.float32)).astype(np.float16)
         vectors.write(block)
-        sums += _page_sums(block.astype(np.float32), page_of_row[start:end], n_pages)
+        if page_of_row is not None:
+            sums += _page_sums(block.astype(np.float32), page_of_row[start:end], n_pages)
     return vectors.finish(), unit_rows(sums).astype(np.float16)
 
 
