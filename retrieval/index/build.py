@@ -137,6 +137,8 @@ def open_index(path: str | Path, *, svd_dims: int | None = None, config: IndexCo
         if embedder is not None and index.l1 is not None and index.l1.embedder_info is None:  # the embedder failed:
             folder = folder.parent / cache_key(f"{file_signature(path)}|{excluded}|None", config, strict, prefixes)
         rows = _l1_rows(index.kb)
+        # a folder written behind an update (held back while this build ran) is finished first: this write prunes
+        wait_for_writes()  # the cache root, where its half-written `.building-*` folder would be a leftover
         write_cache(folder, CachedIndex(index.kb, index.l1.arrays if index.l1 else None, rows,
                                         index.l1_unavailable_reason, config, index.build_seconds, l0=index.l0.arrays,
                                         lineage=Lineage(lineage, str(Path(path).resolve()), int(rows.size))))
