@@ -113,6 +113,6 @@ def writer_paused() -> bool:
 
 
 def foreground_running() -> int:
-    """How many foreground works run now (the writer waits while any does)."""
+    """How many pieces of foreground work run now (the writer waits while any does)."""
     with _LOCK:
         return _STATE.busy
