@@ -142,6 +142,36 @@ def test_a_process_exits_with_its_write_finished_while_a_daemon_thread_holds_for
     _assert_same_index(target, cached)
 
 
+IMPATIENT = """
+import sys, time
+from pathlib import Path
+from retrieval.index import foreground
+from retrieval.index.cache import read_cache
+from retrieval.index.foreground import Foreground, writer_paused
+from retrieval.index.write_behind import write_behind, writing
+foreground.MAX_PAUSE_S = 600.0  # only the patience can let the writer in before the settle has passed
+cached, target = read_cache(Path(sys.argv[1])), Path(sys.argv[2])
+with Foreground(settle=600.0):  # updates in a row for ten minutes, gaps between them shorter than the settle
+    write_behind(target, cached)
+    while not writer_paused():
+        time.sleep(0.005)
+deadline = time.monotonic() + 60
+while writing(target):
+    assert time.monotonic() < deadline, "the writer waited for the whole settle"
+    time.sleep(0.01)
+"""  # in a process of its own: the settle it leaves behind holds back no other test's writes
+
+
+def test_a_writer_held_back_past_its_patience_takes_a_gap_without_waiting_for_the_settle(kb_dir, tmp_path):
+    cached = _cached(kb_dir, tmp_path / "cache")
+    (source,) = [p for p in (tmp_path / "cache").iterdir() if (p / MANIFEST).is_file()]
+    target = tmp_path / "behind" / "folder"
+    child = subprocess.run([sys.executable, "-c", IMPATIENT, str(source), str(target)], capture_output=True,
+                           timeout=120, cwd=Path(__file__).resolve().parents[1])
+    assert child.returncode == 0, child.stderr.decode()
+    _assert_same_index(target, cached)
+
+
 def test_open_index_and_lookups_run_as_foreground_work(kb_dir, tmp_path):
     seen = []
     index = open_index(kb_dir, cache_dir=tmp_path / "cache", progress=lambda *_: seen.append(foreground_running()))
