@@ -25,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from realtext import build_corpus, queries_from
 
 from retrieval import LookupConfig, lookup_knowledge, open_index
+from retrieval.index import wait_for_writes
 
 TOP = 10
 
@@ -80,6 +81,7 @@ def main() -> None:
         print(f"top {TOP} of the updated index equals the full rebuild's for {same} of {len(queries)} queries "
               f"({same / len(queries):.1%}); the same pages in the same order {pages / len(queries):.1%}; the same "
               f"first block {first / len(queries):.1%}; mean overlap of the top {TOP} {overlap:.3f}")
+        wait_for_writes()  # the last update's cache folder, written behind, is done before the scratch folder goes
 
 
 def _top(index, query: str, config: LookupConfig) -> list[tuple[str, str]]:

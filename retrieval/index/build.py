@@ -20,6 +20,7 @@ from retrieval.index import progress as bp
 from retrieval.index.cache import SPILL_PREFIX, CachedIndex, read_cache, write_cache
 from retrieval.index.chunk_store import ChunkRows, indexable
 from retrieval.index.config import IndexConfig
+from retrieval.index.foreground import Foreground
 from retrieval.index.incremental import UpdateFacts, newest_of_lineage, update_index
 from retrieval.index.lineage import Lineage
 from retrieval.index.spill import IN_MEMORY, Spill
@@ -77,6 +78,7 @@ def build_index(kb: KnowledgeBase, *, svd_dims: int | None = None, config: Index
     return KnowledgeIndex(kb, l0, l1, reason, config.svd_dims, time.perf_counter() - started, False, config)
 
 
+@Foreground()  # the cache writer behind an earlier update waits meanwhile (retrieval/index/foreground.py)
 def open_index(path: str | Path, *, svd_dims: int | None = None, config: IndexConfig | None = None,
                cache_dir: str | Path | None = None, use_cache: bool = True, strict: bool = False,
                exclude_fields: Iterable[str] = (), exclude_paths: Iterable[str] = (),
@@ -135,6 +137,8 @@ def open_index(path: str | Path, *, svd_dims: int | None = None, config: IndexCo
         if embedder is not None and index.l1 is not None and index.l1.embedder_info is None:  # the embedder failed:
             folder = folder.parent / cache_key(f"{file_signature(path)}|{excluded}|None", config, strict, prefixes)
         rows = _l1_rows(index.kb)
+        # a folder written behind an update (held back while this build ran) is finished first: this write prunes
+        wait_for_writes()  # the cache root, where its half-written `.building-*` folder would be a leftover
         write_cache(folder, CachedIndex(index.kb, index.l1.arrays if index.l1 else None, rows,
                                         index.l1_unavailable_reason, config, index.build_seconds, l0=index.l0.arrays,
                                         lineage=Lineage(lineage, str(Path(path).resolve()), int(rows.size))))

@@ -33,12 +33,13 @@ from typing import Any
 
 import numpy as np
 
+from retrieval.index.array_files import Checkpoint, write_array
 from retrieval.index.chunk_store import ChunkStore, TextColumn
 from retrieval.index.config import IndexConfig
 from retrieval.index.digest import file_digest
 from retrieval.index.entry_columns import EntryColumns
 from retrieval.index.lineage import Lineage, source_arrays, source_table
-from retrieval.index.spill import IN_MEMORY, Spill, spilled_file
+from retrieval.index.spill import IN_MEMORY, Spill
 from retrieval.kb.files import LoadProblem
 from retrieval.kb.model import Entry, KnowledgeBase
 from retrieval.kb.sources import SourceTable
@@ -99,24 +100,28 @@ def read_cache(folder: Path) -> CachedIndex | None:
         return None
 
 
-def write_cache(folder: Path, cached: CachedIndex) -> None:
-    """Write `cached` to `folder` atomically; a failure (read-only or full disk) is a warning, not an error."""
+def write_cache(folder: Path, cached: CachedIndex, checkpoint: Checkpoint | None = None) -> None:
+    """Write `cached` to `folder` atomically; a failure (read-only or full disk) is a warning, not an error.
+    `checkpoint` is called before each file and between the blocks of each (array_files.write_array)."""
     temporary = None
     try:
         folder.parent.mkdir(parents=True, exist_ok=True)
         temporary = Path(tempfile.mkdtemp(dir=folder.parent, prefix=".building-"))
         files: dict[str, Any] = {}
+
+        def write(name: str, array: np.ndarray) -> None:
+            files[name] = write_array(temporary / f"{name}.npy", array, checkpoint)
+
         if cached.arrays is not None and cached.l1_rows is not None:
             for field in dataclasses.fields(L1Arrays):
-                files[field.name] = _write_array(temporary / f"{field.name}.npy", getattr(cached.arrays, field.name))
-            files["l1_rows"] = _write_array(temporary / "l1_rows.npy", cached.l1_rows)
+                write(field.name, getattr(cached.arrays, field.name))
+            write("l1_rows", cached.l1_rows)
         l0 = cached.l0 if cached.l0 is not None else L0Index(cached.kb.entries).arrays
         for field in dataclasses.fields(L0Arrays):
-            files[L0_PREFIX + field.name] = _write_array(temporary / f"{L0_PREFIX}{field.name}.npy",
-                                                         getattr(l0, field.name))
+            write(L0_PREFIX + field.name, getattr(l0, field.name))
         spill = Spill(temporary / ".spill")  # a large base's text columns are written as they are encoded
         for name, value in _kb_arrays(cached.kb, spill).items():
-            files[name] = _write_array(temporary / f"{name}.npy", value)
+            write(name, value)
         shutil.rmtree(temporary / ".spill", ignore_errors=True)
         manifest = {"format": FORMAT, "files": files, "lineage": cached.lineage.to_dict() if cached.lineage else None,
                     "kb": _kb_dict(cached.kb), "l1_unavailable_reason": cached.l1_unavailable_reason,
@@ -215,15 +220,6 @@ ENTRY_ARRAYS = tuple(f"entry_{name}_{part}" for name in ("source", "title", "des
     "entry_label_starts", "entry_source_hashes", "entry_source_ids", "entry_chunk_starts")
 
 
-def _write_array(path: Path, array: np.ndarray) -> dict[str, Any]:
-    """Write `array` as `path`; an array the build spilled (retrieval/index/spill.py) is already that file,
-    which is linked (or copied by the kernel) rather than read back through its map into this process."""
-    if not _take_spilled(path, array):
-        np.save(path, np.ascontiguousarray(array), allow_pickle=False)
-    return {"file": path.name, "dtype": array.dtype.str, "shape": list(array.shape), "bytes": path.stat().st_size,
-            "xxh3_128": file_digest(path)}
-
-
 def _read_array(folder: Path, spec: dict[str, Any]) -> np.ndarray:
     path = _member(folder, spec["file"])
     size = path.stat().st_size
@@ -244,21 +240,6 @@ def _member(folder: Path, name: Any) -> Path:
     if not isinstance(name, str) or Path(name).name != name or name in ("", ".", ".."):
         raise ValueError(f"manifest names a file outside its folder: {name!r}")
     return folder / name
-
-
-def _take_spilled(path: Path, array: np.ndarray) -> bool:
-    """Whether `array`'s spilled file could be made `path` (a hard link, else a kernel-side copy)."""
-    source = spilled_file(array)
-    if source is None:
-        return False
-    try:
-        os.link(source, path)
-    except OSError:
-        try:
-            shutil.copyfile(source, path)
-        except OSError:
-            return False
-    return True
 
 
 def _check_chunk_heads(entries: Sequence[Entry]) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import xxhash
@@ -9,13 +10,16 @@ import xxhash
 DIGEST_BLOCK = 8 * 2**20
 
 
-def file_digest(path: Path) -> str:
+def file_digest(path: Path, checkpoint: Callable[[], None] | None = None) -> str:
     """XXH3-128 of a file's bytes, read a block at a time into one buffer: a memory map of the whole file
-    counted every page of it in the process's resident memory while it was hashed (a 1 GB array, 1 GB)."""
+    counted every page of it in the process's resident memory while it was hashed (a 1 GB array, 1 GB).
+    `checkpoint` is called after every block (the cache writer yields there: array_files.py)."""
     digest = xxhash.xxh3_128()
     buffer = bytearray(DIGEST_BLOCK)
     view = memoryview(buffer)
     with path.open("rb", buffering=0) as handle:
         while read := handle.readinto(buffer):
             digest.update(view[:read])
+            if checkpoint is not None:
+                checkpoint()
     return digest.hexdigest()

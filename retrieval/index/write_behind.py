@@ -2,12 +2,13 @@
 (hundreds of MB at 100k chunks: most arrays change when rows move) lands on disk a moment later.
 
 One writer thread per process (at the lowest CPU priority) writes the folders in the order they were asked
-for, so two writes never race
-(a write prunes the cache root, leftovers of interrupted writes included). A folder not yet started when a
-newer index of the same lineage is queued is dropped: it caches files that have changed since. The thread is
-not a daemon, so a process that exits first still finishes (Python joins such threads at exit);
-`write_cache` stays atomic (a temporary folder renamed into place), so a process killed mid-write leaves no
-half folder to read. The last index this process built or updated is kept in memory (`remember`,
+for, so two writes never race (a write prunes the cache root, leftovers of interrupted writes included). It
+yields to updates and lookups: before each folder, and between the blocks of every file it writes, it waits
+while one runs (retrieval/index/foreground.py), so an update never shares the process with a write. A folder
+not yet started when a newer index of the same lineage is queued is dropped: it caches files that have changed
+since. The thread is not a daemon, so a process that exits first still finishes (Python joins such threads at
+exit); `write_cache` stays atomic (a temporary folder renamed into place), so a process killed mid-write leaves
+no half folder to read. The last index this process built or updated is kept in memory (`remember`,
 `recalled`): the next update of the same lineage starts from it, without waiting for its folder or reading it.
 """
 
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from retrieval.index.cache import CachedIndex, write_cache
+from retrieval.index.foreground import writer_awaited, yield_to_foreground
 
 
 @dataclass(frozen=True, eq=False)
@@ -59,6 +61,7 @@ def _write_all() -> None:
     with contextlib.suppress(AttributeError, OSError):  # on Linux a thread has its own nice value: the writer
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)  # yields the CPU to updates and lookups
     while True:
+        yield_to_foreground()  # a folder not yet started can still be dropped for a newer one meanwhile
         with _LOCK:
             if not _QUEUE:
                 _WORKER.clear()
@@ -66,7 +69,7 @@ def _write_all() -> None:
                 return
             folder, cached = _QUEUE.pop(0)
         try:
-            write_cache(folder, cached)
+            write_cache(folder, cached, checkpoint=yield_to_foreground)
         finally:
             with _LOCK:
                 if not any(job[0] == folder for job in _QUEUE):
@@ -74,8 +77,9 @@ def _write_all() -> None:
 
 
 def wait_for_writes() -> None:
-    """Wait until every cache write this process asked for has finished."""
-    with _LOCK:
+    """Wait until every cache write this process asked for has finished; the writer stops yielding to
+    foreground work meanwhile (some may be the caller's own: `open_index` waits from inside its own)."""
+    with writer_awaited(), _LOCK:
         while _WORKER:
             _IDLE.wait()
 

@@ -1,5 +1,4 @@
-"""`lookup_knowledge`: the only orchestrator. L0 hints -> domain vote -> filter decision -> L1 -> evidence
--> record.
+"""`lookup_knowledge`: the only orchestrator. L0 hints -> domain vote -> filter decision -> L1 -> evidence -> record.
 
 L0 never replaces L1: it contributes hints, an optional category filter and its own evidence. L1 scores
 the query once; its unfiltered ranking (with L0's evidence) votes on the domain the hints carry
@@ -17,6 +16,7 @@ from typing import Any
 from retrieval.config import LookupConfig
 from retrieval.index import provenance
 from retrieval.index.build import KnowledgeIndex
+from retrieval.index.foreground import Foreground
 from retrieval.l0.index import L0Hints
 from retrieval.l1.results import L1Candidate
 from retrieval.lookup.details import Counts, L1Outcome, RetrievalDetails, best_score, overall_layer
@@ -87,6 +87,7 @@ class _Ranked:
     merged: int
 
 
+@Foreground(settle=0.0)  # a cache folder written behind an update waits (retrieval/index/foreground.py)
 def lookup_knowledge(query: str, *, index: KnowledgeIndex, config: LookupConfig | None = None,
                      category: str | None = None, top_k: int | None = None, recorder: Recorder | None = None,
                      run_id: str | None = None, query_id: str | None = None) -> LookupResult:
@@ -171,7 +172,6 @@ def _run_l1(query: str, filters: dict[str, str] | None, index: KnowledgeIndex, c
     if index.l1 is None:
         return L1Outcome("unavailable", error={"type": "L1Unavailable",
                                                "message": index.l1_unavailable_reason or "no L1 index"})
-
     settings = dict(top_k=max(config.l1_pool, top_k), filters=filters, min_score=config.l1_min_score,
                     tfidf_weight=config.l1_tfidf_weight, page_weight=config.page_weight)
     if config.l1_static_weight > 0:  # an L1 stand-in (tests, plug-ins) without a static part never sees it
