@@ -31,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np
+from machine import cli_startup, machine_speed
 from profiles import l1_breakdown, profile, tail
 from realtext import build_corpus, queries_from
 
@@ -61,7 +62,7 @@ def main() -> None:
         _serve(args)
         return
 
-    print(f"machine speed at the start: {_speed()}")
+    print(f"machine speed at the start: {machine_speed()}")
     corpus = build_corpus(args.chunks, args.corpus_dir)
     print(f"corpus: {corpus.chunks:,} chunks in {corpus.pages:,} pages, {len(corpus.categories)} categories "
           f"({corpus.root})")
@@ -97,8 +98,8 @@ def main() -> None:
             serve.append("--no-naive")
         if subprocess.run(serve, check=False).returncode != 0:
             raise SystemExit("the serving process failed")
-    _startup()
-    print(f"machine speed at the end: {_speed()}")
+    cli_startup()
+    print(f"machine speed at the end: {machine_speed()}")
 
 
 def _serve(args) -> None:
@@ -269,47 +270,6 @@ def _recall(l1, queries, search) -> float:
         hits += len(fast & exact)
         total += len(exact)
     return hits / total if total else 1.0
-
-
-def _startup() -> None:
-    """Wall time of `python -m retrieval lookup` on the sample, the index already cached (median of 3)."""
-    root = Path(__file__).resolve().parents[1]
-    traces = Path(tempfile.mkdtemp()) / "traces.duckdb"
-    command = [sys.executable, "-m", "retrieval", "lookup", "how do I silence alerts", "--traces", str(traces)]
-    subprocess.run(command, cwd=root, capture_output=True, check=False)  # warm the index cache
-    times = []
-    for _ in range(3):
-        started = time.perf_counter()
-        done = subprocess.run(command, cwd=root, capture_output=True, check=False)
-        times.append(time.perf_counter() - started)
-        if done.returncode != 0:
-            print(f"\nCLI start-up: the command failed: {done.stderr.decode()[-300:]}")
-            return
-    print(f"\nCLI start-up, `python -m retrieval lookup ...` on the sample: {statistics.median(times):.2f} s wall")
-
-
-def _speed() -> str:
-    """Two fixed workloads, timed (best of 5): interpreted Python, which the lookup mostly is, and a BLAS
-    product, which the naive design mostly is: a shared machine's state moves them by different factors.
-    A rough guide only (docs/performance.md: the lookup's time moved more than either)."""
-    rng = np.random.default_rng(0)
-    matrix, vector = rng.random((100_000, 256), dtype=np.float32), rng.random(256, dtype=np.float32)
-
-    def python_loop() -> None:
-        total = {}
-        for i in range(200_000):
-            total[i & 1023] = total.get(i & 1023, 0) + i
-
-    def best_ms(work) -> float:
-        took = []
-        for _ in range(5):
-            started = time.perf_counter()
-            work()
-            took.append((time.perf_counter() - started) * 1000)
-        return min(took)
-
-    return (f"Python loop {best_ms(python_loop):.1f} ms, 100k x 256 matrix-vector product "
-            f"{best_ms(lambda: matrix @ vector):.2f} ms")
 
 
 def _times(work, queries) -> list[float]:
