@@ -32,6 +32,31 @@ def test_bounded_selection_equals_the_exact_scan_on_a_generated_base(generated, 
     assert pruned >= least_pruned
 
 
+@pytest.mark.parametrize("segments", [2, 7, 64])
+def test_bounded_selection_with_pages_sharing_one_bound_equals_the_exact_scan(generated, monkeypatch, segments):
+    """A large base's page bounds are reduced in runs of pages (BOUND_SEGMENTS): a looser bound, never a wrong
+    one. Forced here on the generated base, with blocks of one row so pruning depends on those bounds."""
+    from retrieval.l1 import bounded
+
+    monkeypatch.setattr(bounded, "BOUND_SEGMENTS", segments)
+    monkeypatch.setattr(l1_module, "FIRST_BLOCK_ROWS", 1)
+    index, queries = generated
+    pruned = 0
+    for query in queries:
+        for filters in (None, {"category": "ops"}):
+            for top_k, min_score, weight, page_weight in ((1, 0.0, 0.9, 0.5), (5, 0.05, 0.9, 0.5),
+                                                          (30, 0.05, 0.5, 0.0), (3, 0.3, 0.7, 1.0)):
+                kwargs = dict(top_k=top_k, filters=filters, min_score=min_score, tfidf_weight=weight,
+                              page_weight=page_weight)
+                index._last_scores = None
+                fast = index.search(query, **kwargs)
+                exact = index.search(query, exact=True, **kwargs)
+                assert [(c.chunk.chunk_id, c.score, c.lsa_score, c.page_score) for c in fast.candidates] == \
+                    [(c.chunk.chunk_id, c.score, c.lsa_score, c.page_score) for c in exact.candidates]
+                pruned += fast.rows_scored < exact.rows_scored
+    assert pruned > 0
+
+
 def test_a_filtered_search_after_the_probe_equals_a_fresh_one(generated):
     """The lookup's second search reuses the probe (its cosines; its whole result when provably the same):
     what it returns must not depend on that."""

@@ -24,6 +24,8 @@ from retrieval.l1.results import L1Scores
 HEAD_DIMS = 16  # 64 bytes of float32: one cache line per row
 TOP_VALUE_SAMPLE = 4096  # bounds sampled to pick the first block's threshold
 COSINE_SLACK = 1e-4  # float32 rounding of a 256-term dot product is ~1e-6; the bound stays above it
+BOUND_SEGMENTS = 8192  # at most this many page bounds are reduced; more pages share one (a reduceat costs per
+# segment: 1.6 ms for 65k pages at 1M chunks, 0.26 ms for 8k); a shared bound is looser, never wrong
 
 
 class SearchSpace(Protocol):
@@ -130,7 +132,9 @@ class _Query:
         best = np.zeros(sizes.size, dtype=self.lexical.dtype)
         filled = sizes > 0
         if self.lexical.size:  # a page's segment runs to the next page's start: every page's start must be in range
-            best[filled] = np.maximum.reduceat(self.lexical, self.universe.starts[:-1][filled])
+            starts = self.universe.starts[:-1][filled]
+            group = max(1, starts.size // BOUND_SEGMENTS)  # a run of `group` pages shares its best row's bound
+            best[filled] = np.repeat(np.maximum.reduceat(self.lexical, starts[::group]), group)[:starts.size]
         blend = self.w * best + self.cap
         bound = blend + self.universe_page_part
         if self.everyone_possible:  # every row can reach the minimum
