@@ -79,3 +79,25 @@ def test_a_rebuild_is_not_followed_by_an_update_from_the_index_before_it(editabl
     _append(kb / "billing" / "plans.md", "Quokka tiers are priced per seat.")
     after = open_index(kb, cache_dir=cache)
     assert after.update is not None and after.update.lineage.updates == 1  # counted from the rebuild's fit
+
+
+def test_kept_rows_are_copied_run_by_run_as_a_gather_would():
+    import numpy as np
+
+    from retrieval.l1 import update
+
+    rng = np.random.default_rng(5)
+    source = rng.random((400, 6)).astype(np.float32)
+    old_rows = np.arange(400)
+    rows = np.concatenate([old_rows[:90], [-1, -2], old_rows[95:300], old_rows[310:400], [-3]])  # removed, added
+    rows = np.concatenate([rows[:50], rows[200:], rows[50:200]])  # and a block moved
+    for max_runs in (update.MAX_RUNS, 2):  # run by run, and one gather past too many runs
+        update.MAX_RUNS, saved = max_runs, update.MAX_RUNS
+        try:
+            copied = np.full((rows.size, 6), -7.0, dtype=np.float32)
+            update.copy_kept(copied, source, rows)
+        finally:
+            update.MAX_RUNS = saved
+        kept = rows >= 0
+        assert np.array_equal(copied[kept], source[rows[kept]])
+        assert np.all(copied[~kept] == -7.0)  # the new rows' places are left for them
