@@ -133,13 +133,7 @@ write_behind(Path(sys.argv[2]), cached)
 
 
 def test_a_process_exits_with_its_write_finished_while_a_daemon_thread_holds_foreground_work(kb_dir, tmp_path):
-    cached = _cached(kb_dir, tmp_path / "cache")
-    (source,) = [p for p in (tmp_path / "cache").iterdir() if (p / MANIFEST).is_file()]
-    target = tmp_path / "behind" / "folder"
-    child = subprocess.run([sys.executable, "-c", EXITING, str(source), str(target)], capture_output=True,
-                           timeout=120, cwd=Path(__file__).resolve().parents[1])
-    assert child.returncode == 0, child.stderr.decode()
-    _assert_same_index(target, cached)
+    _write_in_a_child(EXITING, kb_dir, tmp_path)
 
 
 IMPATIENT = """
@@ -163,10 +157,16 @@ while writing(target):
 
 
 def test_a_writer_held_back_past_its_patience_takes_a_gap_without_waiting_for_the_settle(kb_dir, tmp_path):
+    _write_in_a_child(IMPATIENT, kb_dir, tmp_path)
+
+
+def _write_in_a_child(script: str, kb_dir, tmp_path) -> None:
+    """Run `script` (given a cached folder and a target) in a process of its own; the target must then hold
+    the same index."""
     cached = _cached(kb_dir, tmp_path / "cache")
     (source,) = [p for p in (tmp_path / "cache").iterdir() if (p / MANIFEST).is_file()]
     target = tmp_path / "behind" / "folder"
-    child = subprocess.run([sys.executable, "-c", IMPATIENT, str(source), str(target)], capture_output=True,
+    child = subprocess.run([sys.executable, "-c", script, str(source), str(target)], capture_output=True,
                            timeout=120, cwd=Path(__file__).resolve().parents[1])
     assert child.returncode == 0, child.stderr.decode()
     _assert_same_index(target, cached)
