@@ -122,17 +122,26 @@ def _serve(args) -> None:
 
 def _building_process_l1(index, corpus, count: int) -> float:
     """L1 fast's p50 (ms) in the process that built `index`: for contrast with the serving process."""
-    l1, config = index.l1, LookupConfig()
     queries = [(query, category) for category, query in queries_from(corpus, count)]
-    search = dict(top_k=config.l1_pool, min_score=config.l1_min_score, tfidf_weight=config.l1_tfidf_weight,
-                  page_weight=config.page_weight, static_weight=config.l1_static_weight)
+    fresh = _fresh_search(index.l1, _l1_settings(LookupConfig()))
+    _times(lambda q, c: fresh(q, None, False), queries[:5])
+    return _p(_times(lambda q, c: fresh(q, None, False), queries), 50)
 
-    def fresh(q: str, c: str | None):
+
+def _l1_settings(config: LookupConfig) -> dict:
+    """The L1 search arguments a lookup with `config` passes (its probe's)."""
+    return dict(top_k=config.l1_pool, min_score=config.l1_min_score, tfidf_weight=config.l1_tfidf_weight,
+                page_weight=config.page_weight, static_weight=config.l1_static_weight)
+
+
+def _fresh_search(l1, search: dict):
+    """`fresh(query, category, exact)`: one whole L1 search, never a score reused from the query before."""
+
+    def fresh(q: str, c: str | None, exact: bool):
         l1._last_scores = None
-        return l1.search(q, **search)
+        return l1.search(q, filters={"category": c} if c else None, exact=exact, **search)
 
-    _times(fresh, queries[:5])
-    return _p(_times(fresh, queries), 50)
+    return fresh
 
 
 def _measure(index, queries: list[tuple[str, str]], scratch: Path, skip_naive: bool) -> float:
@@ -172,13 +181,8 @@ def _measure(index, queries: list[tuple[str, str]], scratch: Path, skip_naive: b
     l0 = _times(lambda q, c: index.l0.match(q, max_matches=config.l0_max_matches,
                                             min_score_ratio=config.l0_min_score_ratio), queries)
     l1 = index.l1
-    search = dict(top_k=config.l1_pool, min_score=config.l1_min_score, tfidf_weight=config.l1_tfidf_weight,
-                  page_weight=config.page_weight, static_weight=config.l1_static_weight)
-
-    def fresh(q: str, c: str | None, exact: bool):
-        l1._last_scores = None  # time the whole search, not a reused score
-        return l1.search(q, filters={"category": c} if c else None, exact=exact, **search)
-
+    search = _l1_settings(config)
+    fresh = _fresh_search(l1, search)
     faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     fast = _times(lambda q, c: fresh(q, None, False), queries)
     faults = (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults) / len(queries)

@@ -21,7 +21,6 @@ from retrieval.index.cache import SPILL_PREFIX, CachedIndex, read_cache, write_c
 from retrieval.index.chunk_store import ChunkRows, indexable
 from retrieval.index.config import IndexConfig
 from retrieval.index.foreground import Foreground
-from retrieval.index.heap import small_pages
 from retrieval.index.incremental import UpdateFacts, newest_of_lineage, update_index
 from retrieval.index.lineage import Lineage
 from retrieval.index.spill import IN_MEMORY, Spill
@@ -121,9 +120,8 @@ def open_index(path: str | Path, *, svd_dims: int | None = None, config: IndexCo
             return _from_cache(cached, embedder)
         prior = None if rebuild else recent.cached if recent else newest_of_lineage(folder.parent, lineage)
         del recent
-        with small_pages():
-            updated = prior and update_index(prior, path, strict=strict, exclude_fields=excluded,
-                                             exclude_paths=prefixes, config=config, embedder=embedder)
+        updated = prior and update_index(prior, path, strict=strict, exclude_fields=excluded, exclude_paths=prefixes,
+                                         config=config, embedder=embedder)
         del prior
         if updated:  # served now; its cache folder is written behind (retrieval/index/write_behind.py)
             write_behind(folder, updated.cached)

@@ -111,7 +111,6 @@ def writer_paused() -> bool:
         return _STATE.paused
 
 
-
 def foreground_running() -> int:
     """How many pieces of foreground work run now (the writer waits while any does)."""
     with _LOCK:

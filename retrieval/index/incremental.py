@@ -22,6 +22,7 @@ from retrieval.index.cache import MANIFEST, CachedIndex, CacheWarning, read_cach
 from retrieval.index.chunk_store import ChunkRows, indexable
 from retrieval.index.config import IndexConfig
 from retrieval.index.entry_columns import EntryColumns
+from retrieval.index.heap import small_pages
 from retrieval.index.lineage import REFIT_SHARE, Lineage
 from retrieval.index.merge import merge_entries
 from retrieval.kb.load import read_changes
@@ -79,6 +80,7 @@ def newest_of_lineage(cache_root: Path, key: str) -> CachedIndex | None:
     return None
 
 
+@small_pages()  # numpy's huge-page advice off while an update runs (retrieval/index/heap.py says why)
 def update_index(prior: CachedIndex, path: str | Path, *, strict: bool, exclude_fields: tuple[str, ...],
                  exclude_paths: tuple[str, ...], config: IndexConfig,
                  embedder: Embedder | LazyEmbedder | None) -> Updated | None:
