@@ -60,6 +60,9 @@ def build_parser() -> argparse.ArgumentParser:
     index.add_argument("--svd-dims", dest="svd_dims", type=int, default=LookupConfig.svd_dims)
     index.add_argument("--rebuild", action="store_true",
                        help="build the index whole (a new LSA fit) instead of updating a cached one for changed files")
+    index.add_argument("--keep-fit", dest="keep_fit", action="store_true",
+                       help="with --rebuild: keep the cached index's LSA fit (updated first for changed files), "
+                            "so the rebuild ranks as the updated index does")
     mcp = commands.add_parser("mcp", help="serve lookup_knowledge as an MCP tool (stdio; needs the [mcp] extra)")
     add_kb_flags(mcp)
     mcp.add_argument("--traces", default=None, help="DuckDB trace file (default: traces.duckdb)")
@@ -108,7 +111,8 @@ def add_kb_flags(parser: argparse.ArgumentParser) -> None:
 def open_kb(args: argparse.Namespace, kb: Any, svd_dims: int) -> KnowledgeIndex:
     """The index of `kb` as the knowledge-base flags (`add_kb_flags`) ask for it."""
     return open_index(kb, svd_dims=svd_dims, strict=args.strict, use_cache=not args.no_cache,
-                      exclude_paths=args.exclude, rebuild=getattr(args, "rebuild", False))
+                      exclude_paths=args.exclude, rebuild=getattr(args, "rebuild", False),
+                      keep_fit=getattr(args, "keep_fit", False))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -187,6 +191,8 @@ def _run(args: argparse.Namespace, tracing: list[Tracing]) -> str | None:
             summary["update"] = {"parsed": index.update.parsed, "entries_kept": index.update.entries_kept,
                                  "rows_added": index.update.rows_added, "rows_removed": index.update.rows_removed,
                                  **index.update.lineage.to_dict()}
+        if index.kept_fit is not None:  # a rebuild on the cached index's LSA fit: its drift is still the fit's
+            summary["kept_fit"] = index.kept_fit.to_dict()
         return json.dumps(summary, indent=2)
     return json.dumps(tool_definition(index.kb.domains()), indent=2)
 

@@ -29,7 +29,9 @@ from retrieval.kb.load import exclude_prefixes, load_knowledge_base
 from retrieval.kb.model import KnowledgeBase
 from retrieval.kb.sources import stat_line
 from retrieval.l0.index import L0Index
+from retrieval.l1.arrays import build_arrays, loaded
 from retrieval.l1.embedder import Embedder, LazyEmbedder, default_embedder
+from retrieval.l1.kept_fit import LsaFit
 from retrieval.l1.search import L1Index
 
 Progress = bp.Progress  # progress(stage, fraction): see retrieval.index.progress
@@ -50,6 +52,7 @@ class KnowledgeIndex:
     from_cache: bool = False
     index_config: IndexConfig = field(default_factory=IndexConfig)
     update: UpdateFacts | None = None  # set when the index is a cached one updated for changed files
+    kept_fit: Lineage | None = None  # set by a full build that kept its base's LSA fit: the fit's lineage
 
     def settings(self) -> dict:
         """The index settings as built (`svd_dims` asked for; `l1_dimensions` what the corpus allowed)."""
@@ -58,11 +61,11 @@ class KnowledgeIndex:
 
 def build_index(kb: KnowledgeBase, *, svd_dims: int | None = None, config: IndexConfig | None = None,
                 progress: Progress | None = None, spill: Spill = IN_MEMORY,
-                embedder: Embedder | LazyEmbedder | str | None = DEFAULT) -> KnowledgeIndex:
+                embedder: Embedder | LazyEmbedder | str | None = DEFAULT, fit: LsaFit | None = None) -> KnowledgeIndex:
     """Index `kb`; an L1 index that cannot be built leaves L1 `unavailable` with the reason, not an error.
     `svd_dims` overrides `config.svd_dims` (the older keyword); `progress(stage, fraction)` follows the
     stages of retrieval.index.progress. `embedder` gives L1 its static part (None: none; DEFAULT: the
-    packaged one, when installed)."""
+    packaged one, when installed). `fit` is an LSA fit to keep instead of fitting one (retrieval/l1/kept_fit.py)."""
     config = _with_dims(config, svd_dims)
     embedder = _embedder(embedder)
     started = time.perf_counter()
@@ -72,7 +75,8 @@ def build_index(kb: KnowledgeBase, *, svd_dims: int | None = None, config: Index
     l1, reason = None, None
     chunks = [c for c in kb.chunks if indexable(c)]
     try:
-        l1 = L1Index(chunks, config, progress=progress, embedder=embedder, spill=spill)
+        arrays = None if fit is None else build_arrays(chunks, config, progress, loaded(embedder), spill, fit)
+        l1 = L1Index(chunks, config, arrays=arrays, progress=progress, embedder=embedder, spill=spill)
     except ValueError as exc:  # e.g. no chunk has any indexable term
         reason = f"{type(exc).__name__}: {exc}"
     return KnowledgeIndex(kb, l0, l1, reason, config.svd_dims, time.perf_counter() - started, False, config)
@@ -83,10 +87,12 @@ def open_index(path: str | Path, *, svd_dims: int | None = None, config: IndexCo
                cache_dir: str | Path | None = None, use_cache: bool = True, strict: bool = False,
                exclude_fields: Iterable[str] = (), exclude_paths: Iterable[str] = (),
                progress: Progress | None = None,
-               embedder: Embedder | LazyEmbedder | str | None = DEFAULT, rebuild: bool = False) -> KnowledgeIndex:
+               embedder: Embedder | LazyEmbedder | str | None = DEFAULT, rebuild: bool = False,
+               keep_fit: bool = False) -> KnowledgeIndex:
     """Load and index a knowledge base, reusing the on-disk cache when the corpus content is unchanged, and
     updating the newest cached index of the same base and options when some files changed
-    (retrieval/index/incremental.py; `rebuild` builds it whole instead, a new full fit).
+    (retrieval/index/incremental.py; `rebuild` builds it whole instead, a new full fit; with `keep_fit`, a
+    full build on the LSA fit of the cached index, updated first if files changed: what an update equals).
 
     `config` holds the index settings (`svd_dims` overrides its dimensions). `exclude_paths` (path
     prefixes relative to the root, see retrieval.kb.exclusions) are normalised and sorted, and are part of
@@ -97,6 +103,9 @@ def open_index(path: str | Path, *, svd_dims: int | None = None, config: IndexCo
     embedder = _embedder(embedder)
     excluded = tuple(sorted(exclude_fields))
     prefixes = exclude_prefixes(exclude_paths)
+    if keep_fit and not (rebuild and use_cache):
+        raise ValueError("keep_fit keeps the fit of the cached index in a rebuild: use it with rebuild=True and "
+                         "the cache (an update keeps its fit anyway)")
     if not use_cache:
         return build_index(_read(path, strict, excluded, prefixes, progress), config=config, progress=progress,
                            embedder=embedder)
@@ -128,11 +137,16 @@ def open_index(path: str | Path, *, svd_dims: int | None = None, config: IndexCo
             remember(folder, replace(updated.cached, store=updated.kb.entries.store))
             return KnowledgeIndex(updated.kb, updated.l0, updated.l1, None, config.svd_dims, updated.facts.seconds,
                                   False, config, updated.facts)
+    kept = _current(path, folder.parent, lineage, dict(svd_dims=svd_dims, config=config, cache_dir=cache_dir,
+                     strict=strict, exclude_fields=exclude_fields, exclude_paths=exclude_paths,
+                     embedder=embedder)) if keep_fit else None
+    fit = LsaFit.of(kept.arrays) if kept is not None and kept.arrays is not None and kept.lineage else None
     forget()  # a full build: the next update starts from its folder, not from an index before it
     spill = Spill(folder.parent / f"{SPILL_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:8]}")
     try:  # the largest arrays go to the cache's disk as they are made, and the cache takes those files
         index = build_index(_read(path, strict, excluded, prefixes, progress), config=config, progress=progress,
-                            embedder=embedder, spill=spill)
+                            embedder=embedder, spill=spill, fit=fit)
+        index.kept_fit = kept.lineage if fit is not None else None
         bp.report(progress, bp.CACHING, 0.0)
         if embedder is not None and index.l1 is not None and index.l1.embedder_info is None:  # the embedder failed:
             folder = folder.parent / cache_key(f"{file_signature(path)}|{excluded}|None", config, strict, prefixes)
@@ -141,11 +155,23 @@ def open_index(path: str | Path, *, svd_dims: int | None = None, config: IndexCo
         wait_for_writes()  # the cache root, where its half-written `.building-*` folder would be a leftover
         write_cache(folder, CachedIndex(index.kb, index.l1.arrays if index.l1 else None, rows,
                                         index.l1_unavailable_reason, config, index.build_seconds, l0=index.l0.arrays,
-                                        lineage=Lineage(lineage, str(Path(path).resolve()), int(rows.size))))
+                                        lineage=index.kept_fit or Lineage(lineage, str(Path(path).resolve()),
+                                                                          int(rows.size))))
     finally:  # the index keeps its maps of the spilled files; their names go
         shutil.rmtree(spill.folder, ignore_errors=True)
     bp.report(progress, bp.CACHING, 1.0)
     return index
+
+
+def _current(path: str | Path, cache_root: Path, lineage: str, options: dict) -> CachedIndex | None:
+    """The cached index of the base at `path` as its files are now (updated first if they changed, built if
+    there is none or it drifted past the bound: then its fit is a new one), to keep the fit of."""
+    open_index(path, **options)
+    recent = recalled(cache_root, lineage)
+    if recent is not None:
+        return recent.cached
+    wait_for_writes()
+    return newest_of_lineage(cache_root, lineage)
 
 
 def _read(path: str | Path, strict: bool, excluded: tuple[str, ...], prefixes: tuple[str, ...],

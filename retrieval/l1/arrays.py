@@ -15,6 +15,7 @@ from retrieval.index.heap import release_freed_memory
 from retrieval.index.spill import IN_MEMORY, Spill
 from retrieval.kb.model import Chunk
 from retrieval.l1.embedder import Embedder, EmbedderWarning, LazyEmbedder, is_static
+from retrieval.l1.kept_fit import LsaFit
 from retrieval.l1.lsa_fit import fit_components
 from retrieval.l1.stable_sample import content_keys, sample_rows, term_keys
 from retrieval.l1.static import composed_with_pages, embedded_vectors, page_vectors
@@ -53,12 +54,13 @@ class L1Arrays:
 
 
 def build_arrays(chunks: Sequence[Chunk], config: IndexConfig, progress: bp.Progress | None = None,
-                 embedder: Embedder | None = None, spill: Spill = IN_MEMORY) -> L1Arrays:
+                 embedder: Embedder | None = None, spill: Spill = IN_MEMORY, fit: LsaFit | None = None) -> L1Arrays:
     """Count terms, weight them (BM25 for sections and pages), fit the LSA space and embed every chunk with
     `embedder` (no static part without one); `progress` gets each stage's fractions (retrieval.index.progress).
     The LSA rows and static vectors go to `spill` as they are made (retrieval/index/spill.py), and every large
     intermediate is let go as soon as the next stage has what it needs: at 1M chunks they are what sets the
-    build's peak memory (docs/benchmarks.md, bench/build_memory.py)."""
+    build's peak memory (docs/benchmarks.md, bench/build_memory.py). With `fit`, the LSA space is that fit's
+    (retrieval/l1/kept_fit.py), not a new one."""
     sources = [c.source for c in chunks]
     page_number: dict[str, int] = {}
     page_of_chunk = np.fromiter((page_number.setdefault(s, len(page_number)) for s in sources), dtype=np.int64,
@@ -82,8 +84,14 @@ def build_arrays(chunks: Sequence[Chunk], config: IndexConfig, progress: bp.Prog
     sections = weight_columns(chunk_counts, config.k1, config.b)
     release_freed_memory()
     bp.report(progress, bp.WEIGHTING, 1.0)
-    lsa_idf, projection, projection_row, lsa = _fit_lsa(chunk_counts, config, progress, content_keys(chunks),
-                                                        unigrams, spill)
+    if fit is None:
+        lsa_idf, projection, projection_row, lsa = _fit_lsa(chunk_counts, config, progress, content_keys(chunks),
+                                                            unigrams, spill)
+    else:
+        bp.report(progress, bp.SVD, 1.0)  # nothing to fit
+        lsa_idf, projection_row = fit.for_terms(unigrams, _smoothed_idf(chunk_counts))
+        projection = fit.projection
+        lsa = _projected(chunk_counts, lsa_idf, projection_row, projection, progress, spill)
     del chunk_counts
     order = np.argsort(page_of_chunk, kind="stable")
     starts = np.r_[0, np.cumsum(np.bincount(page_of_chunk, minlength=len(page_number)))].astype(np.int64)
@@ -108,9 +116,7 @@ def _fit_lsa(counts, config: IndexConfig, progress: bp.Progress | None, row_keys
     fit after a small edit lands near the one before."""
     bp.report(progress, bp.SVD, 0.0)  # the TF-IDF sample, then TruncatedSVD's steps (retrieval.l1.lsa_fit)
     n_rows, n_terms = counts.shape
-    doc_freq = np.bincount(counts.indices, minlength=n_terms)
-    idf = (np.log((1.0 + n_rows) / (1.0 + doc_freq)) + 1.0).astype(np.float32)
-    del doc_freq
+    idf = _smoothed_idf(counts)
     sample = sample_rows(row_keys, config.svd_sample_rows, config.random_state)
     fitted = _tfidf(counts[sample] if sample.size < n_rows else counts, idf)
     # fit on the terms the sample holds; from a sampled (large) base, only those in two sampled chunks or more:
@@ -128,14 +134,29 @@ def _fit_lsa(counts, config: IndexConfig, progress: bp.Progress | None, row_keys
     del fitted
     projection = np.ascontiguousarray(components.T, dtype=np.float32)
     projection_row[seen] = np.arange(seen.size, dtype=np.int32)
-    lsa = spill.rows("lsa", (n_rows, dims), np.float32)
+    return idf, projection, projection_row, _projected(counts, idf, projection_row, projection, progress, spill)
+
+
+def _smoothed_idf(counts) -> np.ndarray:
+    """scikit-learn's smoothed idf of every column of CSR `counts` (float32)."""
+    n_rows, n_terms = counts.shape
+    doc_freq = np.bincount(counts.indices, minlength=n_terms)
+    return (np.log((1.0 + n_rows) / (1.0 + doc_freq)) + 1.0).astype(np.float32)
+
+
+def _projected(counts, idf: np.ndarray, projection_row: np.ndarray, projection: np.ndarray,
+               progress: bp.Progress | None, spill: Spill) -> np.ndarray:
+    """Every row of `counts` as TF-IDF, projected and L2-normalised, a block of rows at a time."""
+    n_rows = counts.shape[0]
+    lsa = spill.rows("lsa", (n_rows, projection.shape[1]), np.float32)
     for start in bp.counted(range(0, n_rows, PROJECTED_ROWS), -(-n_rows // PROJECTED_ROWS), progress, bp.PROJECTING):
-        part = _seen_only(_tfidf(counts[start:start + PROJECTED_ROWS], idf), projection_row) @ projection
+        part = _seen_only(_tfidf(counts[start:start + PROJECTED_ROWS], idf), projection_row,
+                          projection.shape[0]) @ projection
         part = np.asarray(part, dtype=np.float32)
         norms = np.linalg.norm(part, axis=1, keepdims=True)
         lsa.write(part / np.where(norms > 0, norms, 1.0))
     release_freed_memory()
-    return idf, projection, projection_row, lsa.finish()
+    return lsa.finish()
 
 
 def _tfidf(counts, idf: np.ndarray):
@@ -147,7 +168,7 @@ def _tfidf(counts, idf: np.ndarray):
     return normalize(tfidf, copy=False)
 
 
-def _seen_only(tfidf, projection_row: np.ndarray):
+def _seen_only(tfidf, projection_row: np.ndarray, n_columns: int):
     """`tfidf` with only the terms the SVD saw, as columns of the projection (their order kept: the
     product sums each row's entries in the order a column selection gives them)."""
     from scipy import sparse
@@ -157,7 +178,7 @@ def _seen_only(tfidf, projection_row: np.ndarray):
     rows = np.repeat(np.arange(tfidf.shape[0]), np.diff(tfidf.indptr))
     indptr = np.r_[0, np.cumsum(np.bincount(rows[keep], minlength=tfidf.shape[0]))].astype(np.int64)
     return sparse.csr_matrix((tfidf.data[keep], target[keep], indptr),
-                             shape=(tfidf.shape[0], int(projection_row.max()) + 1))
+                             shape=(tfidf.shape[0], n_columns))
 
 
 def _static_part(embedder: Embedder | None, chunks: Sequence[Chunk], surface: SurfaceWords | None,

@@ -98,9 +98,10 @@ class L1Index:
         pages = postings_sum(a.page_indptr, a.page_rows, a.page_weights, ids, page_counts, self.n_pages)
         query_vector = None
         if self.dimensions and word_ids.size:
-            # the sublinear TF-IDF of the query, projected (its L2 norm cancels in the final normalisation)
+            # the sublinear TF-IDF of the query, projected (its L2 norm cancels in the final normalisation); a
+            # term no chunk holds any more (an update keeps its id) counts as in a build: not at all
             query_tfidf = ((1.0 + np.log(word_counts)) * a.lsa_idf[word_ids]).astype(np.float32)
-            rows = a.projection_row[word_ids]
+            rows = np.where(a.section_indptr[word_ids + 1] > a.section_indptr[word_ids], a.projection_row[word_ids], -1)
             projected = query_tfidf[rows >= 0] @ a.projection[rows[rows >= 0]]
             norm = float(np.linalg.norm(projected))
             query_vector = projected / norm if norm > 0 else None
