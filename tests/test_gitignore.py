@@ -56,11 +56,13 @@ def test_the_lookup_cli_and_its_keeper_leave_nothing_git_sees(tmp_path):
 def test_a_lookup_while_another_process_holds_the_file_leaves_its_row_ignored(tmp_path):
     repo = repos.scratch_repo(tmp_path / "repo")
     traces = repo / "traces.duckdb"
+    fold_soon = {"LOOKUP_KNOWLEDGE_PACK_IDLE": "0.2"}  # the keeper folds 0.2 s after the last row, not 5 s
     with repos.Watcher(repo) as watcher:
-        run(repo, "retrieval", "lookup", QUERIES[0], "--kb", str(repos.SAMPLE))
+        run(repo, "retrieval", "lookup", QUERIES[0], "--kb", str(repos.SAMPLE), env=fold_soon)
         repos.wait_for_keeper(traces)  # (while one is at work, a lookup leaves its row to it, checking nothing)
         with held_trace_file(traces):
-            done = run(repo, "retrieval", "lookup", QUERIES[1], "--kb", str(repos.SAMPLE), "--lock-timeout", "0.5")
+            done = run(repo, "retrieval", "lookup", QUERIES[1], "--kb", str(repos.SAMPLE), "--lock-timeout", "0.5",
+                       env=fold_soon)
             assert "is locked by process" in done.stderr
             waiting = list(repo.glob("traces.duckdb.pending.jsonl*")) + list(repo.glob("traces.duckdb.live/*"))
             assert waiting  # the row waits beside the file (spooled, or drained into a part not shown yet)

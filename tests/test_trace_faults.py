@@ -113,9 +113,10 @@ def _alone(path: Path) -> bool:
                 or list(path.with_name(path.name + ".live").glob("*.parquet")))
 
 
-def test_once_writers_are_idle_the_keeper_leaves_every_row_in_the_file_alone(tmp_path):
+def test_once_writers_are_idle_the_keeper_leaves_every_row_in_the_file_alone(tmp_path, monkeypatch):
     """A writer's drains put rows in the live folder and start the keeper, which folds them (and the log) into
     the file once nothing has been recorded for a moment, then exits: the file alone holds every row."""
+    monkeypatch.setenv("LOOKUP_KNOWLEDGE_PACK_IDLE", "0.5")  # the keeper's moment: 0.5 s, not 5 s
     path = tmp_path / "t.duckdb"
     with TraceStore(path) as store:
         store.record_many([ToolInvocation("lookup_knowledge", f"q{i}", {}, "ok", 1.0, {}, {"pad": "x" * 5000})
