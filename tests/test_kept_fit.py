@@ -107,3 +107,27 @@ def test_the_index_command_rebuilds_keeping_the_fit_and_says_so(editable_kb, mon
     assert 0 < summary["kept_fit"]["drift"] < 0.2
     assert main(["index", "--kb", str(kb), "--keep-fit"]) == 2
     assert "rebuild=True" in capsys.readouterr().err
+
+
+def test_an_updated_jsonl_corpus_ranks_as_a_full_rebuild_that_keeps_its_fit(tmp_path):
+    subjects = ("alerts", "billing", "tokens", "exports")
+    records = [{"_id": f"d{i}", "title": f"Document {i}", "metadata": {"category": f"c{i % 3}"},
+                "text": f"topic{i % 7} shared words and item{i} details with {subjects[i % 4]} notes"}
+               for i in range(60)]
+    corpus, cache = tmp_path / "corpus.jsonl", tmp_path / "cache"
+
+    def write():
+        corpus.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+
+    write()
+    open_index(corpus, cache_dir=cache)
+    records[5]["text"] = "zanzibar lighthouse keeper with alerts notes"
+    del records[9]
+    records.append({"_id": "new", "title": "New", "text": "ocelot migration notes about billing tokens"})
+    write()
+    updated = open_index(corpus, cache_dir=cache)
+    rebuilt = open_index(corpus, cache_dir=cache, rebuild=True, keep_fit=True)
+    assert updated.update is not None and rebuilt.kept_fit == updated.update.lineage
+    for query in ("zanzibar lighthouse", "ocelot migration billing", "item9 details", "topic3 shared words exports",
+                  "alerts notes", "tokens"):
+        assert _ranking(rebuilt, query) == _ranking(updated, query), query
