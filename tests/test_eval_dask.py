@@ -11,6 +11,7 @@ import pytest
 
 from eval import cli, runs
 from eval.datasets import load_dataset
+from eval.parallel import backends
 from eval.parallel.fanout import sweep_parallel
 from eval.parallel.pool import Pool
 from retrieval import LookupConfig, TraceStore
@@ -69,8 +70,9 @@ def test_dask_sweep_equals_the_serial_sweep(dask_cluster, store):
         same_run(store, one, two)
 
 
-def test_an_unreachable_scheduler_is_an_error_saying_how_to_start_one(tmp_path, capsys):
+def test_an_unreachable_scheduler_is_an_error_saying_how_to_start_one(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(backends, "CONNECT_TIMEOUT", 1)  # refused at once, but Dask tries until its timeout (10 s)
     assert cli.main(["run", "--dataset", str(ROOT / "data"), "--traces", str(tmp_path / "t.duckdb"),
                      "--dask", "tcp://127.0.0.1:9"]) == 2
     err = capsys.readouterr().err
-    assert "cannot reach a Dask scheduler at tcp://127.0.0.1:9" in err and "dask scheduler" in err
+    assert "cannot reach a Dask scheduler at tcp://127.0.0.1:9 within 1 s" in err and "dask scheduler" in err
