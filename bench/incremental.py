@@ -89,11 +89,12 @@ def main() -> None:
 def _compare(name: str, seconds: float, updated: list[list[tuple[str, str]]],
              rebuilt: list[list[tuple[str, str]]]) -> None:
     """Print how often the updated index's top 10 equals the rebuild's, and how nearly."""
-    n = len(updated)
-    same = sum(a == b for a, b in zip(updated, rebuilt, strict=True))
-    pages = sum([s for s, _ in a] == [s for s, _ in b] for a, b in zip(updated, rebuilt, strict=True))
-    first = sum(a[:1] == b[:1] for a, b in zip(updated, rebuilt, strict=True))
-    overlap = sum(len(set(a) & set(b)) / max(len(b), 1) for a, b in zip(updated, rebuilt, strict=True)) / n
+    pairs = list(zip(updated, rebuilt, strict=True))
+    n = len(pairs)
+    same = sum(a == b for a, b in pairs)
+    pages = sum([s for s, _ in a] == [s for s, _ in b] for a, b in pairs)
+    first = sum(a[:1] == b[:1] for a, b in pairs)
+    overlap = sum(len(set(a) & set(b)) / max(len(b), 1) for a, b in pairs) / n
     print(f"{name}, {seconds:.1f} s: the top {TOP} of the updated index equals the rebuild's for {same} of {n} "
           f"queries ({same / n:.1%}); the same pages in the same order {pages / n:.1%}; the same first block "
           f"{first / n:.1%}; mean overlap of the top {TOP} {overlap:.3f}")
