@@ -86,14 +86,14 @@ class L1Index:
         ids, counts = query_terms(query, self.vocabulary, a.pair_keys)
         if ids.size == 0:
             return L1Scores(None, None, None, tfidf_weight)
-        n_unigrams = len(self.vocabulary)
-        words = ids < n_unigrams
+        words = ids < len(self.vocabulary)
         word_ids, word_counts = ids[words], counts[words]
-        lexical = np.zeros(len(self.chunks), dtype=np.float32)
         if word_ids.size:
             bound = float(word_counts @ a.section_idf[word_ids]) * (self.config.k1 + 1)
             lexical = postings_sum(a.section_indptr, a.section_rows, a.section_weights, word_ids,
-                                    word_counts / bound, len(self.chunks)).astype(np.float32)
+                                    word_counts / bound, len(self.chunks), np.float32)
+        else:  # only adjacent pairs matched: pages score, chunks do not
+            lexical = np.zeros(len(self.chunks), dtype=np.float32)
         page_counts = np.where(words, counts, counts * self.config.page_pair_weight)
         pages = postings_sum(a.page_indptr, a.page_rows, a.page_weights, ids, page_counts, self.n_pages)
         query_vector = None
