@@ -42,9 +42,9 @@ def _pruned_with_fast_equal_to_exact(index, queries, filter_sets) -> int:
 def test_bounded_selection_with_pages_sharing_one_bound_equals_the_exact_scan(generated, monkeypatch, segments):
     """A large base's page bounds are reduced in runs of pages (BOUND_SEGMENTS): a looser bound, never a wrong
     one. Forced here on the generated base, with blocks of one row so pruning depends on those bounds."""
-    from retrieval.l1 import bounded
+    from retrieval.l1 import universe
 
-    monkeypatch.setattr(bounded, "BOUND_SEGMENTS", segments)
+    monkeypatch.setattr(universe, "BOUND_SEGMENTS", segments)
     monkeypatch.setattr(l1_module, "FIRST_BLOCK_ROWS", 1)
     pruned = _pruned_with_fast_equal_to_exact(*generated, (None, {"category": "ops"}))
     assert pruned > 0

@@ -12,7 +12,6 @@ scoring every row (`L1Index.select(..., exact=True)`).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Protocol
 
 import numpy as np
@@ -20,12 +19,11 @@ import numpy as np
 from retrieval.l1.arrays import L1Arrays
 from retrieval.l1.page_ranking import PageRanking
 from retrieval.l1.results import L1Scores
+from retrieval.l1.universe import Universe
 
 HEAD_DIMS = 16  # 64 bytes of float32: one cache line per row
 TOP_VALUE_SAMPLE = 4096  # bounds sampled to pick the first block's threshold
 COSINE_SLACK = 1e-4  # float32 rounding of a 256-term dot product is ~1e-6; the bound stays above it
-BOUND_SEGMENTS = 8192  # at most this many page bounds are reduced; more pages share one (a reduceat costs per
-# segment: 1.6 ms for 65k pages at 1M chunks, 0.26 ms for 8k); a shared bound is looser, never wrong
 
 
 class SearchSpace(Protocol):
@@ -65,35 +63,6 @@ class LsaHeads:
         return np.minimum(head_dot + self.tail_norm[rows] * tail + COSINE_SLACK, 1.0)
 
 
-@dataclass(frozen=True, eq=False)
-class Universe:
-    """The rows a selection may return, page by page: `rows` (None: every row, pages' rows contiguous and
-    in order), their `pages` (None: every page) and each page's number of rows."""
-
-    rows: np.ndarray | None
-    pages: np.ndarray | None
-    sizes: np.ndarray
-
-    @cached_property
-    def starts(self) -> np.ndarray:
-        """Where each page's rows start among the universe's positions (one more entry than pages)."""
-        return np.r_[0, np.cumsum(self.sizes)].astype(np.int64)
-
-    @cached_property
-    def page_of_position(self) -> np.ndarray:
-        """The page (by its place in the universe) of each position: made once per universe, on first use."""
-        return np.repeat(np.arange(self.sizes.size, dtype=np.int64), self.sizes)
-
-    def positions_of(self, pages: np.ndarray) -> np.ndarray:
-        """The universe positions of `pages` (places in the universe), page by page."""
-        starts, lengths = self.starts[pages], self.sizes[pages]
-        total = int(lengths.sum())
-        if not total:
-            return np.empty(0, dtype=np.int64)
-        offsets = np.repeat(starts - np.r_[0, np.cumsum(lengths)[:-1]], lengths)
-        return np.arange(total, dtype=np.int64) + offsets
-
-
 @dataclass(frozen=True)
 class Bounded:
     """The rows a selection must score, with their LSA cosines, and how many rows with a lexical match were
@@ -128,14 +97,11 @@ class _Query:
     def _page_bounds(self) -> tuple[np.ndarray, int]:
         """Each universe page's bound (its best row's: -inf when no row of it can reach the minimum), and
         how many rows with a lexical match cannot reach the minimum."""
-        sizes = self.universe.sizes
-        best = np.zeros(sizes.size, dtype=self.lexical.dtype)
-        filled = sizes > 0
-        if self.lexical.size:  # a page's segment runs to the next page's start: every page's start must be in range
-            starts = self.universe.starts[:-1][filled]
-            group = max(1, starts.size // BOUND_SEGMENTS)  # a run of `group` pages shares its best row's bound
-            best[filled] = np.repeat(np.maximum.reduceat(self.lexical, starts[::group]), group)[:starts.size]
-        blend = self.w * best + self.cap
+        run_starts, page_run = self.universe.bound_runs()
+        run_best = np.zeros(run_starts.size + 1, dtype=self.lexical.dtype)  # the last: pages without rows
+        if run_starts.size:  # a run's segment ends at the next run's start: every start is in range
+            run_best[:-1] = np.maximum.reduceat(self.lexical, run_starts)
+        blend = self.w * run_best[page_run] + self.cap
         bound = blend + self.universe_page_part
         if self.everyone_possible:  # every row can reach the minimum
             return bound, 0

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from retrieval.l1.bounded import Universe
+from retrieval.l1.universe import Universe
 from retrieval.text.analysis import normalize_label
 
 FILTER_KEYS = ("category", "source")
