@@ -127,6 +127,11 @@ class ChunkStore:
     def _position_ints(self) -> memoryview:
         return int_view(self.position)
 
+    def heads_at(self, indices: np.ndarray) -> list[tuple[str, str, tuple[str, ...]]]:
+        """(source, title, domains) of the chunks at `indices`, without building the chunks."""
+        heads = self._head_list
+        return [heads[e] for e in self.entry_of[indices].tolist()]
+
     def take(self, indices: np.ndarray) -> list[Chunk]:
         """The chunks at `indices`, built in one pass."""
         heads = [self.heads[e] for e in self.entry_of[indices].tolist()]
@@ -172,6 +177,10 @@ class ChunkRows(Sequence[Chunk]):
 
     def __iter__(self) -> Iterator[Chunk]:
         return (self._store.chunk(int(r)) for r in self._rows)
+
+    def heads_at(self, rows: np.ndarray) -> list[tuple[str, str, tuple[str, ...]]]:
+        """(source, title, domains) of the chunks at `rows` (positions in this sequence)."""
+        return self._store.heads_at(self._rows[np.asarray(rows, dtype=np.int64)])
 
     def take(self, rows: Sequence[int]) -> list[Chunk]:
         """The chunks at `rows` (positions in this sequence), built in one pass."""

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
+from retrieval.kb.model import Chunk
 from retrieval.l1.universe import Universe
 from retrieval.text.analysis import normalize_label
 
@@ -68,6 +69,17 @@ class PageSets:
             return np.empty(0, dtype=np.int64)
         offsets = np.repeat(starts - np.r_[0, np.cumsum(lengths)[:-1]], lengths)
         return self._order[np.arange(lengths.sum()) + offsets]
+
+
+def page_heads(chunks: Sequence[Chunk], first_rows: np.ndarray) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    """Each page's source and domains, read off its first chunk (a page's chunks share them): from a column
+    store's entry heads when it has them (at 1M chunks 66k Chunk objects cost a quarter of the cache load)."""
+    heads_at = getattr(chunks, "heads_at", None)
+    if heads_at is not None:
+        heads = heads_at(first_rows)
+        return tuple(head[0] for head in heads), [head[2] for head in heads]
+    first = [chunks[int(row)] for row in first_rows]
+    return tuple(c.source for c in first), [c.domains for c in first]
 
 
 def check_filter_keys(filters: Mapping[str, str]) -> None:

@@ -24,7 +24,7 @@ from retrieval.l1.arrays import L1Arrays, build_arrays, loaded
 from retrieval.l1.bounded import LsaHeads, bounded_rows
 from retrieval.l1.embedder import Embedder, EmbedderInfo, LazyEmbedder
 from retrieval.l1.page_ranking import PageRanking
-from retrieval.l1.pages import PageSets, check_filter_keys
+from retrieval.l1.pages import PageSets, check_filter_keys, page_heads
 from retrieval.l1.results import L1Candidate, L1Result, L1Scores, LsaMemo, Probe
 from retrieval.l1.static import pool_boosts
 from retrieval.l1.static import query_vector as static_query_vector  # `_score` has an LSA `query_vector`
@@ -56,12 +56,9 @@ class L1Index:
         self.embedder = embedder if dimensions else None  # a lazy one loads at the first static search
         self.embedder_info = EmbedderInfo(bytes(a.static_embedder).decode("utf-8"), dimensions) if dimensions else None
         self.vocabulary = TermIndex(TextColumn(a.unigram_blob, a.unigram_offsets), a.unigram_hashes, a.unigram_ids)
-        # one chunk per page names its source and domains (a page's chunks share them)
-        first_chunks = [chunks[int(row)] for row in a.page_row_order[a.page_row_starts[:-1]]]
-        self.page_sources = tuple(c.source for c in first_chunks)
-        self.n_pages = len(self.page_sources)
-        self.pages = PageSets(self.page_sources, (c.domains for c in first_chunks), a.page_row_starts,
-                              a.page_row_order)
+        sources, domains = page_heads(chunks, a.page_row_order[a.page_row_starts[:-1]])
+        self.page_sources, self.n_pages = sources, len(sources)
+        self.pages = PageSets(sources, domains, a.page_row_starts, a.page_row_order)
         self._last_scores: tuple[tuple[str, float], L1Scores] | None = None
         self._lsa_heads: LsaHeads | None = None
 
