@@ -23,3 +23,14 @@ def test_chunk_rows_take_equals_reading_one_by_one():
     picked = [3, 0, 2, 2]
     assert rows.take(picked) == [rows[i] for i in picked]
     assert rows.take([]) == []
+
+
+def test_chunk_rows_heads_equal_the_chunks_source_title_and_domains():
+    """L1 names its pages from `heads_at` (no Chunk built); it must say what the chunks say."""
+    entries = [parse_markdown_entry(f"{name}.md", f"---\ntitle: {name.title()}\ncategories: [{cat}]\n---\n"
+                                                  "## One\nfirst section\n## Two\nsecond section\n")
+               for name, cat in (("alpha", "ops"), ("beta", "billing"), ("gamma", "ops"))]
+    rows = ChunkRows(ChunkStore.of(entries), np.array([5, 0, 3, 1], dtype=np.int64))
+    picked = np.array([3, 0, 2, 2])
+    assert rows.heads_at(picked) == [(rows[i].source, rows[i].title, rows[i].domains) for i in picked.tolist()]
+    assert [head[2] for head in rows.heads_at(picked)] == [("ops",), ("ops",), ("billing",), ("billing",)]
