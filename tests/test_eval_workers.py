@@ -40,7 +40,7 @@ def test_sweep_with_two_workers_equals_one_worker_on_the_sample_data(store):
 @pytest.mark.slow
 @pytest.mark.shared_data
 def test_sweep_with_two_workers_equals_one_worker_on_a_scifact_slice(store):
-    dataset = load_dataset(shared_path("scifact"), split="train").sample(120)
+    dataset = load_dataset(shared_path("scifact"), split="train").sample(40)
     grid = {"l0_filter": ["true", "false"], "l1_pool": ["20", "40"]}
     serial = runs.run_sweep(dataset, grid, store=store, base_config=LookupConfig(svd_dims=64))
     parallel = sweep_parallel(dataset, grid, store=store, pool=TWO, base_config=LookupConfig(svd_dims=64))
