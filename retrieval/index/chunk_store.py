@@ -134,7 +134,7 @@ class ChunkStore:
 
     def take(self, indices: np.ndarray) -> list[Chunk]:
         """The chunks at `indices`, built in one pass."""
-        heads = [self.heads[e] for e in self.entry_of[indices].tolist()]
+        heads = self.heads_at(indices)
         return [Chunk(source, position, title, breadcrumb, text, domains) for (source, title, domains), position,
                 breadcrumb, text in zip(heads, self.position[indices].tolist(), self.breadcrumbs.take(indices),
                                         self.texts.take(indices), strict=True)]
