@@ -234,9 +234,9 @@ def weight_columns_of(indptr: np.ndarray, rows: np.ndarray, tf: np.ndarray, n_ro
     a conversion (a row's length summed from its counts, a term's document frequency its column's size).
     Weighted a run of columns at a time, so no temporary is as long as all the entries."""
     lengths = np.zeros(n_rows, dtype=np.float64)
-    for start in range(0, tf.size, WEIGHTED_ENTRIES):  # counts are whole numbers: sums in parts are exact
-        lengths += np.bincount(rows[start:start + WEIGHTED_ENTRIES], weights=tf[start:start + WEIGHTED_ENTRIES],
-                               minlength=n_rows)
+    step = max(WEIGHTED_ENTRIES, 4 * n_rows)  # each part's sums are a vector of n_rows: parts a few times longer
+    for start in range(0, tf.size, step):  # counts are whole numbers: sums in parts are exact
+        lengths += np.bincount(rows[start:start + step], weights=tf[start:start + step], minlength=n_rows)
     average = lengths.mean() if lengths.sum() else 1.0
     doc_freq = np.diff(indptr)
     idf = np.log1p((n_rows - doc_freq + 0.5) / (doc_freq + 0.5))
@@ -247,12 +247,16 @@ def weight_columns_of(indptr: np.ndarray, rows: np.ndarray, tf: np.ndarray, n_ro
     values = np.empty(tf.size, dtype=np.float32)
     cuts = np.unique(np.r_[np.searchsorted(indptr, np.arange(0, tf.size, WEIGHTED_ENTRIES), side="right") - 1,
                            indptr.size - 1])
+    scale = np.float32(k1 + 1)
     for first, last in zip(cuts[:-1].tolist(), cuts[1:].tolist(), strict=True):
         a, z = int(indptr[first]), int(indptr[last])
-        part = tf[a:z] * np.float32(k1 + 1) / (tf[a:z] + norm[rows[a:z]])
+        part = np.multiply(tf[a:z], scale, out=values[a:z])  # tf * (k1 + 1) / (tf + norm) * idf, written in place
+        below = norm[rows[a:z]]
+        below += tf[a:z]  # float addition commutes exactly: the weights are the same to the bit
+        part /= below
         part *= np.repeat(idf32[first:last], doc_freq[first:last])
-        values[a:z] = part
     return WeightColumns(indptr, rows, values, idf, tf)
 
 
-WEIGHTED_ENTRIES = 8_000_000  # entries weighted at a time
+WEIGHTED_ENTRIES = 1 << 18  # entries weighted at a time: each temporary ~1 MB, reused from the heap instead of
+# new memory the kernel maps and zeroes (8M-entry blocks cost a one-page update at 100k chunks ~45k page faults)

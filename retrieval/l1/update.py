@@ -20,6 +20,7 @@ from retrieval.index.chunk_store import TextColumn
 from retrieval.index.config import IndexConfig
 from retrieval.kb.model import Chunk
 from retrieval.l1.arrays import L1Arrays, weight_columns_of
+from retrieval.l1.count_merge import merged_counts
 from retrieval.l1.embedder import Embedder, is_static
 from retrieval.l1.static import composed_vectors, embedded_vectors, page_vectors
 from retrieval.l1.terms import TermIndex, count_terms, term_hash
@@ -53,7 +54,8 @@ def update_arrays(old: L1Arrays, rows: np.ndarray, new_chunks: Sequence[Chunk], 
     n_unigrams = n_old + len(added)
 
     # pair keys re-encoded for the grown vocabulary (order kept), the new pages' pairs merged in
-    old_keys = (old.pair_keys // max(n_old, 1)) * n_unigrams + old.pair_keys % max(n_old, 1)
+    old_keys = (old.pair_keys if n_unigrams == n_old  # no new word: the same keys, not four passes over them
+                else (old.pair_keys // max(n_old, 1)) * n_unigrams + old.pair_keys % max(n_old, 1))
     n_local = max(len(counts.unigrams), 1)
     new_keys = to_global[counts.pair_keys // n_local] * n_unigrams + to_global[counts.pair_keys % n_local]
     added_keys = np.unique(new_keys)  # few; the old keys are sorted and distinct already
@@ -84,15 +86,15 @@ def update_arrays(old: L1Arrays, rows: np.ndarray, new_chunks: Sequence[Chunk], 
     final_of_old[kept] = np.flatnonzero(rows >= 0)
     final_of_new = np.empty(len(new_chunks), dtype=np.int64)
     final_of_new[fresh] = np.flatnonzero(rows < 0)
-    sections = _merged(old.section_indptr, old.section_rows, old.section_tf, final_of_old, None, counts.chunks,
-                       final_of_new, to_global, rows.size, n_unigrams)
+    sections = merged_counts(old.section_indptr, old.section_rows, old.section_tf, final_of_old, None, counts.chunks,
+                             final_of_new, to_global, n_unigrams)
     old_pages = old.page_row_starts.size - 1
     final_of_old_page = np.full(old_pages, -1, dtype=np.int64)
     final_of_old_page[kept_pages] = np.flatnonzero(firsts >= 0)
     final_of_new_page = np.empty(len(local_page), dtype=np.int64)
     final_of_new_page[-1 - firsts[firsts < 0]] = np.flatnonzero(firsts < 0)
-    pages = _merged(old.page_indptr, old.page_rows, old.page_tf, final_of_old_page, old_columns, counts.pages,
-                    final_of_new_page, new_columns, firsts.size, n_columns)
+    pages = merged_counts(old.page_indptr, old.page_rows, old.page_tf, final_of_old_page, old_columns, counts.pages,
+                          final_of_new_page, new_columns, n_columns)
     if sections[1].size == 0:
         raise ValueError("L1 needs at least one chunk with an indexable term")
     sections = weight_columns_of(*sections, rows.size, config.k1, config.b)
@@ -153,38 +155,6 @@ def copy_kept(destination: np.ndarray, source: np.ndarray, rows: np.ndarray) -> 
     for start, end in zip(np.r_[0, breaks].tolist(), np.r_[breaks, at.size].tolist(), strict=True):
         first, last = int(at[start]), int(at[end - 1])
         destination[first:last + 1] = source[int(rows[at[start]]):int(rows[at[end - 1]]) + 1]
-
-
-def _merged(indptr: np.ndarray, rows: np.ndarray, tf: np.ndarray, final_of_old: np.ndarray,
-            old_columns: np.ndarray | None, new, final_of_new: np.ndarray, new_columns: np.ndarray, n_rows: int,
-            n_columns: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Term counts as CSC arrays (indptr, rows, tf) by column, then row: the old entries of kept rows
-    (`final_of_old`: each old row's new row, -1 when gone), columns mapped by `old_columns` (monotone, so their
-    order holds), with the new rows' counts (`new`, CSR, rows `final_of_new`, columns `new_columns`) merged in.
-    Kept rows keep their order, so the old entries stay sorted; each new entry is placed by a binary search in
-    its own column only (no column index per old entry: at 100k chunks that was most of an update)."""
-    moved = final_of_old.astype(np.int32)[rows]
-    keep = moved >= 0
-    kept_before = np.zeros(keep.size + 1, dtype=np.int64)
-    np.cumsum(keep, out=kept_before[1:])
-    counts = np.zeros(n_columns, dtype=np.int64)
-    targets = np.arange(indptr.size - 1) if old_columns is None else old_columns
-    counts[targets] = np.diff(kept_before[indptr])
-    kept_indptr = np.r_[0, np.cumsum(counts)]
-    old_rows, old_tf = moved[keep], tf[keep]
-    new = new.tocoo()
-    new_cols, new_rows = new_columns[new.col].astype(np.int64), final_of_new[new.row]
-    order = np.lexsort((new_rows, new_cols))
-    new_cols, new_rows, new_tf = new_cols[order], new_rows[order], new.data[order].astype(np.float32)
-    at = np.empty(new_cols.size, dtype=np.int64)
-    bounds = np.flatnonzero(np.r_[True, new_cols[1:] != new_cols[:-1], True]) if new_cols.size else np.zeros(1, int)
-    for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
-        column = int(new_cols[a])
-        lo, hi = int(kept_indptr[column]), int(kept_indptr[column + 1])
-        at[a:b] = lo + np.searchsorted(old_rows[lo:hi], new_rows[a:b])
-    counts += np.bincount(new_cols, minlength=n_columns)
-    merged_rows = np.insert(old_rows, at, new_rows).astype(np.int32, copy=False)
-    return np.r_[0, np.cumsum(counts)].astype(np.int64), merged_rows, np.insert(old_tf, at, new_tf)
 
 
 def _folded(counts, lsa_idf: np.ndarray, projection_row: np.ndarray, projection: np.ndarray) -> np.ndarray:
