@@ -7,7 +7,8 @@ import pytest
 from rank_bm25 import BM25Okapi
 
 from retrieval import load_knowledge_base
-from retrieval.l0.index import L0Index, entry_terms
+from retrieval.l0.arrays import entry_terms
+from retrieval.l0.index import L0Index
 from retrieval.text.analysis import tokenize
 from tests.conftest import shared_path
 

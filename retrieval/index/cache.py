@@ -44,10 +44,12 @@ from retrieval.index.spill import IN_MEMORY, Spill
 from retrieval.kb.files import LoadProblem
 from retrieval.kb.model import Entry, KnowledgeBase
 from retrieval.kb.sources import SourceTable
-from retrieval.l0.index import L0Arrays, L0Index
+from retrieval.l0.arrays import L0Arrays
+from retrieval.l0.index import L0Index
 from retrieval.l1.arrays import L1Arrays
 
-FORMAT = 6  # 6: the LSA fit sampled and started by content keys (retrieval/l1/stable_sample.py)
+FORMAT = 7  # 7: L0 keeps its entries' term counts (an update reuses them); 6: the LSA fit sampled and started
+# by content keys (retrieval/l1/stable_sample.py)
 # 5: term counts, source table and lineage (4: L0 arrays, entry columns and XXH3-128 hashes)
 KEEP_CACHED = 16
 DEFAULT_MAX_MB = 4096

@@ -28,6 +28,7 @@ from retrieval.index.merge import merge_entries
 from retrieval.kb.load import read_changes
 from retrieval.kb.model import KnowledgeBase
 from retrieval.kb.reading import Prior
+from retrieval.l0.arrays import updated_arrays as updated_l0
 from retrieval.l0.index import L0Index
 from retrieval.l1.arrays import loaded
 from retrieval.l1.embedder import Embedder, LazyEmbedder
@@ -120,7 +121,7 @@ def update_index(prior: CachedIndex, path: str | Path, *, strict: bool, exclude_
         return None
     kb = KnowledgeBase(root, merged.entries, reading.problems, reading.fingerprint, reading.files_seen,
                        exclude_paths, reading.files_excluded, _sources=reading.table)
-    l0 = L0Index(kb.entries)
+    l0 = L0Index(kb.entries, arrays=updated_l0(prior.l0, reading.items) if prior.l0 is not None else None)
     l1 = L1Index(ChunkRows(merged.entries.store, l1_rows), config, arrays=arrays, embedder=embedder)
     seconds = time.perf_counter() - started
     facts = UpdateFacts(reading.parsed, len(reading.items) - len(merged.new_entries), len(new_chunks), removed,

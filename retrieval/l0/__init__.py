@@ -5,5 +5,6 @@ from __future__ import annotations
 from retrieval import lazy_exports
 
 __all__, __getattr__, __dir__ = lazy_exports(__name__, {
-    "index": "L0Index entry_terms",
+    "index": "L0Index",
+    "arrays": "L0Arrays entry_terms",
 })

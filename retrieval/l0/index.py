@@ -15,8 +15,9 @@ from typing import Any
 import numpy as np
 
 from retrieval.index.chunk_store import TextColumn
-from retrieval.index.postings import columns_from_triples, postings_sum
+from retrieval.index.postings import postings_sum
 from retrieval.kb.model import Entry
+from retrieval.l0.arrays import L0Arrays, build_arrays
 from retrieval.l1.terms import TermIndex
 from retrieval.lookup.domains import DomainVote
 from retrieval.text.analysis import tokenize
@@ -71,57 +72,6 @@ class L0Hints:
                 "domain_evidence": self.domain_vote.to_dict() if self.domain_vote else None}
 
 
-def entry_terms(entry: Entry) -> list[str]:
-    """The L0 document of an entry: the terms of its title, keywords, categories, entities and front-matter
-    description (a page's one-line summary, in the words users ask with more often than its title)."""
-    fields_text = [entry.title, *entry.keywords, *entry.categories, *entry.entities, entry.description]
-    return [t for text in fields_text for t in tokenize(text)]
-
-
-@dataclass(frozen=True, eq=False)
-class L0Arrays:
-    """Everything L0 scores with, as plain arrays: what the index cache stores, so a cached index opens
-    without tokenising its entries again."""
-
-    term_blob: np.ndarray  # uint8: the vocabulary's UTF-8 bytes, term id order (see chunk_store.TextColumn)
-    term_offsets: np.ndarray  # int64
-    term_hashes: np.ndarray  # int64, sorted (see terms.TermIndex)
-    term_ids: np.ndarray  # int64: the term id of each sorted hash
-    column_indptr: np.ndarray  # int64, CSC by term: BM25 weights per entry
-    column_rows: np.ndarray  # int32: the entry of each weight
-    column_values: np.ndarray  # float64
-    idf: np.ndarray  # float64, per term
-    row_pointer: np.ndarray  # int64 (entries + 1): entry i holds terms row_columns[row_pointer[i]:row_pointer[i + 1]]
-    row_columns: np.ndarray  # int32
-    parameters: np.ndarray  # float64 [k1, b, epsilon] the weights were computed with
-
-    @property
-    def n_docs(self) -> int:
-        return len(self.row_pointer) - 1
-
-    def check(self) -> None:
-        """ValueError unless the arrays fit together (a cache load reads them from disk)."""
-        n_terms, n_docs = len(self.term_offsets) - 1, self.n_docs
-        _check_pointer(self.term_offsets, self.term_blob.size, "term offsets")
-        _check_pointer(self.column_indptr, self.column_rows.size, "column pointer")
-        _check_pointer(self.row_pointer, self.row_columns.size, "row pointer")
-        if not (len(self.term_hashes) == len(self.term_ids) == len(self.column_indptr) - 1 == len(self.idf)
-                == n_terms) or len(self.column_values) != len(self.column_rows) or len(self.parameters) != 3:
-            raise ValueError("L0 arrays disagree on the number of terms or weights")
-        if n_terms and (self.term_ids.min() < 0 or self.term_ids.max() >= n_terms or
-                        np.any(np.diff(self.term_hashes) < 0)):
-            raise ValueError("L0 term index is out of range or unsorted")
-        for name, values, size in (("column rows", self.column_rows, n_docs), ("row columns", self.row_columns,
-                                                                               n_terms)):
-            if values.size and (values.min() < 0 or values.max() >= size):
-                raise ValueError(f"L0 {name} point outside the index")
-
-
-def _check_pointer(pointer: np.ndarray, size: int, name: str) -> None:
-    if len(pointer) == 0 or pointer[0] != 0 or pointer[-1] != size or np.any(np.diff(pointer) < 0):
-        raise ValueError(f"L0 {name} does not fit its array")
-
-
 @dataclass
 class L0Index:
     """Sparse BM25Okapi index over entries; `k1`, `b`, `epsilon` are rank-bm25's defaults.
@@ -139,7 +89,7 @@ class L0Index:
 
     def __post_init__(self) -> None:
         if self.arrays is None:
-            self.arrays = self._build()
+            self.arrays = build_arrays(self.entries, self.k1, self.b, self.epsilon)
         a = self.arrays
         a.check()
         if a.n_docs != len(self.entries):
@@ -154,38 +104,6 @@ class L0Index:
         self._n_docs = a.n_docs
         # term -> column, remembered: a TermIndex lookup hashes the term and searches; queries repeat terms
         self._term_id = lru_cache(maxsize=1 << 16)(self.vocabulary.get)
-
-    def _build(self) -> L0Arrays:
-        docs = [entry_terms(e) for e in self.entries]
-        vocabulary: dict[str, int] = {}
-        rows, cols, tfs = [], [], []
-        for row, doc in enumerate(docs):
-            for term, tf in Counter(doc).items():
-                rows.append(row)
-                cols.append(vocabulary.setdefault(term, len(vocabulary)))
-                tfs.append(tf)
-        n_docs, n_terms = len(docs), len(vocabulary)
-        tf = np.asarray(tfs, dtype=np.float64)
-        doc_len = np.asarray([len(d) for d in docs], dtype=np.float64)
-        avgdl = doc_len.mean() if n_docs and doc_len.sum() else 1.0
-        idf = self._idf(np.bincount(np.asarray(cols, dtype=np.int64), minlength=n_terms), n_docs)
-        norm = self.k1 * (1 - self.b + self.b * doc_len[np.asarray(rows, dtype=np.int64)] / avgdl)
-        row_ids, col_ids = np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64)
-        values = idf[col_ids] * tf * (self.k1 + 1) / (tf + norm)
-        indptr, column_rows, column_values = columns_from_triples(row_ids, col_ids, values, n_terms)
-        # rows were appended in order, so the row-major view is the triples as they stand
-        row_pointer = np.r_[0, np.cumsum(np.bincount(row_ids, minlength=n_docs))].astype(np.int64)
-        terms = list(vocabulary)  # in id order
-        index, column = TermIndex.of(terms), TextColumn.of(terms)
-        return L0Arrays(column.blob, column.offsets, index.hashes, index.ids, indptr, column_rows.astype(np.int32),
-                        np.asarray(column_values, dtype=np.float64), idf.astype(np.float64), row_pointer,
-                        col_ids.astype(np.int32), np.asarray([self.k1, self.b, self.epsilon], dtype=np.float64))
-
-    def _idf(self, doc_freq: np.ndarray, n_docs: int) -> np.ndarray:
-        """rank-bm25's BM25Okapi idf: log((N - n + .5) / (n + .5)), negatives floored at eps * mean idf."""
-        idf = np.log(n_docs - doc_freq + 0.5) - np.log(doc_freq + 0.5)
-        floor = self.epsilon * (idf.sum() / len(idf)) if len(idf) else 0.0
-        return np.where(idf < 0, floor, idf)
 
     def scores(self, query_terms: Sequence[str]) -> np.ndarray:
         """BM25Okapi score of every entry for already-tokenized query terms (repeats count, as in rank-bm25)."""
