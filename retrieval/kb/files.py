@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,11 +32,17 @@ class LoadProblem:
 
 @dataclass(frozen=True)
 class Listing:
-    """What a walk of the root found: files to read, files left out by prefixes, files skipped and why."""
+    """What a walk of the root found: files to read (full paths, and their sources: relative POSIX names), files
+    left out by prefixes, files skipped and why."""
 
-    files: tuple[Path, ...]
+    paths: tuple[str, ...]
+    sources: tuple[str, ...]
     excluded: int
     problems: tuple[LoadProblem, ...]
+
+    @property
+    def files(self) -> tuple[Path, ...]:
+        return tuple(map(Path, self.paths))
 
 
 class FileSkipped(ValueError):
@@ -47,31 +54,63 @@ class FileSkipped(ValueError):
 
 
 def list_markdown(root: Path, prefixes: tuple[str, ...] = ()) -> Listing:
-    """Markdown files under `root` in sorted order, never leaving it (symlinked folders are not followed)."""
+    """Markdown files under `root` in sorted order (a Path's order: component by component), never leaving it
+    (symlinked folders are not followed). One `scandir` per folder: its entries say which are folders and
+    links without a stat call, and the names stay strings (a Path, a link check and a relative_to per file were
+    most of listing 6k files)."""
     real_root = root.resolve()
     files, problems, excluded = [], [], 0
-    top = os.fspath(root)
-    for folder, dirs, names in os.walk(root, followlinks=False):
-        # paths as strings (a Path and its relative_to per file were most of listing 6k files)
-        inside = "" if folder == top else os.path.relpath(folder, top).replace(os.sep, "/") + "/"
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        linked = [d for d in dirs if os.path.islink(os.path.join(folder, d))]  # os.walk never enters them
-        markdown_dirs = [d for d in dirs if d.lower().endswith(MARKDOWN_SUFFIXES) and d not in linked]
+    for folder, inside, dirs, names, links in _folders(os.fspath(root)):
+        markdown_dirs = [d for d in dirs if d.lower().endswith(MARKDOWN_SUFFIXES) and d not in links]
         candidates = [n for n in names if not n.startswith(".") and n.lower().endswith(MARKDOWN_SUFFIXES)]
-        for name in sorted([*candidates, *linked, *markdown_dirs]):
+        for name in [*candidates, *(d for d in dirs if d in links), *markdown_dirs]:
             relative = inside + name
             valid = _valid_utf8(relative)
             source = relative if valid else _escaped(relative)
             if prefixes and is_excluded(source, prefixes):
                 excluded += 1  # never read: counted from the listing only
                 continue
-            path = Path(folder, name)
-            problem = _unusable(path, source, real_root, is_folder=name in dirs, valid_name=valid)
+            full = f"{folder}/{name}"
+            if valid and name not in links and name not in dirs:  # a plain file: nothing to check
+                files.append((relative.split("/"), full, source))
+                continue
+            problem = _unusable(Path(full), source, real_root, is_folder=name in dirs, valid_name=valid)
             if problem is not None:
                 problems.append(problem)
             else:
-                files.append(path)
-    return Listing(tuple(sorted(files)), excluded, tuple(sorted(problems, key=lambda p: p.path)))
+                files.append((relative.split("/"), full, source))
+    files.sort(key=lambda found: found[0])
+    return Listing(tuple(f[1] for f in files), tuple(f[2] for f in files), excluded,
+                   tuple(sorted(problems, key=lambda p: p.path)))
+
+
+def _folders(top: str) -> Iterator[tuple[str, str, list[str], list[str], set[str]]]:
+    """Each folder under `top` (hidden ones and symlinked ones not entered), as os.walk(top) lists it: its
+    path, its path relative to `top` ("" or "a/b/"), its subfolders (links to folders included), its other
+    names, and which of them are symlinks. An unreadable folder is passed over, as os.walk does."""
+    stack = [(top, "")]
+    while stack:
+        folder, inside = stack.pop()
+        try:
+            with os.scandir(folder) as found:
+                entries = list(found)
+        except OSError:
+            continue
+        dirs, names, links = [], [], set()
+        for entry in entries:
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                is_dir = False
+            (dirs if is_dir else names).append(entry.name)
+            try:
+                if entry.is_symlink():
+                    links.add(entry.name)
+            except OSError:
+                pass
+        dirs = [d for d in dirs if not d.startswith(".")]
+        yield folder, inside, dirs, names, links
+        stack.extend((f"{folder}/{d}", f"{inside}{d}/") for d in dirs if d not in links)
 
 
 def relative_source(path: Path, root: Path) -> str:

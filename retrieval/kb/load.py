@@ -96,13 +96,12 @@ def fingerprint(path: str | Path, *, exclude_fields: Iterable[str] = (), exclude
     if root.is_file():
         return hashlib.sha256(options + jsonl_bytes(root)).hexdigest()
     hashed = hashlib.sha256(options)
-    for file in list_markdown(root, prefixes).files:
-        source = file.relative_to(root).as_posix()
-        hashed.update(fingerprint_part(source, digest(file_bytes(file, source)[0])))
+    listing = list_markdown(root, prefixes)
+    for full, source in zip(listing.paths, listing.sources, strict=True):
+        hashed.update(fingerprint_part(source, digest(file_bytes(Path(full), source)[0])))
     return hashed.hexdigest()
 
 
 def markdown_sources(root: str | Path, *, exclude_paths: Iterable[str] = ()) -> list[str]:
     """The sources (relative paths) a Markdown load of `root` would read, without reading any file."""
-    base = Path(root)
-    return [f.relative_to(base).as_posix() for f in list_markdown(base, exclude_prefixes(exclude_paths)).files]
+    return list(list_markdown(Path(root), exclude_prefixes(exclude_paths)).sources)

@@ -83,15 +83,14 @@ def read_markdown(root: Path, excluded: frozenset[str], prefixes: tuple[str, ...
         earlier.setdefault(problem.path, []).append(problem)
     items: list[Entry | int] = []
     problems, rows, parsed = list(listing.problems), [], 0
-    for file in listing.files:
-        source = file.relative_to(root).as_posix()
-        line = stat_line(str(file), source).decode("utf-8", "surrogatepass")  # before the read: a later edit shows
+    for full, source in zip(listing.paths, listing.sources, strict=True):
+        line = stat_line(full, source).decode("utf-8", "surrogatepass")  # before the read: a later edit shows
         i = known.get(source)
         raw = unreadable = None
         if i is not None and prior is not None and prior.table.stats[i] == line:
             pair = _pair(prior.table, i)
         else:
-            raw, unreadable = file_bytes(file, source)
+            raw, unreadable = file_bytes(Path(full), source)
             pair = digest(raw)
             if i is not None and prior is not None and pair != _pair(prior.table, i):
                 i = None
@@ -111,7 +110,7 @@ def read_markdown(root: Path, excluded: frozenset[str], prefixes: tuple[str, ...
             items.append(found)
         else:
             problems.append(found)
-    return Reading(tuple(items), tuple(problems), fingerprint.hexdigest(), len(listing.files) + len(listing.problems),
+    return Reading(tuple(items), tuple(problems), fingerprint.hexdigest(), len(listing.paths) + len(listing.problems),
                    listing.excluded, SourceTable.of(rows), parsed)
 
 
