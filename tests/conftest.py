@@ -54,10 +54,15 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
     return {"kb": kb, "traces": traces, "root": tmp_path}
 
 
+def session_index_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The test session's index cache folder: a temporary one, never the user's ~/.cache."""
+    return tmp_path_factory.getbasetemp() / "index-cache"
+
+
 @pytest.fixture(autouse=True)
 def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     """Index caches of tests go to a temporary folder, never to the user's ~/.cache."""
-    monkeypatch.setenv("LOOKUP_KNOWLEDGE_CACHE", str(tmp_path_factory.getbasetemp() / "index-cache"))
+    monkeypatch.setenv("LOOKUP_KNOWLEDGE_CACHE", str(session_index_cache(tmp_path_factory)))
 
 
 @pytest.fixture(scope="session")

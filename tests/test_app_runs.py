@@ -47,13 +47,15 @@ def test_a_new_sweep_selects_its_runs(app, stored):
     assert at.selectbox(key="eval_run_view").value == new[1]
 
 
-def test_each_run_shows_a_metrics_card_with_the_oracle_headroom(app):
+def test_each_run_shows_a_metrics_card_with_the_oracle_headroom(shown_compare_page):
+    app = shown_compare_page  # read only
     labels = {m.label for m in app.metric}
     assert "ndcg@10" in labels
     assert any("oracle headroom" in str(m.proto.delta) for m in app.metric)
 
 
-def test_deltas_are_coloured_and_say_significance_in_words(app):
+def test_deltas_are_coloured_and_say_significance_in_words(shown_compare_page):
+    app = shown_compare_page  # read only
     deltas = next(d.value for d in app.dataframe if "significance" in d.value.columns)
     assert all(s.startswith(("B better", "B worse", "no difference")) for s in deltas["significance"])
     assert significance_words(0.003, 0.2) == "B better, significant (p = 0.003)"
@@ -92,7 +94,8 @@ def test_a_pairs_drill_down_gives_each_relevant_pages_rank_and_stage_in_a_and_b(
     assert returned["rank A"].notna().all()
 
 
-def test_per_query_deltas_chart_is_sorted(app):
+def test_per_query_deltas_chart_is_sorted(shown_compare_page):
+    app = shown_compare_page  # read only
     specs = [json.loads(c.proto.spec) for c in app.get("vega_lite_chart")]
     charted = any("Δ" in json.dumps(spec, ensure_ascii=False) and "order" in json.dumps(spec) for spec in specs)
     tied = any("paired queries tie on" in c.value for c in app.caption)

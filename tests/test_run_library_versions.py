@@ -44,14 +44,6 @@ def _installed() -> dict[str, str | None]:
     return found
 
 
-def _two_runs(store: TraceStore) -> tuple[str, str]:
-    """Two runs of the same questions with the same settings on the sample knowledge base."""
-    dataset = load_dataset(ROOT / "data").sample(SAMPLE)
-    a = runs.run_evaluation(dataset, CONFIG, store=store, baseline=False, oracle=False)
-    b = runs.run_evaluation(dataset, CONFIG, store=store, baseline=False, oracle=False)
-    return a.run_id, b.run_id
-
-
 def _set_stored_version(path: Path, run_id: str, library: str, version: str) -> None:
     """Change one run's recorded version in the trace file, as a run made on another machine would have it."""
     with TraceStore(path).connect() as con:
@@ -79,8 +71,8 @@ def test_a_run_records_all_eight_library_versions_as_importlib_metadata_reports_
     assert f"numpy {expected['numpy']}" in render(result, "markdown")
 
 
-def test_two_runs_differing_only_in_a_recorded_library_version_are_flagged_by_compare_runs(store):
-    a, b = _two_runs(store)
+def test_two_runs_differing_only_in_a_recorded_library_version_are_flagged_by_compare_runs(run_pair):
+    store, a, b = run_pair  # two runs of the same questions with the same settings on data/
     _set_stored_version(store.path, b, "numpy", OLD_NUMPY)
     comparison = compare.compare_runs(store, a, b)
     assert comparison.config_diff == {}  # the settings are the same: only the library differs
@@ -93,8 +85,8 @@ def test_two_runs_differing_only_in_a_recorded_library_version_are_flagged_by_co
     assert comparison.metrics  # compared all the same: a warning, not a refusal
 
 
-def test_the_eval_compare_cli_warns_when_library_versions_differ(store, capsys):
-    a, b = _two_runs(store)
+def test_the_eval_compare_cli_warns_when_library_versions_differ(run_pair, capsys):
+    store, a, b = run_pair  # two runs of the same questions with the same settings on data/
     _set_stored_version(store.path, a, "scikit-learn", OTHER_SKLEARN)
     warning = (f"warning: runs used different library versions (scikit-learn {OTHER_SKLEARN} vs "
                f"{metadata.version('scikit-learn')}; A vs B)")
@@ -108,8 +100,8 @@ def test_the_eval_compare_cli_warns_when_library_versions_differ(store, capsys):
     assert shown["library_notes"][0].startswith(warning)
 
 
-def test_identical_library_versions_give_no_warning(store, capsys):
-    a, b = _two_runs(store)
+def test_identical_library_versions_give_no_warning(run_pair, capsys):
+    store, a, b = run_pair  # two runs of the same questions with the same settings on data/
     comparison = compare.compare_runs(store, a, b)
     assert comparison.library_diff == {} and comparison.library_notes() == []
     assert comparison.library_versions == (library_versions(), library_versions())
@@ -117,8 +109,8 @@ def test_identical_library_versions_give_no_warning(store, capsys):
     assert code == 0 and "library" not in err and "library versions" not in out
 
 
-def test_a_run_stored_without_library_versions_gives_a_not_recorded_note(tmp_path, store, capsys):
-    a, b = _two_runs(store)
+def test_a_run_stored_without_library_versions_gives_a_not_recorded_note(tmp_path, run_pair, capsys):
+    store, a, b = run_pair  # two runs of the same questions with the same settings on data/
     store.close()
     # the file as the previous schema (v7) left it: no library_versions column; opening it adds the column
     with duckdb.connect(str(store.path)) as con:
@@ -148,13 +140,13 @@ def test_a_run_with_local_workers_records_the_versions_and_no_worker_difference(
     assert WORKERS_KEY not in result.diagnostics  # the workers ran with the parent's libraries
 
 
-def test_workers_with_other_versions_are_named_and_compared_with_a_warning(store):
+def test_workers_with_other_versions_are_named_and_compared_with_a_warning(run_pair):
     parent = library_versions()
     other = {**parent, "numpy": OLD_NUMPY}
     assert worker_mismatch(parent, [parent, None, parent]) == {}
     assert worker_mismatch(parent, [parent, other, {**other, "scipy": None}]) == {
         "numpy": [OLD_NUMPY], "scipy": ["not installed"]}
-    a, b = _two_runs(store)
+    store, a, b = run_pair  # two runs of the same questions with the same settings on data/
     # a Dask run whose workers had another numpy stores it in its diagnostics (eval.parallel.fanout)
     with store.connect() as con:
         con.execute("UPDATE eval_run SET diagnostics = json_merge_patch(diagnostics, ?) WHERE run_id = ?",
@@ -179,8 +171,8 @@ def test_a_saved_replay_records_the_versions_and_its_recorded_calls_say_not_reco
     assert [n.level for n in notes] == ["note"] and f"run A ({a})" in notes[0].text
 
 
-def test_a_library_a_run_did_not_name_reads_not_recorded_and_one_recorded_as_none_not_installed(store):
-    a, b = _two_runs(store)
+def test_a_library_a_run_did_not_name_reads_not_recorded_and_one_recorded_as_none_not_installed(run_pair):
+    store, a, b = run_pair  # two runs of the same questions with the same settings on data/
     with store.connect() as con:  # B made with another list of libraries, and without PyStemmer installed
         con.execute("UPDATE eval_run SET library_versions = ? WHERE run_id = ?",
                     [json.dumps({**{k: v for k, v in library_versions().items() if k != "wordllama"},
