@@ -59,10 +59,14 @@ def session_index_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.getbasetemp() / "index-cache"
 
 
-@pytest.fixture(autouse=True)
-def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Index caches of tests go to a temporary folder, never to the user's ~/.cache."""
-    monkeypatch.setenv("LOOKUP_KNOWLEDGE_CACHE", str(session_index_cache(tmp_path_factory)))
+@pytest.fixture(scope="session", autouse=True)
+def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Index caches of tests go to a temporary folder, never to the user's ~/.cache. Session-wide, so it is set
+    before any module's or session's fixture runs an evaluation (a function-scoped one came after those, and
+    their indexes went to ~/.cache)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("LOOKUP_KNOWLEDGE_CACHE", str(session_index_cache(tmp_path_factory)))
+        yield
 
 
 @pytest.fixture(scope="session")
