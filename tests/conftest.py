@@ -69,6 +69,12 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
         yield
 
 
+@pytest.fixture(scope="module")
+def cache_a_module_fixture_sees() -> str | None:
+    """The index cache a module-scoped fixture builds in (tests/test_suite_isolation.py)."""
+    return os.environ.get("LOOKUP_KNOWLEDGE_CACHE")
+
+
 @pytest.fixture(scope="session")
 def kb_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_kb(tmp_path_factory.mktemp("kb"))

@@ -3,15 +3,6 @@ session's temporary folder (tests/conftest.py, `_isolated_cache`)."""
 
 from __future__ import annotations
 
-import os
-
-import pytest
-
-
-@pytest.fixture(scope="module")
-def cache_a_module_fixture_sees() -> str | None:
-    return os.environ.get("LOOKUP_KNOWLEDGE_CACHE")
-
 
 def test_a_module_fixture_builds_its_indexes_in_the_sessions_temporary_cache(cache_a_module_fixture_sees,
                                                                             tmp_path_factory):
