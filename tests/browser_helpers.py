@@ -67,11 +67,11 @@ def running_app(env: dict[str, str], log: Path) -> Iterator[str]:
             server.wait()
 
 
-def app_env(root: Path, cache: Path) -> dict[str, str]:
-    """The app's environment in a browser test: its trace file under `root`, the index cache folder `cache`,
-    and the sample knowledge base, as `streamlit run app.py` opens it."""
-    env = {**os.environ, "LOOKUP_KNOWLEDGE_TRACES": str(root / "traces.duckdb"),
-           "LOOKUP_KNOWLEDGE_CACHE": str(cache)}
+def app_env(root: Path) -> dict[str, str]:
+    """The app's environment in a browser test: its trace file under `root`, the session's index cache folder
+    (tests/conftest.py sets it for the whole session) and the sample knowledge base, as `streamlit run app.py`
+    opens it."""
+    env = {**os.environ, "LOOKUP_KNOWLEDGE_TRACES": str(root / "traces.duckdb")}
     env.pop("LOOKUP_KNOWLEDGE_KB", None)
     return env
 

@@ -54,18 +54,13 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
     return {"kb": kb, "traces": traces, "root": tmp_path}
 
 
-def session_index_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The test session's index cache folder: a temporary one, never the user's ~/.cache."""
-    return tmp_path_factory.getbasetemp() / "index-cache"
-
-
 @pytest.fixture(scope="session", autouse=True)
 def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Index caches of tests go to a temporary folder, never to the user's ~/.cache. Session-wide, so it is set
     before any module's or session's fixture runs an evaluation (a function-scoped one came after those, and
     their indexes went to ~/.cache)."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("LOOKUP_KNOWLEDGE_CACHE", str(session_index_cache(tmp_path_factory)))
+        patch.setenv("LOOKUP_KNOWLEDGE_CACHE", str(tmp_path_factory.getbasetemp() / "index-cache"))
         yield
 
 

@@ -40,10 +40,6 @@ class Listing:
     excluded: int
     problems: tuple[LoadProblem, ...]
 
-    @property
-    def files(self) -> tuple[Path, ...]:
-        return tuple(map(Path, self.paths))
-
 
 class FileSkipped(ValueError):
     """One file cannot be used; `problem` says which and why."""
