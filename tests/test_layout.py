@@ -106,11 +106,17 @@ def test_no_import_cycle():
             assert cycle is None, f"import cycle: {' -> '.join(cycle)}"
 
 
+# third-party private names used on purpose, each with where and why
+CHOSEN_PRIVATE = {("retrieval/index/postings.py", "scipy.sparse", "_sparsetools"):
+                  "csc_matvec adds a column into a dense sum in place, which no public scipy call does"}
+
+
 def test_no_underscore_name_is_imported_from_another_module():
     private = [(str(p.relative_to(ROOT)), module, name)
                for p in [*_python_files(*PACKAGES, "bench", "tests"), ROOT / "app.py"]
                for module, names, _ in _imports(p)
                for name in names if name.startswith("_") and not name.startswith("__")]
+    private = [found for found in private if found not in CHOSEN_PRIVATE]
     assert not private, f"make these public, or keep them in their module: {private}"
 
 
