@@ -22,6 +22,7 @@ from retrieval.config import DEFAULT_SVD_DIMS
 
 from .attribution import stage_moves
 from .facets import FacetBreakdown, facet_breakdown
+from .reading import one_read
 from .storage import load_per_query, load_run_row, run_bases
 from .versions import WORKERS_KEY, VersionNote, library_diff, recorded, version_notes
 
@@ -95,6 +96,7 @@ class Comparison:
                 "facets": self.facets.to_dict() if self.facets else None}
 
 
+@one_read
 def compare_runs(store: TraceStore, run_a: str, run_b: str, *, metrics: list[str] | None = None,
                  permutations: int = PERMUTATIONS, seed: int = 0, facets: Sequence[str] | None = None) -> Comparison:
     """Compare two runs stored in `store` (ids or unique prefixes) on the queries they share, each metric broken

@@ -17,6 +17,7 @@ import pandas as pd
 from retrieval import TraceStore
 
 from . import depth, judged
+from .reading import one_read
 from .run_labels import run_labels
 from .storage import load_per_query, load_run_row
 
@@ -67,6 +68,7 @@ class JudgingQueue:
                 f"(labels: {self.labels})")
 
 
+@one_read
 def judging_queue(store: TraceStore, run_a: str, run_b: str) -> JudgingQueue:
     """The judging queue of runs `run_a` and `run_b` (ids or unique prefixes) with the marks as they are now."""
     row_a, row_b = load_run_row(store, run_a), load_run_row(store, run_b)

@@ -40,6 +40,7 @@ from .baseline import BM25Baseline
 from .datasets import Dataset
 from .defaults import DEFAULT_METRICS
 from .lifecycle import PlannedRun, finish_run, plan_run
+from .reading import one_read
 from .resume import Recorded
 from .scoring import baseline_rows, query_row
 from .storage import (
@@ -189,6 +190,7 @@ def _lookups(dataset: Dataset, config: LookupConfig, index: KnowledgeIndex, stor
     return rows, metric_rows
 
 
+@one_read
 def load_run(store: TraceStore, run_id: str) -> RunResult:
     """A stored run by id (or unique prefix), with its per-query frame."""
     row = load_run_row(store, run_id)

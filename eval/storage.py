@@ -34,6 +34,7 @@ from retrieval import TraceStore
 
 from . import judged
 from .defaults import LOOKUP
+from .reading import one_read
 
 QUERY_COLUMNS = ("run_id", "query_id", "position", "query", "n_relevant", "relevant", "categories",
                  "invocation_id", "first_relevant_rank", "top_sources", "filter_decision", "filter_category",
@@ -130,6 +131,7 @@ def resolve_run_id(store: TraceStore, text: str) -> str:
     raise UnknownRunError(f"unknown run id {text!r} in {store.path}; {hint} (see `python -m eval runs`)")
 
 
+@one_read
 def load_run_row(store: TraceStore, run_id: str, *, allow_incomplete: bool = False) -> dict[str, Any]:
     """The `eval_run` row (JSON decoded, `status` derived; a judged run's metrics, diagnostics and labelled
     queries as the judgements score it now); IncompleteRunError for a run without results."""
@@ -194,6 +196,7 @@ def delete_run(store: TraceStore, run_id: str) -> dict[str, int]:
     return counts
 
 
+@one_read
 def load_per_query(store: TraceStore, run_id: str) -> pd.DataFrame:
     """The wide per-query frame of a run's scored questions: facts, lookup metrics by name, baseline metrics as
     `<system>:<name>` (a judged run's labels, facts and metrics as the judgements score it now)."""
@@ -216,6 +219,7 @@ def load_per_query(store: TraceStore, run_id: str) -> pd.DataFrame:
     return queries.merge(wide, on="query_id", how="left")
 
 
+@one_read
 def load_unanswerable(store: TraceStore, run_id: str) -> pd.DataFrame:
     """A run's unanswerable questions (no relevant page), in order: their grades and what came back first."""
     queries = _stored_queries(store, run_id)
@@ -238,6 +242,7 @@ def _stored_queries(store: TraceStore, run_id: str) -> pd.DataFrame:
     return queries
 
 
+@one_read
 def list_runs(store: TraceStore, *, incomplete_only: bool = False) -> pd.DataFrame:
     """Every stored run, newest first, with its status, its recorded lookups and its mean metrics as columns."""
     # a run's lookups are the calls it recorded; a replay's recorded side made none, and counts the recorded
@@ -265,6 +270,7 @@ def list_runs(store: TraceStore, *, incomplete_only: bool = False) -> pd.DataFra
     return pd.concat([frame.drop(columns=["metrics", "dataset_kind"]), metrics], axis=1)
 
 
+@one_read
 def run_bases(store: TraceStore, run_ids: list[str] | None = None) -> pd.DataFrame:
     """Each run's knowledge base (`run_id`, `kb_fingerprint`), of every run or of `run_ids`: found through its
     query rows (a replay's `recorded-…` run has no lookups of its own: its rows point at the recorded calls),

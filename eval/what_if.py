@@ -21,6 +21,7 @@ from retrieval.export import json_object
 from . import judged
 from . import metrics as metric_lib
 from .compare import PERMUTATIONS, SIGNIFICANCE, Comparison, paired_statistics, significance_words
+from .reading import one_read
 from .run_labels import run_labels
 from .storage import load_per_query, load_run_row
 
@@ -75,6 +76,7 @@ class WhatIf:
         return [c.metric for c in self.conclusions if c.changed]
 
 
+@one_read
 def what_if_judged(store: TraceStore, comparison: Comparison, *, permutations: int = PERMUTATIONS,
                    seed: int = 0) -> WhatIf:
     """`comparison` (eval.compare.compare_runs, at the same `permutations` and `seed`) again with the marks."""

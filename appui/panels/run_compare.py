@@ -8,6 +8,7 @@ The comparison itself comes from eval.compare.compare_runs; this module lays it 
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import Any
 
@@ -119,6 +120,13 @@ def pickers(table: pd.DataFrame) -> tuple[str, str] | None:
 
 
 def render(ctx: state.AppContext, table: pd.DataFrame) -> None:
+    """The comparison of the picked runs; its panels read the trace file through one connection (they only
+    read: a judgement is written by its button's callback, before the page runs)."""
+    with ctx.store.one_connection() if ctx.store is not None else contextlib.nullcontext():
+        _render(ctx, table)
+
+
+def _render(ctx: state.AppContext, table: pd.DataFrame) -> None:
     from eval.compare import SIGNIFICANCE
 
     picked = pickers(table)

@@ -8,6 +8,7 @@ store can also `query` it.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from retrieval.traces import reader as trace_reader
@@ -30,6 +31,10 @@ class TraceStore(TraceWriter):
 
     def query(self, sql: str, params: Sequence[Any] | None = None) -> pd.DataFrame:
         return trace_reader.query(self, sql, params)
+
+    def one_connection(self) -> AbstractContextManager[None]:
+        """A block whose reads of this store share one connection (trace_reader.one_connection)."""
+        return trace_reader.one_connection(self)
 
     def invocations(self, *, run_id: str | None = None, limit: int | None = None) -> pd.DataFrame:
         return trace_reader.invocations(self, run_id=run_id, limit=limit)
