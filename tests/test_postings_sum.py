@@ -74,3 +74,26 @@ def test_a_query_without_postings_sums_to_zeros() -> None:
     empty_column = np.r_[indptr, indptr[-1]]  # a third column with no entries
     summed = postings_sum(empty_column, rows, values, np.array([2]), np.array([1.0]), 100, np.float32)
     assert summed.dtype == np.float32 and not summed.any()
+
+
+def test_float32_values_summed_in_float64_take_the_compiled_path_with_numpys_sums(monkeypatch) -> None:
+    """L1's page scores: float32 weights summed in float64 (exact widening, then numpy's float64 arithmetic)."""
+    size = 3 * COMPILED_MIN_POSTINGS
+    indptr, rows, values = _columns(size, 4, seed=11, dtype=np.float32)
+    ids, weights = np.array([3, 1, 0]), np.array([0.7, 1.0, 0.45])
+    taken = []
+    real = postings._scipy_column_add
+
+    def watched():
+        taken.append(True)
+        return real()
+
+    monkeypatch.setattr(postings, "_scipy_column_add", watched)
+    summed = postings_sum(indptr, rows, values, ids, weights, size)
+    reference = np.zeros(size)
+    for column, weight in zip(ids, weights, strict=True):
+        span = slice(indptr[column], indptr[column + 1])
+        np.add.at(reference, rows[span], values[span] * np.float64(weight))
+    assert taken and summed.dtype == np.float64
+    np.testing.assert_array_max_ulp(summed, reference, maxulp=1)
+    assert np.count_nonzero(summed != reference) <= size // 1000

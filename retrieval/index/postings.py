@@ -37,9 +37,10 @@ def postings_sum(indptr: np.ndarray, rows: np.ndarray, values: np.ndarray, ids: 
         return summed
     column_add = _compiled_column_add(rows, values, summed, sum(end - start for start, end, _ in spans))
     if column_add is not None:
-        for start, end, weight in spans:
-            column_add(size, 1, np.array([0, end - start], dtype=rows.dtype), rows[start:end], values[start:end],
-                        np.array([weight], dtype=summed.dtype), summed)
+        for start, end, weight in spans:  # float32 values summed in float64 are widened first: exact, as numpy
+            column_add(size, 1, np.array([0, end - start], dtype=rows.dtype), rows[start:end],
+                       values[start:end].astype(summed.dtype, copy=False), np.array([weight], dtype=summed.dtype),
+                       summed)
         return summed
     joined_rows = np.concatenate([rows[start:end] for start, end, _ in spans])
     scalar = np.dtype(dtype).type
@@ -55,10 +56,11 @@ COMPILED_MIN_POSTINGS = 20_000  # below this many, numpy's add.at is as quick an
 
 def _compiled_column_add(rows: np.ndarray, values: np.ndarray, summed: np.ndarray, postings: int):
     """scipy's column product when it can add these postings into `summed` and they are many enough to be
-    worth it (the values already in the sum's type, row numbers in one of its index types, both
-    contiguous); else None."""
-    if postings < COMPILED_MIN_POSTINGS or values.dtype != summed.dtype or rows.dtype not in (np.int32, np.int64) \
-            or not (rows.flags.c_contiguous and values.flags.c_contiguous):
+    worth it (the values in the sum's type or widened to it exactly: float32 into float64; row numbers in one
+    of its index types; both contiguous); else None."""
+    widened = values.dtype == np.float32 and summed.dtype == np.float64
+    if postings < COMPILED_MIN_POSTINGS or not (values.dtype == summed.dtype or widened) \
+            or rows.dtype not in (np.int32, np.int64) or not (rows.flags.c_contiguous and values.flags.c_contiguous):
         return None
     return _scipy_column_add()
 
