@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from retrieval import LookupConfig, lookup_knowledge, open_index
-from retrieval.index.cache import CacheWarning, file_digest, prune
+from retrieval.index.cache import CacheWarning, prune
+from retrieval.index.digest import file_digest
 
 
 def _folder(cache):

@@ -17,7 +17,8 @@ import pytest
 from retrieval import LookupConfig, lookup_knowledge, open_index
 from retrieval.index import foreground
 from retrieval.index.array_files import write_array
-from retrieval.index.cache import MANIFEST, CachedIndex, file_digest, read_cache, write_cache
+from retrieval.index.cache import MANIFEST, CachedIndex, read_cache, write_cache
+from retrieval.index.digest import file_digest
 from retrieval.index.foreground import Foreground, foreground_running, writer_paused, yield_to_foreground
 from retrieval.index.write_behind import wait_for_writes, write_behind, writing
 
