@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from retrieval import open_index
-from retrieval.index import cache_check
+from retrieval.index import cache_check, cache_stamp
 from retrieval.index.cache import CacheWarning
 from retrieval.index.write_behind import forget
 
@@ -23,18 +23,22 @@ def checks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     made: list[str] = []
     real = cache_check.check_bytes
 
-    def counted(files):
+    def counted(files, folder=None):
         made.append(threading.current_thread().name)
-        return real(files)
+        return real(files, folder)
 
     monkeypatch.setattr(cache_check, "check_bytes", counted)
     return made
 
 
-def _cached(kb_dir: Path, cache: Path) -> Path:
+def _cached(kb_dir: Path, cache: Path, *, stamped: bool = False) -> Path:
+    """A cache folder of the base, forgotten by this process (the next open reads it, as a fresh process does);
+    without its stamp unless `stamped` (so its files are hashed)."""
     open_index(kb_dir, svd_dims=16, cache_dir=cache)
-    forget()  # the next open reads the folder, as a fresh process does
+    forget()
     [folder] = [p for p in cache.iterdir() if (p / "manifest.json").is_file()]
+    if not stamped:
+        (folder / cache_stamp.STAMP).unlink()
     return folder
 
 
@@ -70,8 +74,9 @@ def test_the_verdict_begun_ahead_is_taken_only_for_the_same_manifest(kb_dir, tmp
     files = _listed(folder)
     cache_check.prefetch(folder)
     cache_check.check(folder, files)
-    assert checks == ["cache-check"]  # hashed once, ahead; the caller took its verdict
+    assert checks == ["cache-check"]  # checked once, ahead; the caller took its verdict
     checks.clear()
+    (folder / cache_stamp.STAMP).unlink()
     cache_check.prefetch(folder)
     manifest = folder / "manifest.json"
     text = manifest.read_text()

@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from retrieval.index import cache_stamp
 from retrieval.index.array_files import Checkpoint, write_array
 from retrieval.index.cache_check import MANIFEST, check
 from retrieval.index.chunk_store import ChunkStore, TextColumn
@@ -128,6 +129,8 @@ def write_cache(folder: Path, cached: CachedIndex, checkpoint: Checkpoint | None
                     "kb": _kb_dict(cached.kb), "l1_unavailable_reason": cached.l1_unavailable_reason,
                     "index_config": cached.index_config.to_dict(), "build_seconds": cached.build_seconds}
         (temporary / MANIFEST).write_text(json.dumps(manifest), encoding="utf-8")
+        # the hashes were made from the bytes written, in a folder no one else knows yet: a stamp vouches for them
+        cache_stamp.record(temporary, *_states(temporary, files), cache_stamp.fine_clock(temporary))
         if folder.exists():
             shutil.rmtree(folder, ignore_errors=True)
         os.replace(temporary, folder)
@@ -221,6 +224,11 @@ def _store_arrays(store: ChunkStore) -> dict[str, np.ndarray]:
 ENTRY_ARRAYS = tuple(f"entry_{name}_{part}" for name in ("source", "title", "description", "label")
                      for part in ("blob", "offsets")) + (
     "entry_label_starts", "entry_source_hashes", "entry_source_ids", "entry_chunk_starts")
+
+
+def _states(folder: Path, files: dict[str, Any]) -> tuple[dict[str, cache_stamp.State], int]:
+    at, states = cache_stamp.states(folder / spec["file"] for spec in files.values())
+    return states, at
 
 
 def _read_array(path: Path, spec: dict[str, Any]) -> np.ndarray:

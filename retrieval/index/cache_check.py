@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from retrieval.index import cache_stamp
 from retrieval.index.digest import file_digest
 
 HASH_THREADS = 4
@@ -28,20 +29,28 @@ MANIFEST = "manifest.json"
 FRESH_SECONDS = 60.0  # a verdict begun longer ago (a guess no read took at the time) is not taken: checked again
 
 
-def check_bytes(files: Sequence[tuple[Path, dict[str, Any]]]) -> None:
-    """Every file's size, then every file's hash, against the manifest: the hashes on a few threads (XXH3
-    and the reads release the GIL; at 1M chunks 3.3 GB hashed in 0.31 s on two cores against 0.66 s on one),
-    the largest files first so no thread is left with one at the end. ValueError naming the first bad file."""
+def check_bytes(files: Sequence[tuple[Path, dict[str, Any]]], folder: Path | None = None) -> None:
+    """Every file's size, then the hash of every file `folder`'s stamp does not vouch for (cache_stamp.py),
+    against the manifest: the hashes on a few threads (XXH3 and the reads release the GIL; at 1M chunks 3.3 GB
+    hashed in 0.31 s on two cores against 0.66 s on one), the largest files first so no thread is left with
+    one at the end. ValueError naming the first bad file; when files were hashed and all match, the stamp is
+    refreshed."""
+    at, now = cache_stamp.states(path for path, _ in files)
     for path, spec in files:
-        size = path.stat().st_size
+        size = now[path.name][1]
         if size != spec["bytes"]:
             raise ValueError(f"{path.name} holds {size} bytes, the manifest says {spec['bytes']}")
-    largest_first = sorted(files, key=lambda file: -file[1]["bytes"])
+    trusted = cache_stamp.vouched(folder, now) if folder is not None else set()
+    largest_first = sorted((file for file in files if file[0].name not in trusted), key=lambda file: -file[1]["bytes"])
+    if not largest_first:
+        return
     with ThreadPoolExecutor(max(1, min(HASH_THREADS, os.cpu_count() or 1))) as pool:
         digests = list(pool.map(file_digest, [path for path, _ in largest_first]))
     for (path, spec), digest in zip(largest_first, digests, strict=True):
         if digest != spec["xxh3_128"]:
             raise ValueError(f"{path.name} does not match its checksum")
+    if folder is not None:  # vouched for now: the next open need not read them (states taken before hashing)
+        cache_stamp.record(folder, now, at, cache_stamp.fine_clock(folder))
 
 
 @dataclass
@@ -72,7 +81,7 @@ def prefetch(folder: Path) -> None:
         if str(folder) in _PREFETCHED:
             return
         _PREFETCHED[str(folder)] = ahead
-    threading.Thread(target=_run, args=(ahead, files), name="cache-check", daemon=True).start()
+    threading.Thread(target=_run, args=(ahead, files, folder), name="cache-check", daemon=True).start()
 
 
 def check(folder: Path, files: Sequence[tuple[Path, dict[str, Any]]]) -> None:
@@ -87,12 +96,12 @@ def check(folder: Path, files: Sequence[tuple[Path, dict[str, Any]]]) -> None:
             if ahead.error is not None:
                 raise ahead.error
             return
-    check_bytes(files)
+    check_bytes(files, folder)
 
 
-def _run(ahead: _Prefetched, files: list[tuple[Path, dict[str, Any]]]) -> None:
+def _run(ahead: _Prefetched, files: list[tuple[Path, dict[str, Any]]], folder: Path) -> None:
     try:
-        check_bytes(files)
+        check_bytes(files, folder)
     except BaseException as exc:  # noqa: BLE001 - the verdict, raised by `check` in the caller's thread
         ahead.error = exc
     ahead.done.set()
