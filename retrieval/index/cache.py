@@ -8,7 +8,9 @@ written under a temporary name and renamed into place, so a reader never sees ha
 
 On load every file is checked, whole, before any of it is used: its size (a truncated file fails here,
 before it is read), then the XXH3-128 hash of all its bytes (a flipped or overwritten byte anywhere fails
-here), then its dtype and shape against the manifest; then the arrays are checked against each other
+here) unless the folder's stamp vouches that the file was not written since its hash was known good
+(retrieval/index/cache_stamp.py: any write changes a file's ctime), then its dtype and shape against the
+manifest; then the arrays are checked against each other
 (offsets within their bytes, positions in range, chunks in their entries' order, sorted hash arrays).
 Any mismatch is a warning and a rebuild, never a wrong index. The hash guards against damage, not
 against an attacker (who could rewrite the manifest too: the cache folder is the user's own), so it is
