@@ -9,26 +9,10 @@ import threading
 import warnings
 from pathlib import Path
 
-import pytest
-
 from retrieval import open_index
 from retrieval.index import cache_check, cache_stamp
 from retrieval.index.cache import CacheWarning
 from retrieval.index.write_behind import forget
-
-
-@pytest.fixture
-def checks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The name of the thread of every real check of a folder's bytes this test makes."""
-    made: list[str] = []
-    real = cache_check.check_bytes
-
-    def counted(files, folder=None):
-        made.append(threading.current_thread().name)
-        return real(files, folder)
-
-    monkeypatch.setattr(cache_check, "check_bytes", counted)
-    return made
 
 
 def _cached(kb_dir: Path, cache: Path, *, stamped: bool = False) -> Path:

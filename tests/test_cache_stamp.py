@@ -10,26 +10,10 @@ import os
 import warnings
 from pathlib import Path
 
-import pytest
-
 from retrieval import open_index
-from retrieval.index import cache_check, cache_stamp
+from retrieval.index import cache_stamp
 from retrieval.index.cache import CacheWarning
 from retrieval.index.write_behind import forget
-
-
-@pytest.fixture
-def hashed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The name of every cache file this test hashes."""
-    names: list[str] = []
-    real = cache_check.file_digest
-
-    def counted(path, *args):
-        names.append(Path(path).name)
-        return real(path, *args)
-
-    monkeypatch.setattr(cache_check, "file_digest", counted)
-    return names
 
 
 def _folder(kb_dir: Path, cache: Path) -> Path:

@@ -3,6 +3,7 @@ of it when the link names an anchor (GitHub's heading slugs)."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -67,13 +68,18 @@ def test_slugs_follow_github():
     assert _slug("L0 → L1") == "l0--l1"
 
 
-def test_the_mcp_python_client_snippet_runs_as_written():
-    """docs/mcp.md's Python client, run as written from the repository root against the sample base."""
+def test_the_mcp_python_client_snippet_runs_as_written(tmp_path):
+    """docs/mcp.md's Python client, run as written from the repository root against the sample base. The MCP
+    client starts its server with only the default environment (HOME, PATH, ...), not this session's index
+    cache: a home of its own keeps the server's default cache out of the user's."""
     pytest.importorskip("mcp", reason="the MCP snippet needs the mcp package ([mcp] or [dev] extra)")
     text = (ROOT / "docs" / "mcp.md").read_text()
     section = text[text.index("## A Python client"):text.index("## One complete exchange")]
     snippet = re.search(r"```python\n(.*?)```", section, flags=re.S).group(1)
-    done = subprocess.run([sys.executable, "-c", snippet], capture_output=True, text=True, cwd=ROOT, timeout=180)
+    home = tmp_path / "home"
+    home.mkdir()
+    done = subprocess.run([sys.executable, "-c", snippet], capture_output=True, text=True, cwd=ROOT, timeout=180,
+                          env={**os.environ, "HOME": str(home)})
     assert done.returncode == 0, done.stderr[-2000:]
     first = done.stdout.splitlines()[0].split()
     assert first[0].endswith(".md") and float(first[1]) > 0, done.stdout

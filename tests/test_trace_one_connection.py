@@ -8,7 +8,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import duckdb
 import pytest
 
 from eval import storage
@@ -29,35 +28,20 @@ def _rows(store: TraceStore, n: int, prefix: str) -> None:
     store.record_many([ToolInvocation("lookup_knowledge", f"{prefix}{i}", {}, "ok", 1.0, {}, {}) for i in range(n)])
 
 
-@pytest.fixture
-def opened(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The path of every DuckDB database this test opens read-only (the real connect, counted)."""
-    seen: list[str] = []
-    real = duckdb.connect
-
-    def counting(database: str = ":memory:", *args, **kwargs):
-        if kwargs.get("read_only"):
-            seen.append(str(database))
-        return real(database, *args, **kwargs)
-
-    monkeypatch.setattr(duckdb, "connect", counting)
-    return seen
-
-
-def test_reads_in_one_block_open_the_file_once_and_see_the_writers_own_rows(tmp_path: Path, opened: list[str]):
+def test_reads_in_one_block_open_the_file_once_and_see_the_writers_own_rows(tmp_path: Path, read_only_opens: list[str]):
     with TraceStore(tmp_path / "t.duckdb") as store:
         _rows(store, 3, "a")
         assert store.count() == 3
         _rows(store, 2, "b")
-        opened.clear()
+        read_only_opens.clear()
         with store.one_connection():
             counts = [store.count(), len(store.invocations()), int(store.query("SELECT count(*) AS n FROM "
                                                                              "tool_invocation")["n"][0])]
         assert counts == [5, 5, 5]  # the first read flushed the two new rows
-        assert opened.count(str(tmp_path / "t.duckdb")) == 1
-        opened.clear()
+        assert read_only_opens.count(str(tmp_path / "t.duckdb")) == 1
+        read_only_opens.clear()
         store.count(), store.count()  # outside a block: one connection a read, as before
-        assert opened.count(str(tmp_path / "t.duckdb")) == 2
+        assert read_only_opens.count(str(tmp_path / "t.duckdb")) == 2
 
 
 def test_a_block_lets_go_of_the_file_when_it_ends_even_after_an_error(tmp_path: Path):
@@ -73,37 +57,37 @@ def test_a_block_lets_go_of_the_file_when_it_ends_even_after_an_error(tmp_path: 
 
 
 def test_nested_blocks_share_the_outer_connection_and_other_files_are_read_on_their_own(tmp_path: Path,
-                                                                                       opened: list[str]):
+                                                                                       read_only_opens: list[str]):
     first, second = tmp_path / "first.duckdb", tmp_path / "second.duckdb"
     with TraceStore(first) as store, TraceStore(second) as other:
         _rows(store, 2, "a")
         _rows(other, 5, "b")
-        opened.clear()
+        read_only_opens.clear()
         with store.one_connection():
             with store.one_connection():
                 assert store.count() == 2
             assert store.count() == 2
             assert other.count() == 5 and other.count() == 5  # another file: not the block's connection
-        assert opened.count(str(first)) == 1 and opened.count(str(second)) == 2
+        assert read_only_opens.count(str(first)) == 1 and read_only_opens.count(str(second)) == 2
 
 
 def test_a_block_over_a_path_shares_its_connection_with_every_reader_of_that_file(tmp_path: Path,
-                                                                                 opened: list[str]):
+                                                                                 read_only_opens: list[str]):
     path = tmp_path / "t.duckdb"
     with TraceStore(path) as store:
         _rows(store, 4, "a")
-    opened.clear()
+    read_only_opens.clear()
     with trace_reader.one_connection(path):
         assert trace_reader.count(path) == 4 and len(trace_reader.invocations(path)) == 4
-    assert opened.count(str(path)) == 1
+    assert read_only_opens.count(str(path)) == 1
 
 
-def test_an_evaluation_loader_opens_the_trace_file_once(run_pair, opened: list[str]):
+def test_an_evaluation_loader_opens_the_trace_file_once(run_pair, read_only_opens: list[str]):
     """`load_per_query` and `load_run_row` each run several queries (facts, kind, metrics; resolve and row)."""
     store, run_a, _ = run_pair
     path = str(store.path)
-    opened.clear()
+    read_only_opens.clear()
     frame = storage.load_per_query(store, run_a)
     row = storage.load_run_row(store, run_a[:-1])  # a prefix: resolved, then read
     assert not frame.empty and row["run_id"] == run_a
-    assert opened.count(path) == 2, opened
+    assert read_only_opens.count(path) == 2, read_only_opens

@@ -8,7 +8,7 @@ __all__, __getattr__, __dir__ = lazy_exports(__name__, {
     "build": "KnowledgeIndex build_index default_cache_dir file_signature open_index",
     "config": "IndexConfig",
     "progress": "BUILD_STAGES=STAGES build_share=overall",
-    "cache": "file_digest",
+    "digest": "file_digest",
     "provenance": "LIBRARIES library_versions",
     "live": "LiveIndex current_index",
     "write_behind": "wait_for_writes",

@@ -61,7 +61,8 @@ class _Prefetched:
     files: list[tuple[str, dict[str, Any]]]
     started: float = field(default_factory=time.monotonic)
     done: threading.Event = field(default_factory=threading.Event)
-    error: BaseException | None = None
+    passed: bool = False
+    error: Exception | None = None
 
 
 _PREFETCHED: dict[str, _Prefetched] = {}
@@ -95,16 +96,19 @@ def check(folder: Path, files: Sequence[tuple[Path, dict[str, Any]]]) -> None:
         if _same_manifest(folder, ahead.manifest):
             if ahead.error is not None:
                 raise ahead.error
-            return
+            if ahead.passed:
+                return
     check_bytes(files, folder)
 
 
 def _run(ahead: _Prefetched, files: list[tuple[Path, dict[str, Any]]], folder: Path) -> None:
     try:
         check_bytes(files, folder)
-    except BaseException as exc:  # noqa: BLE001 - the verdict, raised by `check` in the caller's thread
+        ahead.passed = True
+    except (OSError, ValueError) as exc:  # the verdict, raised by `check` in the caller's thread
         ahead.error = exc
-    ahead.done.set()
+    finally:  # anything else leaves the check neither passed nor failed: `check` checks again
+        ahead.done.set()
 
 
 def _listed(folder: Path, manifest: Any) -> list[tuple[Path, dict[str, Any]]]:
