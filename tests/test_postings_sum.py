@@ -97,3 +97,21 @@ def test_float32_values_summed_in_float64_take_the_compiled_path_with_numpys_sum
     assert taken and summed.dtype == np.float64
     np.testing.assert_array_max_ulp(summed, reference, maxulp=1)
     assert np.count_nonzero(summed != reference) <= size // 1000
+
+
+def test_a_scipy_whose_private_product_changed_falls_back_to_numpys_sums(monkeypatch) -> None:
+    """The compiled product is scipy's private `csc_matvec`: checked on one known sum before it is used."""
+    from scipy.sparse import _sparsetools
+
+    size = 3 * COMPILED_MIN_POSTINGS
+    indptr, rows, values = _columns(size, 3, seed=13, dtype=np.float32)
+    ids, weights = np.array([0, 2]), np.array([1.0, 0.5])
+    expected = _numpy_reference(indptr, rows, values, ids, weights, size, np.float32)
+    for changed in (lambda *args: None, lambda n_rows, n_columns, *rest: (_ for _ in ()).throw(TypeError("args"))):
+        postings._scipy_column_add.cache_clear()
+        monkeypatch.setattr(_sparsetools, "csc_matvec", changed)
+        assert postings._scipy_column_add() is None
+        assert np.array_equal(postings_sum(indptr, rows, values, ids, weights, size, np.float32), expected)
+    monkeypatch.undo()
+    postings._scipy_column_add.cache_clear()
+    assert postings._scipy_column_add() is _sparsetools.csc_matvec
