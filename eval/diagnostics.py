@@ -87,9 +87,9 @@ def filter_by_domain(applied: pd.DataFrame) -> dict[str, dict[str, Any]]:
     in it), precision, and how many it harmed (a relevant document outside it)."""
     result = {}
     for domain, group in applied.groupby("filter_category", sort=True):
-        correct = int(group["filter_correct"].fillna(False).astype(bool).sum())
+        correct = int(_flag(group, "filter_correct").sum())
         result[str(domain)] = {"applied": len(group), "correct": correct, "precision": _rate(correct, len(group)),
-                               "harm": int(group["filter_harm"].fillna(False).astype(bool).sum())}
+                               "harm": int(_flag(group, "filter_harm").sum())}
     return result
 
 
@@ -124,7 +124,8 @@ def _flag(frame: pd.DataFrame, column: str) -> pd.Series:
     """A boolean column, False where absent or null (runs stored before the column existed)."""
     if column not in frame:
         return pd.Series(False, index=frame.index)
-    return frame[column].fillna(False).astype(bool)
+    # element by element: fillna and where on an object column warn of their downcasting on pandas 2.2
+    return pd.Series([bool(v) if pd.notna(v) else False for v in frame[column]], index=frame.index, dtype=bool)
 
 
 def _rate(part: int, whole: int) -> float | None:
