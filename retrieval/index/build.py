@@ -18,11 +18,10 @@ import numpy as np
 from retrieval import __version__
 from retrieval.index import progress as bp
 from retrieval.index.cache import SPILL_PREFIX, CachedIndex, read_cache, write_cache
-from retrieval.index.cache_check import prefetch
 from retrieval.index.chunk_store import ChunkRows, indexable
 from retrieval.index.config import IndexConfig
 from retrieval.index.foreground import Foreground
-from retrieval.index.incremental import UpdateFacts, lineage_folders, newest_of_lineage, update_index
+from retrieval.index.incremental import UpdateFacts, newest_of_lineage, update_index
 from retrieval.index.lineage import Lineage
 from retrieval.index.spill import IN_MEMORY, Spill
 from retrieval.index.write_behind import forget, recalled, remember, wait_for_writes, write_behind, writing
@@ -115,8 +114,6 @@ def open_index(path: str | Path, *, svd_dims: int | None = None, config: IndexCo
     lineage = cache_key(f"lineage|{Path(path).resolve()}|{excluded}|{name}", config, strict, prefixes)
     cache_root = Path(cache_dir or default_cache_dir())
     recent = None if rebuild else recalled(cache_root, lineage)  # this process's last index of the lineage
-    if recent is None and not rebuild:  # the walk below most likely names the lineage's newest folder: its
-        _check_ahead(cache_root, lineage)  # files are hashed meanwhile (cache_check.py)
     key = cache_key(f"{file_signature(path)}|{excluded}|{name}", config, strict, prefixes)
     folder = cache_root / key
     if recent is None or (recent.folder != folder and writing(folder)):
@@ -165,13 +162,6 @@ def open_index(path: str | Path, *, svd_dims: int | None = None, config: IndexCo
         shutil.rmtree(spill.folder, ignore_errors=True)
     bp.report(progress, bp.CACHING, 1.0)
     return index
-
-
-def _check_ahead(cache_root: Path, lineage: str) -> None:
-    """Begin checking the newest cache folder of `lineage` (none: nothing to do)."""
-    newest = lineage_folders(cache_root, lineage)
-    if newest:
-        prefetch(newest[0])
 
 
 def _current(path: str | Path, cache_root: Path, lineage: str, options: dict) -> CachedIndex | None:

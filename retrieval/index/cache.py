@@ -37,7 +37,7 @@ import numpy as np
 
 from retrieval.index import cache_stamp
 from retrieval.index.array_files import Checkpoint, write_array
-from retrieval.index.cache_check import MANIFEST, check
+from retrieval.index.cache_check import MANIFEST, check_bytes
 from retrieval.index.chunk_store import ChunkStore, TextColumn
 from retrieval.index.config import IndexConfig
 from retrieval.index.entry_columns import EntryColumns
@@ -132,7 +132,8 @@ def write_cache(folder: Path, cached: CachedIndex, checkpoint: Checkpoint | None
                     "index_config": cached.index_config.to_dict(), "build_seconds": cached.build_seconds}
         (temporary / MANIFEST).write_text(json.dumps(manifest), encoding="utf-8")
         # the hashes were made from the bytes written, in a folder no one else knows yet: a stamp vouches for them
-        cache_stamp.record(temporary, *_states(temporary, files), cache_stamp.fine_clock(temporary))
+        at, states = cache_stamp.states(temporary / spec["file"] for spec in files.values())
+        cache_stamp.record(temporary, states, at, cache_stamp.fine_clock(temporary))
         if folder.exists():
             shutil.rmtree(folder, ignore_errors=True)
         os.replace(temporary, folder)
@@ -182,7 +183,7 @@ def _read(folder: Path) -> CachedIndex:
     if not isinstance(files, dict):
         raise ValueError("manifest names no files")
     paths = {name: _member(folder, spec["file"]) for name, spec in files.items()}
-    check(folder, [(paths[name], spec) for name, spec in files.items()])  # begun ahead by open_index, often
+    check_bytes([(paths[name], spec) for name, spec in files.items()], folder)
     arrays = {name: _read_array(paths[name], spec) for name, spec in files.items()}
     entries = EntryColumns.of_arrays({n: arrays[n] for n in ENTRY_ARRAYS}, arrays["chunk_entry"],
                                      arrays["chunk_position"],
@@ -226,11 +227,6 @@ def _store_arrays(store: ChunkStore) -> dict[str, np.ndarray]:
 ENTRY_ARRAYS = tuple(f"entry_{name}_{part}" for name in ("source", "title", "description", "label")
                      for part in ("blob", "offsets")) + (
     "entry_label_starts", "entry_source_hashes", "entry_source_ids", "entry_chunk_starts")
-
-
-def _states(folder: Path, files: dict[str, Any]) -> tuple[dict[str, cache_stamp.State], int]:
-    at, states = cache_stamp.states(folder / spec["file"] for spec in files.values())
-    return states, at
 
 
 def _read_array(path: Path, spec: dict[str, Any]) -> np.ndarray:

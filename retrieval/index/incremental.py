@@ -62,17 +62,8 @@ class Updated:
 
 def newest_of_lineage(cache_root: Path, key: str) -> CachedIndex | None:
     """The newest cache folder of lineage `key` that checks out (a damaged one is skipped, with a warning)."""
-    for folder in lineage_folders(cache_root, key):
-        cached = read_cache(folder)
-        if cached is not None:
-            return cached
-    return None
-
-
-def lineage_folders(cache_root: Path, key: str) -> list[Path]:
-    """The cache folders of lineage `key`, newest first (by their manifests' times; only manifests read)."""
     if not cache_root.is_dir():
-        return []
+        return None
     found = []
     for folder in cache_root.iterdir():
         try:
@@ -83,7 +74,11 @@ def lineage_folders(cache_root: Path, key: str) -> list[Path]:
                     found.append((manifest.stat().st_mtime, folder))
         except (OSError, ValueError, AttributeError):
             continue
-    return [folder for _, folder in sorted(found, reverse=True)]
+    for _, folder in sorted(found, reverse=True):
+        cached = read_cache(folder)
+        if cached is not None:
+            return cached
+    return None
 
 
 @small_pages()  # numpy's huge-page advice off while an update runs (retrieval/index/heap.py says why)
