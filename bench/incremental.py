@@ -10,7 +10,8 @@ folded its rows into (`open_index(..., rebuild=True, keep_fit=True)`, `index --r
 update should equal, everything else recomputed from the files), and one with a new fit
 (`open_index(..., use_cache=False)`); then the fit's own spread: a third full build of the same files whose SVD
 starts from another random_state, against the new fit's. Prints each update's seconds and its ratio to the full
-build's, measured in this run.
+build's, measured in this run. `--pause 3` waits for the cache writes and 3 s before each update (updates
+spaced like a server's; docs/benchmarks.md); `LOOKUP_KNOWLEDGE_UPDATE_POOL_MB=0` runs without the update pool.
 """
 
 from __future__ import annotations
@@ -38,6 +39,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chunks", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--pause", type=float, default=0.0,
+                        help="seconds to wait, with the cache writes done, between a change and its update: "
+                             "updates spaced like a server's instead of back to back")
     parser.add_argument("--corpus-dir", type=Path, default=Path(tempfile.gettempdir()) / "lookup-knowledge-bench")
     args = parser.parse_args()
     corpus = build_corpus(args.chunks, args.corpus_dir)
@@ -65,6 +69,9 @@ def main() -> None:
         print("| --- | --- | --- | --- | --- | --- |")
         for number, (name, change) in enumerate(steps):
             change()
+            if args.pause:
+                wait_for_writes()
+                time.sleep(args.pause)
             started = time.perf_counter()
             index = open_index(kb, cache_dir=cache)
             lookup_knowledge(queries[number + 1], index=index, config=config)

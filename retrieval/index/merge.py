@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from retrieval.index import arena
 from retrieval.index.chunk_store import ChunkStore, TextColumn
 from retrieval.index.entry_columns import EntryColumns
 from retrieval.kb.model import Entry
@@ -89,7 +90,7 @@ def gather(old: TextColumn, new: TextColumn, picks: np.ndarray) -> TextColumn:
     ends = np.where(from_new, new.offsets[np.minimum(local + 1, len(new))],
                     old.offsets[np.minimum(local + 1, n_old)])
     offsets = np.r_[0, np.cumsum(ends - starts)].astype(np.int64)
-    blob = np.empty(int(offsets[-1]), dtype=np.uint8)
+    blob = arena.empty(int(offsets[-1]), np.uint8)
     breaks = np.flatnonzero((picks[1:] != picks[:-1] + 1) | (from_new[1:] != from_new[:-1])) + 1
     for a, b in zip(np.r_[0, breaks].tolist(), np.r_[breaks, picks.size].tolist(), strict=True):
         if a == b:

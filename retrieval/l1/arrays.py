@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from retrieval.index import arena
 from retrieval.index import progress as bp
 from retrieval.index.chunk_store import TextColumn
 from retrieval.index.config import IndexConfig
@@ -244,7 +245,7 @@ def weight_columns_of(indptr: np.ndarray, rows: np.ndarray, tf: np.ndarray, n_ro
     norm = (k1 * (1 - b + b * lengths / average)).astype(np.float32)
     del lengths
     idf32 = idf.astype(np.float32)
-    values = np.empty(tf.size, dtype=np.float32)
+    values = arena.empty(tf.size, np.float32)  # pooled in an update (retrieval/index/arena.py)
     cuts = np.unique(np.r_[np.searchsorted(indptr, np.arange(0, tf.size, WEIGHTED_ENTRIES), side="right") - 1,
                            indptr.size - 1])
     scale = np.float32(k1 + 1)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from retrieval.index import arena
+
 MAX_RUNS = 20_000  # past this many runs of kept entries, a block at a time beats a loop over the runs
 SCAN_ENTRIES = 1 << 18  # entries renumbered at a time when looking for removed rows' entries
 
@@ -30,7 +32,7 @@ def merged_counts(indptr: np.ndarray, rows: np.ndarray, tf: np.ndarray, final_of
         if counts.size < n_columns:
             counts = np.r_[counts, np.zeros(n_columns - counts.size, dtype=counts.dtype)]
     else:
-        targets, counts = old_columns, np.zeros(n_columns, dtype=np.int64)
+        targets, counts = old_columns, arena.zeros(n_columns, np.int64)
         counts[targets] = np.diff(indptr)
     np.subtract.at(counts, targets[np.searchsorted(indptr, gone, side="right") - 1], 1)
     new = new.tocoo()
@@ -40,7 +42,7 @@ def merged_counts(indptr: np.ndarray, rows: np.ndarray, tf: np.ndarray, final_of
     np.add.at(counts, new_cols, 1)
     at = _insertion_points(indptr, rows, final_of_old, targets, new_cols, new_rows)
     merged_rows, merged_tf = _spliced(rows, tf, final32, gone, at, new_rows, new_tf)
-    merged_indptr = np.zeros(n_columns + 1, dtype=np.int64)
+    merged_indptr = arena.zeros(n_columns + 1, np.int64)
     np.cumsum(counts, out=merged_indptr[1:])
     return merged_indptr, merged_rows, merged_tf
 
@@ -88,8 +90,8 @@ def _spliced(rows: np.ndarray, tf: np.ndarray, final32: np.ndarray, gone: np.nda
     """`final32[rows]` and `tf` without the entries at `gone`, with the new entries inserted before old positions
     `at` (in order): np.insert(np.delete(...)) of both, in one pass."""
     n = rows.size
-    merged_rows = np.empty(n - gone.size + new_rows.size, dtype=np.int32)
-    merged_tf = np.empty(merged_rows.size, dtype=np.float32)
+    merged_rows = arena.empty(n - gone.size + new_rows.size, np.int32)
+    merged_tf = arena.empty(merged_rows.size, np.float32)
     new_at = at - np.searchsorted(gone, at) + np.arange(at.size)
     merged_rows[new_at], merged_tf[new_at] = new_rows, new_tf
     cuts = np.unique(np.concatenate([np.array([0, n], dtype=np.int64), gone, gone + 1, at]))

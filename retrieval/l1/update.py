@@ -16,6 +16,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from retrieval.index import arena
 from retrieval.index.chunk_store import TextColumn
 from retrieval.index.config import IndexConfig
 from retrieval.kb.model import Chunk
@@ -106,12 +107,12 @@ def update_arrays(old: L1Arrays, rows: np.ndarray, new_chunks: Sequence[Chunk], 
     added_idf = (np.log((1.0 + rows.size) / (1.0 + doc_freq)) + 1.0).astype(np.float32)
     lsa_idf = np.concatenate([old.lsa_idf, added_idf])
     projection_row = np.concatenate([old.projection_row, np.full(len(added), -1, dtype=np.int32)])
-    lsa = np.empty((rows.size, old.lsa.shape[1]), dtype=np.float32)
+    lsa = arena.empty((rows.size, old.lsa.shape[1]), np.float32)
     copy_kept(lsa, old.lsa, rows)
     lsa[rows < 0] = _folded(new_counts, lsa_idf, projection_row, old.projection)[fresh]
 
-    static = np.empty((rows.size, dims), dtype=np.float16)
-    static_pages = np.empty((firsts.size, dims), dtype=np.float16)
+    static = arena.empty((rows.size, dims), np.float16)
+    static_pages = arena.empty((firsts.size, dims), np.float16)
     if dims:
         copy_kept(static, old.static_vectors, rows)
         vectors = (composed_vectors(embedder, counts.surface) if counts.surface is not None

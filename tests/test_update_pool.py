@@ -1,0 +1,112 @@
+"""An update's large arrays come from memory the process touched before (retrieval/index/arena.py): a block
+whose arrays are all gone is reused by the next update, never while a view of it lives, and never outside an
+update; the pool holds at most its limit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from retrieval import LookupConfig, lookup_knowledge, open_index
+from retrieval.index import arena
+
+MB = 1 << 20
+
+
+def _address(array: np.ndarray) -> int:
+    return array.__array_interface__["data"][0]
+
+
+def test_a_dropped_array_s_block_serves_the_next_request(monkeypatch):
+    monkeypatch.setenv(arena.LIMIT_ENV, "64")
+    arena.release_pool()
+    with arena.pooled():
+        first = arena.empty((2 * MB,), np.float32)
+        first[:] = 1.0
+        where = _address(first)
+        before = arena.pool_facts()["reused"]
+        del first
+        second = arena.empty((2 * MB - 100,), np.float32)  # a little smaller: the same block fits
+    assert _address(second) == where
+    assert arena.pool_facts()["reused"] == before + 1
+    assert second.shape == (2 * MB - 100,) and second.flags.writeable
+
+
+def test_a_block_is_not_reused_while_a_view_of_it_lives(monkeypatch):
+    monkeypatch.setenv(arena.LIMIT_ENV, "64")
+    arena.release_pool()
+    with arena.pooled():
+        whole = arena.empty((1024, 1024), np.float32)
+        whole[:] = 7.0
+        view = whole[10:20].view(np.int32)
+        del whole
+        other = arena.zeros((1024, 1024), np.float32)
+    assert _address(other) != _address(view) - 10 * 1024 * 4
+    assert (view.view(np.float32) == 7.0).all()  # the other array did not write over it
+    assert not other.any()
+
+
+def test_outside_an_update_arrays_are_plain(monkeypatch):
+    monkeypatch.setenv(arena.LIMIT_ENV, "64")
+    array = arena.empty((2 * MB,), np.float32)
+    assert array.base is None  # numpy's own memory, freed as usual
+
+
+def test_the_pool_keeps_at_most_its_limit(monkeypatch):
+    monkeypatch.setenv(arena.LIMIT_ENV, "10")
+    arena.release_pool()
+    with arena.pooled():
+        arrays = [arena.empty((MB,), np.float32) for _ in range(5)]  # 5 blocks of ~4 MB
+    del arrays
+    facts = arena.pool_facts()
+    assert 0 < facts["free_bytes"] <= 10 * MB and facts["free_blocks"] == 2
+
+
+def test_a_zero_limit_turns_the_pool_off(monkeypatch):
+    monkeypatch.setenv(arena.LIMIT_ENV, "0")
+    with arena.pooled():
+        assert arena.empty((2 * MB,), np.float32).base is None
+
+
+def test_a_malformed_limit_says_what_to_give(monkeypatch):
+    monkeypatch.setenv(arena.LIMIT_ENV, "lots")
+    with pytest.raises(ValueError, match="whole number of megabytes"):
+        arena.retained_limit()
+    monkeypatch.setenv(arena.LIMIT_ENV, "-5")
+    with pytest.raises(ValueError, match="negative"):
+        arena.retained_limit()
+
+
+def test_updates_in_a_row_reuse_the_blocks_of_the_index_they_replaced(editable_kb, monkeypatch):
+    kb, cache = editable_kb
+    monkeypatch.setattr(arena, "MIN_BYTES", 0)  # the sample's arrays are small: pool them all
+    monkeypatch.setenv(arena.LIMIT_ENV, "256")
+    arena.release_pool()
+    open_index(kb, cache_dir=cache)
+    edits = {"zephyr": "billing/invoices.md", "quokka": "api/rate-limits.md", "marmot": "alerting/routing.md",
+             "pangolin": "billing/plans.md"}
+    for word, name in edits.items():
+        page = kb / name
+        page.write_text(page.read_text(encoding="utf-8") + f"\n\n## {word.title()}\nThe {word} surcharge applies.\n",
+                        encoding="utf-8")
+        index = open_index(kb, cache_dir=cache)
+        assert index.update is not None
+    assert arena.pool_facts()["reused"] > 0
+    for word, name in edits.items():  # every edit is found: no array was written over while another index used it
+        blocks = lookup_knowledge(f"{word} surcharge", index=index, config=LookupConfig(top_k=3)).evidence_blocks
+        assert blocks[0].source == name and word in blocks[0].content.lower()
+    same_fit = open_index(kb, cache_dir=cache, rebuild=True, keep_fit=True)  # what an update equals
+    for query in ["zephyr surcharge", "refund policy", "rate limits", "webhook signature"]:
+        assert _tops(index, query) == _tops(same_fit, query)
+
+
+def _tops(index, query: str) -> list[tuple[str, str]]:
+    blocks = lookup_knowledge(query, index=index, config=LookupConfig(top_k=5)).evidence_blocks
+    return [(b.source, b.breadcrumb) for b in blocks]
+
+
+def test_the_pool_module_names_its_variable_in_the_docs():
+    docs = Path(__file__).resolve().parents[1] / "docs"
+    assert any(arena.LIMIT_ENV in p.read_text(encoding="utf-8") for p in docs.glob("*.md"))
