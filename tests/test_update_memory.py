@@ -4,10 +4,13 @@ next update of the same base starts from it instead of waiting for its cache fol
 
 from __future__ import annotations
 
+import json
 import shutil
+import time
 from pathlib import Path
 
 from retrieval import LookupConfig, lookup_knowledge, open_index
+from retrieval.index.foreground import Foreground
 from retrieval.index.write_behind import wait_for_writes
 
 
@@ -101,3 +104,25 @@ def test_kept_rows_are_copied_run_by_run_as_a_gather_would():
         kept = rows >= 0
         assert np.array_equal(copied[kept], source[rows[kept]])
         assert np.all(copied[~kept] == -7.0)  # the new rows' places are left for them
+
+
+def test_a_folder_being_written_is_abandoned_for_a_newer_one(editable_kb):
+    kb, cache = editable_kb
+    open_index(kb, cache_dir=cache)
+    with Foreground():  # the writer is held back, as by updates back to back, and starts the first folder late
+        _append(kb / "billing" / "invoices.md", "Zephyr credits settle on the first of the month.")
+        assert open_index(kb, cache_dir=cache).update is not None
+        deadline = time.monotonic() + 30
+        while not list(cache.glob(".building-*")):  # the writer has begun the first update's folder
+            assert time.monotonic() < deadline, "the writer never began the folder"
+            time.sleep(0.05)
+        _append(kb / "billing" / "plans.md", "Quokka tiers are priced per seat.")
+        assert open_index(kb, cache_dir=cache).update is not None
+    wait_for_writes()
+    folders = [f for f in cache.iterdir() if not f.name.startswith(".")]
+    lineages = sorted(json.loads((f / "manifest.json").read_text(encoding="utf-8"))["lineage"]["updates"]
+                      for f in folders)
+    assert lineages == [0, 2]  # the build's and the second update's: the first update's was given up
+    assert not list(cache.glob(".building-*"))  # and its half-written folder removed
+    index = open_index(kb, cache_dir=cache)
+    assert index.from_cache and _first_source(index, "quokka tiers priced per seat") == "billing/plans.md"

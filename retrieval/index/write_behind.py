@@ -1,20 +1,22 @@
 """Cache folders of updated indexes written behind the caller: an update is served at once, and its folder
 (hundreds of MB at 100k chunks: most arrays change when rows move) lands on disk a moment later.
 
-One writer thread per process (at the lowest CPU priority) writes the folders in the order they were asked
-for, so two writes never race (a write prunes the cache root, leftovers of interrupted writes included). It
-yields to updates and lookups: before each folder, and between the blocks of every file it writes, it waits
-while one runs (retrieval/index/foreground.py), so an update never shares the process with a write. A folder
-not yet started when a newer index of the same lineage is queued is dropped: it caches files that have changed
-since. The thread is not a daemon, so a process that exits first still finishes (Python joins such threads at
-exit); `write_cache` stays atomic (a temporary folder renamed into place), so a process killed mid-write leaves
-no half folder to read. The last index this process built or updated is kept in memory (`remember`,
-`recalled`): the next update of the same lineage starts from it, without waiting for its folder or reading it.
+One writer thread per process (at the lowest CPU priority) writes the folders in the order they were asked for, so
+two writes never race (a write prunes the cache root, leftovers of interrupted writes included). It yields to
+updates and lookups: before each folder, and between the blocks of every file it writes, it waits while one runs
+(retrieval/index/foreground.py), so an update never shares the process with a write. A folder not yet started when
+a newer index of the same lineage is queued is dropped: it caches files that have changed since; one being written
+is abandoned at its next checkpoint (its arrays, held only for the write, are freed for the next update to reuse).
+The thread is not a daemon, so a process that exits first still finishes (Python joins such threads at exit);
+`write_cache` stays atomic (a temporary folder renamed into place), so a process killed mid-write leaves no half
+folder to read. The last index this process built or updated is kept in memory (`remember`, `recalled`): the next
+update of the same lineage starts from it, without waiting for its folder or reading it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import threading
 from dataclasses import dataclass
@@ -69,11 +71,29 @@ def _write_all() -> None:
                 return
             folder, cached = _QUEUE.pop(0)
         try:
-            write_cache(folder, cached, checkpoint=yield_to_foreground)
+            write_cache(folder, cached, checkpoint=functools.partial(_checkpoint, cached))
+        except Superseded:
+            pass  # its temporary folder is gone (write_cache cleans up on any error); the newer one follows
         finally:
             with _LOCK:
                 if not any(job[0] == folder for job in _QUEUE):
                     _WRITING.discard(folder)
+
+
+class Superseded(Exception):
+    """A folder being written was superseded by a newer index of its lineage: abandoned at a checkpoint."""
+
+
+def _checkpoint(cached: CachedIndex) -> None:
+    """The writer's checkpoint: wait for foreground work, then give up a folder a newer one superseded (its
+    arrays are then freed at once: an update needs the memory they hold, retrieval/index/arena.py)."""
+    yield_to_foreground()
+    key = cached.lineage.key if cached.lineage else None
+    if key is None:
+        return
+    with _LOCK:
+        if any(job[1].lineage and job[1].lineage.key == key for job in _QUEUE):
+            raise Superseded
 
 
 def wait_for_writes() -> None:
