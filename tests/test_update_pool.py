@@ -4,6 +4,8 @@ update; the pool holds at most its limit."""
 
 from __future__ import annotations
 
+import gc
+import time
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +13,9 @@ import pytest
 
 from retrieval import LookupConfig, lookup_knowledge, open_index
 from retrieval.index import arena
+from retrieval.index.foreground import Foreground
+from retrieval.index.live import LiveIndex
+from retrieval.l1.update import update_sizes
 
 MB = 1 << 20
 
@@ -110,3 +115,103 @@ def _tops(index, query: str) -> list[tuple[str, str]]:
 def test_the_pool_module_names_its_variable_in_the_docs():
     docs = Path(__file__).resolve().parents[1] / "docs"
     assert any(arena.LIMIT_ENV in p.read_text(encoding="utf-8") for p in docs.glob("*.md"))
+
+
+def _fresh_pool() -> None:
+    gc.collect()  # arrays of earlier tests gone first, so their blocks are not counted here
+    arena.release_pool()
+
+
+def _reserved_after(sizes: list[int]) -> dict[str, int]:
+    before = arena.pool_facts()
+    arena.reserve_behind(sizes)
+    assert arena.wait_for_reserve(timeout=30)
+    after = arena.pool_facts()
+    return {key: after[key] - before[key] for key in ("reserved", "free_blocks")}
+
+
+def test_the_reserve_makes_the_blocks_the_next_update_takes(monkeypatch):
+    monkeypatch.setenv(arena.LIMIT_ENV, "64")
+    monkeypatch.setattr(arena, "RESERVE_QUIET_S", 0.05)
+    _fresh_pool()
+    assert _reserved_after([2 * MB, 3 * MB])["reserved"] == 2
+    reused = arena.pool_facts()["reused"]
+    with arena.pooled():
+        taken = [arena.empty((3 * MB,), np.uint8), arena.empty((2 * MB,), np.uint8)]
+    assert arena.pool_facts()["reused"] >= reused + 2
+    assert all(a.flags.writeable for a in taken)
+
+
+def test_the_reserve_counts_the_free_blocks_there_are(monkeypatch):
+    monkeypatch.setenv(arena.LIMIT_ENV, "64")
+    monkeypatch.setattr(arena, "RESERVE_QUIET_S", 0.05)
+    _fresh_pool()
+    with arena.pooled():
+        dropped = arena.empty((2 * MB,), np.uint8)
+    del dropped  # a free block of the size asked for: only the second size is made
+    assert _reserved_after([2 * MB, 2 * MB])["reserved"] == 1
+
+
+def test_a_reserve_past_the_limit_is_not_made(monkeypatch):
+    monkeypatch.setenv(arena.LIMIT_ENV, "4")
+    monkeypatch.setattr(arena, "RESERVE_QUIET_S", 0.05)
+    _fresh_pool()
+    assert _reserved_after([3 * MB, 3 * MB])["reserved"] == 0
+
+
+def test_the_reserve_waits_while_lookups_run(monkeypatch):
+    monkeypatch.setenv(arena.LIMIT_ENV, "64")
+    monkeypatch.setattr(arena, "RESERVE_QUIET_S", 0.2)
+    _fresh_pool()
+    before = arena.pool_facts()["reserved"]
+    with Foreground():  # a lookup or an update running
+        arena.reserve_behind([2 * MB])
+        time.sleep(1.0)
+        assert arena.pool_facts()["reserved"] == before
+    assert arena.wait_for_reserve(timeout=30)
+    assert arena.pool_facts()["reserved"] == before + 1
+
+
+def test_the_sizes_reserved_for_an_update_are_the_sizes_it_asks_for(editable_kb, monkeypatch):
+    kb, cache = editable_kb
+    monkeypatch.setattr(arena, "MIN_BYTES", 0)
+    monkeypatch.setenv(arena.LIMIT_ENV, "256")
+    open_index(kb, cache_dir=cache)
+    prior = open_index(kb, cache_dir=cache)  # as a server opens it: from the cache
+    store = prior.kb.entries.store
+    expected = update_sizes(prior.l1.arrays, [store.breadcrumbs.blob.nbytes, store.texts.blob.nbytes])
+    page = kb / "billing" / "invoices.md"
+    page.write_text(page.read_text(encoding="utf-8") + "\n\n## Zephyr\nThe zephyr surcharge applies.\n",
+                    encoding="utf-8")
+    assert open_index(kb, cache_dir=cache).update is not None
+    asked = arena.last_sizes()
+    unmatched = list(asked)
+    for size in expected:  # each reserved block is one the update takes (a size within the pool's tolerance)
+        match = [s for s in unmatched if arena.serves(arena.block_size(size), s)]
+        assert match, f"no array of the update fits a block reserved for {size} bytes (asked: {asked})"
+        unmatched.remove(match[0])
+
+
+def test_a_live_index_reserves_its_first_update_s_memory(editable_kb, monkeypatch):
+    kb, cache = editable_kb
+    monkeypatch.setattr(arena, "MIN_BYTES", 0)
+    monkeypatch.setattr(arena, "RESERVE_QUIET_S", 0.05)
+    monkeypatch.setenv(arena.LIMIT_ENV, "256")
+    open_index(kb, cache_dir=cache)
+    _fresh_pool()
+    reserved = arena.pool_facts()["reserved"]
+    live = LiveIndex(kb, cache_dir=cache).start()
+    try:
+        assert arena.wait_for_reserve(timeout=30)
+        reserved = arena.pool_facts()["reserved"] - reserved
+        assert reserved >= 10  # the texts, the term counts and weights, the LSA and static rows
+        reused = arena.pool_facts()["reused"]
+        page = kb / "billing" / "plans.md"
+        page.write_text(page.read_text(encoding="utf-8") + "\n\n## Quokka\nQuokka tiers are priced per seat.\n",
+                        encoding="utf-8")
+        assert live.refresh() and live.current().update is not None
+        assert arena.pool_facts()["reused"] - reused >= reserved  # every reserved block served the update
+        top = lookup_knowledge("quokka tiers", index=live.current(), config=LookupConfig(top_k=1)).evidence_blocks
+        assert top[0].source == "billing/plans.md"
+    finally:
+        live.stop()

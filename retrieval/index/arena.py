@@ -8,20 +8,30 @@ process holds is never handed back that way, so the arrays an update makes come 
 memory that return here, not to the system, when the last array over them goes (the index they served was
 replaced): the next update reuses them. At most `retained_limit()` bytes of free blocks are kept (the oldest
 go first); arrays are pooled only inside `pooled()` (updates), never in a build, whose peak memory is bounded.
+
+A process's first updates find no such blocks (the index it started from lies in its cache files' maps, and
+the one an update made is served while the next is made), so `reserve_behind` makes the blocks the next update
+will ask for on a thread at the lowest priority, once no lookup or update has run for RESERVE_QUIET_S: a server
+that follows its files reserves after it opens its index and after each update (the blocks an update frees by
+replacing an index count: only what is missing is made).
 """
 
 from __future__ import annotations
 
 import contextlib
 import contextvars
+import ctypes
 import math
 import mmap
 import os
 import threading
+import time
 import weakref
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import numpy as np
+
+from retrieval.index.foreground import foreground_running
 
 MIN_BYTES = 1 << 20  # smaller arrays come from the C heap, which reuses its own memory
 HEADROOM = 1 / 16  # a new block is this much larger than asked for: the next version's arrays grow a little
@@ -29,20 +39,30 @@ MAX_WASTE = 1.25  # a free block serves a request at least 1 / MAX_WASTE of its 
 LIMIT_ENV = "LOOKUP_KNOWLEDGE_UPDATE_POOL_MB"
 DEFAULT_LIMIT_MB = 1024
 
-_POOLING: contextvars.ContextVar[bool] = contextvars.ContextVar("lookup_knowledge_pooling", default=False)
+RESERVE_QUIET_S = 1.0  # the reserve waits for this long a quiet (no lookup or update) before each piece
+RESERVE_PIECE = 8 << 20  # bytes touched at a time: a few ms
+_POLL_S = 0.05
+
+_POOLING: contextvars.ContextVar[list[int] | None] = contextvars.ContextVar("lookup_knowledge_pooling", default=None)
 _LOCK = threading.RLock()  # reentrant: a collection inside a locked section may run a block's finalizer
 _FREE: list[mmap.mmap] = []  # free blocks, oldest first
-_COUNTS = {"reused": 0, "made": 0}
+_COUNTS = {"reused": 0, "made": 0, "reserved": 0}
+_RESERVE: list[list[int]] = []  # the sizes the reserve thread is to make blocks for (the newest only)
+_RESERVER: list[threading.Thread] = []
+_LAST: list[list[int]] = [[]]  # the sizes the last pooled block asked for, in order
 
 
 @contextlib.contextmanager
 def pooled() -> Iterator[None]:
-    """Inside this block (and this thread or task only), `empty` and `zeros` take large arrays from the pool."""
-    token = _POOLING.set(True)
+    """Inside this block (and this thread or task only), `empty` and `zeros` take large arrays from the pool;
+    `last_sizes()` is then what it asked for."""
+    sizes: list[int] = []
+    token = _POOLING.set(sizes)
     try:
         yield
     finally:
         _POOLING.reset(token)
+        _LAST[0] = sizes
 
 
 def empty(shape: int | tuple[int, ...], dtype: np.dtype | type) -> np.ndarray:
@@ -51,8 +71,10 @@ def empty(shape: int | tuple[int, ...], dtype: np.dtype | type) -> np.ndarray:
     dims = (shape,) if isinstance(shape, int) else tuple(shape)
     count = math.prod(dims)
     nbytes = count * dtype.itemsize
-    if not _POOLING.get() or nbytes < MIN_BYTES or retained_limit() == 0:
+    session = _POOLING.get()
+    if session is None or nbytes < MIN_BYTES or retained_limit() == 0:
         return np.empty(dims, dtype=dtype)
+    session.append(nbytes)
     block = _take(nbytes)
     flat = np.frombuffer(block, dtype=dtype, count=count)
     # the memoryview numpy made over the block is the base of every view of `flat`: when the last goes, so does it
@@ -87,6 +109,106 @@ def pool_facts() -> dict[str, int]:
         return dict(_COUNTS, free_blocks=len(_FREE), free_bytes=sum(len(b) for b in _FREE))
 
 
+def last_sizes() -> list[int]:
+    """The sizes of the pooled arrays the last `pooled()` block of this process asked for, in order."""
+    return list(_LAST[0])
+
+
+def reserve_behind(sizes: Sequence[int]) -> None:
+    """Make free blocks for arrays of `sizes` bytes on a background thread, once the process has been quiet for
+    RESERVE_QUIET_S, counting the free blocks there are (nothing when they would pass the limit). A newer call
+    replaces what an earlier one has not made yet."""
+    wanted = [int(size) for size in sizes if size >= MIN_BYTES]
+    try:
+        limit = retained_limit()
+    except ValueError:
+        return  # the update that follows says what is wrong with the variable
+    if not wanted or sum(block_size(size) for size in wanted) > limit:
+        return
+    with _LOCK:
+        _RESERVE[:] = [wanted]
+        if not _RESERVER:
+            thread = threading.Thread(target=_reserve_all, name="lookup-knowledge-update-pool", daemon=True)
+            _RESERVER.append(thread)
+            thread.start()
+
+
+def wait_for_reserve(timeout: float | None = None) -> bool:
+    """Wait until the reserve thread has made what it was asked for; False when `timeout` passed first."""
+    with _LOCK:
+        thread = _RESERVER[0] if _RESERVER else None
+    if thread is not None:
+        thread.join(timeout)
+        return not thread.is_alive()
+    return True
+
+
+def _reserve_all() -> None:
+    with contextlib.suppress(AttributeError, OSError):  # Linux: this thread alone at the lowest priority
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+    while True:
+        with _LOCK:
+            if not _RESERVE:
+                _RESERVER.clear()
+                return
+            wanted = _RESERVE.pop()
+        _reserve(wanted)
+
+
+def _reserve(wanted: list[int]) -> None:
+    """Blocks for the sizes in `wanted` that no free block serves, touched a piece at a time while the process
+    is quiet (a lookup or an update that starts meanwhile waits for no more than one piece)."""
+    try:
+        limit = retained_limit()
+    except ValueError:
+        return
+    claimed: set[int] = set()
+    settled = False  # the process has been quiet since the last wait
+    for nbytes in wanted:
+        with _LOCK:
+            if _RESERVE:  # a newer request replaced this one
+                return
+            fits = [b for b in _FREE if id(b) not in claimed and serves(len(b), nbytes)]
+            if fits:
+                claimed.add(id(min(fits, key=len)))
+                continue
+            if sum(len(b) for b in _FREE) + block_size(nbytes) > limit:
+                return
+        block = mmap.mmap(-1, block_size(nbytes), flags=mmap.MAP_PRIVATE)
+        for start in range(0, len(block), RESERVE_PIECE):
+            if not (settled and not foreground_running()):
+                if not _await_quiet():
+                    return
+                settled = True
+            _touch(block, start, min(RESERVE_PIECE, len(block) - start))
+        with _LOCK:
+            _FREE.append(block)
+            claimed.add(id(block))
+            _COUNTS["reserved"] += 1
+
+
+def _touch(block: mmap.mmap, start: int, length: int) -> None:
+    """Fault in `length` bytes of `block` from `start` by a C memset, which lets other threads run (an mmap
+    with MAP_POPULATE faults its pages in while holding the GIL, stalling every lookup meanwhile)."""
+    view = ctypes.c_char.from_buffer(block, start)
+    address = ctypes.addressof(view)
+    del view  # no export left on the block; the address holds while the block does
+    ctypes.memset(address, 0, length)
+
+
+def _await_quiet() -> bool:
+    """Wait until no lookup or update has run for RESERVE_QUIET_S; False when the process is ending."""
+    quiet_since = time.monotonic()
+    while threading.main_thread().is_alive():
+        now = time.monotonic()
+        if foreground_running():
+            quiet_since = now
+        elif now - quiet_since >= RESERVE_QUIET_S:
+            return True
+        time.sleep(_POLL_S)
+    return False
+
+
 def release_pool() -> None:
     """Drop every free block (their memory goes back to the system once unmapped)."""
     with _LOCK:
@@ -96,15 +218,25 @@ def release_pool() -> None:
 def _take(nbytes: int) -> mmap.mmap:
     """The smallest free block that holds `nbytes` without wasting more than MAX_WASTE, else a new one."""
     with _LOCK:
-        fits = [b for b in _FREE if nbytes <= len(b) <= nbytes * MAX_WASTE]
+        fits = [b for b in _FREE if serves(len(b), nbytes)]
         if fits:
             block = min(fits, key=len)
             _FREE.remove(block)
             _COUNTS["reused"] += 1
             return block
         _COUNTS["made"] += 1
-    size = -(-int(nbytes * (1 + HEADROOM)) // mmap.PAGESIZE) * mmap.PAGESIZE
-    return mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE)
+    return mmap.mmap(-1, block_size(nbytes), flags=mmap.MAP_PRIVATE)
+
+
+def block_size(nbytes: int) -> int:
+    """The size of a block made for `nbytes`: HEADROOM more, in whole pages."""
+    return -(-int(nbytes * (1 + HEADROOM)) // mmap.PAGESIZE) * mmap.PAGESIZE
+
+
+def serves(block_bytes: int, nbytes: int) -> bool:
+    """Whether a free block of `block_bytes` serves a request for `nbytes`: it holds them and is at most
+    MAX_WASTE times as large, or no larger than a block made for them would be."""
+    return nbytes <= block_bytes <= max(nbytes * MAX_WASTE, block_size(nbytes))
 
 
 def _give(block: mmap.mmap) -> None:
@@ -118,4 +250,3 @@ def _give(block: mmap.mmap) -> None:
         held = sum(len(b) for b in _FREE)
         while _FREE and held > limit:
             held -= len(_FREE.pop(0))
-

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from retrieval.index import arena
 from retrieval.index.arena import pooled
 from retrieval.index.cache import MANIFEST, CachedIndex, CacheWarning, read_cache
 from retrieval.index.chunk_store import ChunkRows, indexable
@@ -34,7 +35,7 @@ from retrieval.l0.index import L0Index
 from retrieval.l1.arrays import loaded
 from retrieval.l1.embedder import Embedder, LazyEmbedder
 from retrieval.l1.search import L1Index
-from retrieval.l1.update import update_arrays
+from retrieval.l1.update import update_arrays, update_sizes
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,15 @@ def newest_of_lineage(cache_root: Path, key: str) -> CachedIndex | None:
         if cached is not None:
             return cached
     return None
+
+
+def reserve_for_next_update(kb: KnowledgeBase, l1: L1Index | None) -> None:
+    """Have the update pool make, while the process is quiet, the blocks the next update of this index will
+    ask for (retrieval/index/arena.py): a process that follows its files does so once it has its index."""
+    if l1 is None or l1.arrays is None or not isinstance(kb.entries, EntryColumns):
+        return
+    store = kb.entries.store
+    arena.reserve_behind(update_sizes(l1.arrays, [store.breadcrumbs.blob.nbytes, store.texts.blob.nbytes]))
 
 
 @small_pages()  # numpy's huge-page advice off while an update runs (retrieval/index/heap.py says why)

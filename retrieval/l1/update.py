@@ -139,6 +139,18 @@ def update_arrays(old: L1Arrays, rows: np.ndarray, new_chunks: Sequence[Chunk], 
                    static_pages=static_pages)
 
 
+def update_sizes(arrays: L1Arrays, text_bytes: Sequence[int]) -> list[int]:
+    """The sizes, in bytes and in the order an update asks for them, of the large arrays an update of an index
+    with these arrays makes (the entries' gathered text columns of `text_bytes` first): what the update pool
+    reserves before a process's first update (retrieval/index/arena.py; tests/test_update_pool.py holds it to
+    what an update asks for)."""
+    section = [arrays.section_rows.nbytes, arrays.section_tf.nbytes, arrays.section_indptr.nbytes]
+    page = [arrays.page_indptr.nbytes, arrays.page_rows.nbytes, arrays.page_tf.nbytes, arrays.page_indptr.nbytes]
+    weights = [arrays.section_weights.nbytes, arrays.page_weights.nbytes]
+    vectors = [arrays.lsa.nbytes, arrays.static_vectors.nbytes, arrays.static_pages.nbytes]
+    return [int(size) for size in (*text_bytes, *section, *page, *weights, *vectors)]
+
+
 MAX_RUNS = 10_000  # past this many runs of kept rows, one gather copies them
 
 
