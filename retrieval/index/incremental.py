@@ -86,10 +86,11 @@ def newest_of_lineage(cache_root: Path, key: str) -> CachedIndex | None:
 def reserve_for_next_update(kb: KnowledgeBase, l1: L1Index | None) -> None:
     """Have the update pool make, while the process is quiet, the blocks the next update of this index will
     ask for (retrieval/index/arena.py): a process that follows its files does so once it has its index."""
-    if l1 is None or l1.arrays is None or not isinstance(kb.entries, EntryColumns):
+    if l1 is None or l1.arrays is None:
         return
-    store = kb.entries.store
-    arena.reserve_behind(update_sizes(l1.arrays, [store.breadcrumbs.blob.nbytes, store.texts.blob.nbytes]))
+    store = kb.entries.store if isinstance(kb.entries, EntryColumns) else None  # a new build's: entries, no columns
+    texts = [store.breadcrumbs.blob.nbytes, store.texts.blob.nbytes] if store is not None else []
+    arena.reserve_behind(update_sizes(l1.arrays, texts))
 
 
 @small_pages()  # numpy's huge-page advice off while an update runs (retrieval/index/heap.py says why)
