@@ -12,12 +12,14 @@ update should equal, everything else recomputed from the files), and one with a 
 starts from another random_state, against the new fit's. Prints each update's seconds and its ratio to the full
 build's, measured in this run. `--pause 3` waits for the cache writes and 3 s before each update (updates
 spaced like a server's; docs/benchmarks.md); `LOOKUP_KNOWLEDGE_UPDATE_POOL_MB=0` runs without the update pool.
+Each update's page faults are printed too: an update's time on a host slow to back new memory follows them.
 """
 
 from __future__ import annotations
 
 import argparse
 import random
+import resource
 import shutil
 import sys
 import tempfile
@@ -65,22 +67,25 @@ def main() -> None:
                  ("delete 1 page", lambda: _delete(pages, rng)),
                  ("add 1 page", lambda: _add(kb, pages, rng)),
                  (f"edit 1% of pages ({one_percent})", lambda: _edit(rng.sample(pages, one_percent), pages, rng))]
-        print("| change | update + next lookup | of a full build | files parsed | rows added / removed | drift |")
-        print("| --- | --- | --- | --- | --- | --- |")
+        print("| change | update + next lookup | of a full build | files parsed | rows added / removed | drift "
+              "| page faults (first touches of memory) |")
+        print("| --- | --- | --- | --- | --- | --- | --- |")
         for number, (name, change) in enumerate(steps):
             change()
             if args.pause:
                 wait_for_writes()
                 time.sleep(args.pause)
+            faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
             started = time.perf_counter()
             index = open_index(kb, cache_dir=cache)
             lookup_knowledge(queries[number + 1], index=index, config=config)
             seconds = time.perf_counter() - started
+            faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
             facts = index.update
             if facts is None:
                 raise SystemExit(f"{name}: open_index built the index whole instead of updating it")
             print(f"| {name} | {seconds:.2f} s | {seconds / full:.3f} | {facts.parsed} | {facts.rows_added:,} / "
-                  f"{facts.rows_removed:,} | {facts.lineage.drift:.4f} |")
+                  f"{facts.rows_removed:,} | {facts.lineage.drift:.4f} | {faults:,} |")
         updated = [_top(index, q, config) for q in queries]
         tops = {}
         for name, rebuild in (("a full rebuild keeping the LSA fit (--rebuild --keep-fit)",

@@ -118,6 +118,10 @@ def test_a_folder_being_written_is_abandoned_for_a_newer_one(editable_kb):
             time.sleep(0.05)
         _append(kb / "billing" / "plans.md", "Quokka tiers are priced per seat.")
         assert open_index(kb, cache_dir=cache).update is not None
+        given_up = time.monotonic() + 2  # the writer wakes and gives the first folder up while the work goes on
+        while list(cache.glob(".building-*")):
+            assert time.monotonic() < given_up, "the superseded folder was still being written"
+            time.sleep(0.02)
     wait_for_writes()
     folders = [f for f in cache.iterdir() if not f.name.startswith(".")]
     lineages = sorted(json.loads((f / "manifest.json").read_text(encoding="utf-8"))["lineage"]["updates"]

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ContextDecorator, contextmanager
 from dataclasses import dataclass
 
@@ -79,14 +79,15 @@ def writer_awaited() -> Iterator[None]:
             _STATE.awaited -= 1
 
 
-def yield_to_foreground() -> None:
+def yield_to_foreground(give_up: Callable[[], bool] | None = None) -> None:
     """The writer's checkpoint: return at once when nothing holds it back, else wait until foreground work
-    has ended and settled (or the writer has been held back too long, is awaited, or the process is ending)."""
+    has ended and settled (or the writer has been held back too long, is awaited, the process is ending, or
+    `give_up()` is true: it is checked on each wake, `wake_writer` wakes it)."""
     with _LOCK:
         started = time.monotonic()
         while True:
             now = time.monotonic()
-            if _STATE.awaited or not threading.main_thread().is_alive():
+            if _STATE.awaited or not threading.main_thread().is_alive() or (give_up is not None and give_up()):
                 return
             if _STATE.busy == 0 and now >= _STATE.quiet_at:
                 _STATE.held_since = None
@@ -103,6 +104,12 @@ def yield_to_foreground() -> None:
                 _CHANGED.wait(min(wait, max(MAX_PAUSE_S - (now - started), 0.0)))
             finally:
                 _STATE.paused = False
+
+
+def wake_writer() -> None:
+    """Wake a writer waiting at its checkpoint, to look again whether it should give up."""
+    with _LOCK:
+        _CHANGED.notify_all()
 
 
 def writer_paused() -> bool:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from retrieval.index.cache import CachedIndex, write_cache
-from retrieval.index.foreground import writer_awaited, yield_to_foreground
+from retrieval.index.foreground import wake_writer, writer_awaited, yield_to_foreground
 
 
 @dataclass(frozen=True, eq=False)
@@ -39,24 +39,29 @@ _WRITING: set[Path] = set()  # folders queued or being written
 _LOCK = threading.Lock()
 _IDLE = threading.Condition(_LOCK)
 _WORKER: list[threading.Thread] = []
+_CURRENT: list[tuple[str | None, threading.Event]] = []  # the folder being written: its lineage, superseded?
 _RECENT: list[Recent] = []  # at most one: the last index (its arrays are shared with what was served)
 
 
 def write_behind(folder: Path, cached: CachedIndex) -> None:
     """Queue `cached` to be written to `folder` (a failure is write_cache's warning), dropping the queued
-    writes of the same lineage that have not started."""
+    writes of the same lineage that have not started and giving up the one being written."""
     key = cached.lineage.key if cached.lineage else None
     with _LOCK:
         if key is not None:
             for stale in [job for job in _QUEUE if job[1].lineage and job[1].lineage.key == key]:
                 _QUEUE.remove(stale)
                 _WRITING.discard(stale[0])
+            for writing_key, superseded in _CURRENT:
+                if writing_key == key:
+                    superseded.set()
         _QUEUE.append((folder, cached))
         _WRITING.add(folder)
         if not _WORKER:
             worker = threading.Thread(target=_write_all, name="lookup-knowledge-cache-write")
             _WORKER.append(worker)
             worker.start()
+    wake_writer()  # a writer waiting for foreground work looks at once whether its folder was superseded
 
 
 def _write_all() -> None:
@@ -64,18 +69,22 @@ def _write_all() -> None:
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)  # yields the CPU to updates and lookups
     while True:
         yield_to_foreground()  # a folder not yet started can still be dropped for a newer one meanwhile
+        superseded = threading.Event()
         with _LOCK:
             if not _QUEUE:
                 _WORKER.clear()
                 _IDLE.notify_all()
                 return
             folder, cached = _QUEUE.pop(0)
+            _CURRENT[:] = [(cached.lineage.key if cached.lineage else None, superseded)]
         try:
-            write_cache(folder, cached, checkpoint=functools.partial(_checkpoint, cached))
+            write_cache(folder, cached, checkpoint=functools.partial(_checkpoint, superseded))
         except Superseded:
             pass  # its temporary folder is gone (write_cache cleans up on any error); the newer one follows
         finally:
+            del cached  # not held while the writer waits for the next folder: an update reuses its memory
             with _LOCK:
+                _CURRENT.clear()
                 if not any(job[0] == folder for job in _QUEUE):
                     _WRITING.discard(folder)
 
@@ -84,16 +93,13 @@ class Superseded(Exception):
     """A folder being written was superseded by a newer index of its lineage: abandoned at a checkpoint."""
 
 
-def _checkpoint(cached: CachedIndex) -> None:
-    """The writer's checkpoint: wait for foreground work, then give up a folder a newer one superseded (its
-    arrays are then freed at once: an update needs the memory they hold, retrieval/index/arena.py)."""
-    yield_to_foreground()
-    key = cached.lineage.key if cached.lineage else None
-    if key is None:
-        return
-    with _LOCK:
-        if any(job[1].lineage and job[1].lineage.key == key for job in _QUEUE):
-            raise Superseded
+def _checkpoint(superseded: threading.Event) -> None:
+    """The writer's checkpoint: wait for foreground work (no longer once the folder is superseded), then give
+    up a superseded folder: its arrays are freed at once, and an update needs the memory they hold
+    (retrieval/index/arena.py)."""
+    yield_to_foreground(give_up=superseded.is_set)
+    if superseded.is_set():
+        raise Superseded
 
 
 def wait_for_writes() -> None:
