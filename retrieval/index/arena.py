@@ -1,19 +1,20 @@
 """An update's large arrays made in memory this process has touched before, not in memory new to it.
 
-A one-page update at 100k chunks writes ~350 MB of new arrays (the LSA rows, the static vectors, the postings
-and their weights): ~90,000 first touches of a 4 KB page. On a warm host that is ~0.1 s; on a virtual machine
-whose free memory went back to its host (a balloon's free page reporting, minutes after it was freed) each
-touch waits for the host, and the same update took 1.6 s instead of 0.5 s (docs/performance.md). Memory a
-process holds is never handed back that way, so the arrays an update makes come from blocks of anonymous
-memory that return here, not to the system, when the last array over them goes (the index they served was
-replaced): the next update reuses them. At most `retained_limit()` bytes of free blocks are kept (the oldest
-go first); arrays are pooled only inside `pooled()` (updates), never in a build, whose peak memory is bounded.
+A one-page update at 100k chunks makes ~440 MB of new arrays (the entries' text, the LSA and static rows, the
+term counts and their BM25 weights): ~105,000 first touches of a 4 KB page. On a virtual machine whose free
+memory goes back to its host (a balloon's free page reporting, seconds after it was freed), each touch may
+wait for the host, and the same update took 0.4-0.6 s or 1.5-1.9 s by how quick the host was (docs/l1.md,
+docs/benchmarks.md). Memory a process holds is never handed back that way, so the arrays an update makes come
+from blocks of anonymous memory that return here, not to the system, when the last array over them goes (the
+index they served was replaced): the next update reuses them. At most `retained_limit()` bytes of free blocks
+are kept (the oldest go first); arrays are pooled only inside `pooled()` (updates), never in a build, whose
+peak memory is bounded.
 
 A process's first updates find no such blocks (the index it started from lies in its cache files' maps, and
 the one an update made is served while the next is made), so `reserve_behind` makes the blocks the next update
-will ask for on a thread at the lowest priority, once no lookup or update has run for RESERVE_QUIET_S: a server
-that follows its files reserves after it opens its index and after each update (the blocks an update frees by
-replacing an index count: only what is missing is made).
+will ask for on a thread at the lowest priority, once no lookup or update has run for RESERVE_QUIET_S: a
+process that follows its files reserves after it opens its index, and every update after it is made (the
+blocks an update frees by replacing an index count: only what is missing is made).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ MAX_WASTE = 1.25  # a free block serves a request at least 1 / MAX_WASTE of its 
 LIMIT_ENV = "LOOKUP_KNOWLEDGE_UPDATE_POOL_MB"
 DEFAULT_LIMIT_MB = 1024
 
-RESERVE_QUIET_S = 1.0  # the reserve waits for this long a quiet (no lookup or update) before each piece
+RESERVE_QUIET_S = 1.0  # the reserve starts, and goes on after a lookup or an update, only after this quiet
 RESERVE_PIECE = 8 << 20  # bytes touched at a time: a few ms
 _POLL_S = 0.05
 
