@@ -118,7 +118,8 @@ def test_the_pool_module_names_its_variable_in_the_docs():
 
 
 def _fresh_pool() -> None:
-    gc.collect()  # arrays of earlier tests gone first, so their blocks are not counted here
+    assert arena.wait_for_reserve(timeout=30)  # a reserve an earlier test's update asked for is made first
+    gc.collect()  # and arrays of earlier tests are gone, so their blocks are not counted here
     arena.release_pool()
 
 
