@@ -29,6 +29,7 @@ import threading
 import time
 import weakref
 from collections.abc import Iterator, Sequence
+from collections.abc import Set as AbstractSet
 
 import numpy as np
 
@@ -169,9 +170,9 @@ def _reserve(wanted: list[int]) -> None:
         with _LOCK:
             if _RESERVE:  # a newer request replaced this one
                 return
-            fits = [b for b in _FREE if id(b) not in claimed and serves(len(b), nbytes)]
-            if fits:
-                claimed.add(id(min(fits, key=len)))
+            found = _smallest_serving(nbytes, claimed)
+            if found is not None:
+                claimed.add(id(found))
                 continue
             if sum(len(b) for b in _FREE) + block_size(nbytes) > limit:
                 return
@@ -219,14 +220,19 @@ def release_pool() -> None:
 def _take(nbytes: int) -> mmap.mmap:
     """The smallest free block that holds `nbytes` without wasting more than MAX_WASTE, else a new one."""
     with _LOCK:
-        fits = [b for b in _FREE if serves(len(b), nbytes)]
-        if fits:
-            block = min(fits, key=len)
+        block = _smallest_serving(nbytes)
+        if block is not None:
             _FREE.remove(block)
             _COUNTS["reused"] += 1
             return block
         _COUNTS["made"] += 1
     return mmap.mmap(-1, block_size(nbytes), flags=mmap.MAP_PRIVATE)
+
+
+def _smallest_serving(nbytes: int, claimed: AbstractSet[int] = frozenset()) -> mmap.mmap | None:
+    """The smallest free block that serves `nbytes`, of those whose id is not in `claimed` (under _LOCK)."""
+    fits = [b for b in _FREE if id(b) not in claimed and serves(len(b), nbytes)]
+    return min(fits, key=len) if fits else None
 
 
 def block_size(nbytes: int) -> int:

@@ -19,7 +19,6 @@ from pathlib import Path
 import numpy as np
 
 from retrieval.index import arena
-from retrieval.index.arena import pooled
 from retrieval.index.cache import MANIFEST, CachedIndex, CacheWarning, read_cache
 from retrieval.index.chunk_store import ChunkRows, indexable
 from retrieval.index.config import IndexConfig
@@ -94,7 +93,7 @@ def reserve_for_next_update(kb: KnowledgeBase, l1: L1Index | None) -> None:
 
 
 @small_pages()  # numpy's huge-page advice off while an update runs (retrieval/index/heap.py says why)
-@pooled()  # its large arrays made in memory earlier updates touched (retrieval/index/arena.py)
+@arena.pooled()  # its large arrays made in memory earlier updates touched (retrieval/index/arena.py)
 def update_index(prior: CachedIndex, path: str | Path, *, strict: bool, exclude_fields: tuple[str, ...],
                  exclude_paths: tuple[str, ...], config: IndexConfig,
                  embedder: Embedder | LazyEmbedder | None) -> Updated | None:
