@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from retrieval import LookupConfig, lookup_knowledge, open_index
-from retrieval.index import arena
+from retrieval.index import arena, block_making
 from retrieval.index.foreground import Foreground
 from retrieval.index.live import LiveIndex
 from retrieval.l1.update import update_sizes
@@ -118,22 +118,22 @@ def test_the_pool_module_names_its_variable_in_the_docs():
 
 
 def _fresh_pool() -> None:
-    assert arena.wait_for_reserve(timeout=30)  # a reserve an earlier test's update asked for is made first
+    assert block_making.wait_for_reserve(timeout=30)  # a reserve an earlier test's update asked for is made first
     gc.collect()  # and arrays of earlier tests are gone, so their blocks are not counted here
     arena.release_pool()
 
 
 def _reserved_after(sizes: list[int]) -> dict[str, int]:
     before = arena.pool_facts()
-    arena.reserve_behind(sizes)
-    assert arena.wait_for_reserve(timeout=30)
+    block_making.reserve_behind(sizes)
+    assert block_making.wait_for_reserve(timeout=30)
     after = arena.pool_facts()
     return {key: after[key] - before[key] for key in ("reserved", "free_blocks")}
 
 
 def test_the_reserve_makes_the_blocks_the_next_update_takes(monkeypatch):
     monkeypatch.setenv(arena.LIMIT_ENV, "64")
-    monkeypatch.setattr(arena, "RESERVE_QUIET_S", 0.05)
+    monkeypatch.setattr(block_making, "RESERVE_QUIET_S", 0.05)
     _fresh_pool()
     assert _reserved_after([2 * MB, 3 * MB])["reserved"] == 2
     reused = arena.pool_facts()["reused"]
@@ -145,7 +145,7 @@ def test_the_reserve_makes_the_blocks_the_next_update_takes(monkeypatch):
 
 def test_the_reserve_counts_the_free_blocks_there_are(monkeypatch):
     monkeypatch.setenv(arena.LIMIT_ENV, "64")
-    monkeypatch.setattr(arena, "RESERVE_QUIET_S", 0.05)
+    monkeypatch.setattr(block_making, "RESERVE_QUIET_S", 0.05)
     _fresh_pool()
     with arena.pooled():
         dropped = arena.empty((2 * MB,), np.uint8)
@@ -155,21 +155,21 @@ def test_the_reserve_counts_the_free_blocks_there_are(monkeypatch):
 
 def test_a_reserve_past_the_limit_is_not_made(monkeypatch):
     monkeypatch.setenv(arena.LIMIT_ENV, "4")
-    monkeypatch.setattr(arena, "RESERVE_QUIET_S", 0.05)
+    monkeypatch.setattr(block_making, "RESERVE_QUIET_S", 0.05)
     _fresh_pool()
     assert _reserved_after([3 * MB, 3 * MB])["reserved"] == 0
 
 
 def test_the_reserve_waits_while_lookups_run(monkeypatch):
     monkeypatch.setenv(arena.LIMIT_ENV, "64")
-    monkeypatch.setattr(arena, "RESERVE_QUIET_S", 0.2)
+    monkeypatch.setattr(block_making, "RESERVE_QUIET_S", 0.2)
     _fresh_pool()
     before = arena.pool_facts()["reserved"]
     with Foreground():  # a lookup or an update running
-        arena.reserve_behind([2 * MB])
+        block_making.reserve_behind([2 * MB])
         time.sleep(1.0)
         assert arena.pool_facts()["reserved"] == before
-    assert arena.wait_for_reserve(timeout=30)
+    assert block_making.wait_for_reserve(timeout=30)
     assert arena.pool_facts()["reserved"] == before + 1
 
 
@@ -196,14 +196,14 @@ def test_the_sizes_reserved_for_an_update_are_the_sizes_it_asks_for(editable_kb,
 def test_a_live_index_reserves_its_first_update_s_memory(editable_kb, monkeypatch):
     kb, cache = editable_kb
     monkeypatch.setattr(arena, "MIN_BYTES", 0)
-    monkeypatch.setattr(arena, "RESERVE_QUIET_S", 0.05)
+    monkeypatch.setattr(block_making, "RESERVE_QUIET_S", 0.05)
     monkeypatch.setenv(arena.LIMIT_ENV, "256")
     open_index(kb, cache_dir=cache)
     _fresh_pool()
     reserved = arena.pool_facts()["reserved"]
     live = LiveIndex(kb, cache_dir=cache).start()
     try:
-        assert arena.wait_for_reserve(timeout=30)
+        assert block_making.wait_for_reserve(timeout=30)
         reserved = arena.pool_facts()["reserved"] - reserved
         assert reserved >= 10  # the texts, the term counts and weights, the LSA and static rows
         reused = arena.pool_facts()["reused"]

@@ -11,29 +11,26 @@ are kept (the oldest go first); arrays are pooled only inside `pooled()` (update
 peak memory is bounded.
 
 A process's first updates find no such blocks (the index it started from lies in its cache files' maps, and
-the one an update made is served while the next is made), so `reserve_behind` makes the blocks the next update
-will ask for on a thread at the lowest priority, once no lookup or update has run for RESERVE_QUIET_S: a
-process that follows its files reserves after it opens its index, and every update after it is made (the
-blocks an update frees by replacing an index count: only what is missing is made).
+the one an update made is served while the next is made): retrieval/index/block_making.py makes them on other
+threads, behind (while the process is quiet, for the next update) and ahead (while an update runs, its later
+arrays' blocks made on the other core as it computes its first ones). A block being made is registered here
+(`begin_making`), and a request it serves waits for it instead of making a second one.
 """
 
 from __future__ import annotations
 
 import contextlib
 import contextvars
-import ctypes
 import math
 import mmap
 import os
 import threading
-import time
 import weakref
 from collections.abc import Iterator, Sequence
 from collections.abc import Set as AbstractSet
+from dataclasses import dataclass, field
 
 import numpy as np
-
-from retrieval.index.foreground import foreground_running
 
 MIN_BYTES = 1 << 20  # smaller arrays come from the C heap, which reuses its own memory
 HEADROOM = 1 / 16  # a new block is this much larger than asked for: the next version's arrays grow a little
@@ -41,17 +38,25 @@ MAX_WASTE = 1.25  # a free block serves a request at least 1 / MAX_WASTE of its 
 LIMIT_ENV = "LOOKUP_KNOWLEDGE_UPDATE_POOL_MB"
 DEFAULT_LIMIT_MB = 1024
 
-RESERVE_QUIET_S = 1.0  # the reserve starts, and goes on after a lookup or an update, only after this quiet
-RESERVE_PIECE = 8 << 20  # bytes touched at a time: a few ms
-_POLL_S = 0.05
-
 _POOLING: contextvars.ContextVar[list[int] | None] = contextvars.ContextVar("lookup_knowledge_pooling", default=None)
 _LOCK = threading.RLock()  # reentrant: a collection inside a locked section may run a block's finalizer
 _FREE: list[mmap.mmap] = []  # free blocks, oldest first
-_COUNTS = {"reused": 0, "made": 0, "reserved": 0}
-_RESERVE: list[list[int]] = []  # the sizes the reserve thread is to make blocks for (the newest only)
-_RESERVER: list[threading.Thread] = []
+_COUNTS = {"reused": 0, "made": 0, "reserved": 0, "ahead": 0, "waited": 0}
 _LAST: list[list[int]] = [[]]  # the sizes the last pooled block asked for, in order
+
+
+@dataclass(eq=False)
+class Making:
+    """A block another thread is making (touching its pages): the request it serves waits for it."""
+
+    size: int
+    done: threading.Event = field(default_factory=threading.Event)
+    block: mmap.mmap | None = None  # handed to the request that waited, once made
+    wanted: bool = False  # a request waits for it
+
+
+_MAKING: list[Making] = []
+_Block = mmap.mmap | Making  # a free block, or one being made
 
 
 @contextlib.contextmanager
@@ -106,7 +111,8 @@ def retained_limit() -> int:
 
 
 def pool_facts() -> dict[str, int]:
-    """Blocks reused and made since the process started, and the free blocks and bytes held now."""
+    """Blocks reused (free when asked for), made (by the request), reserved (behind), made ahead and waited for
+    (being made ahead when asked for) since the process started, and the free blocks and bytes held now."""
     with _LOCK:
         return dict(_COUNTS, free_blocks=len(_FREE), free_bytes=sum(len(b) for b in _FREE))
 
@@ -116,99 +122,59 @@ def last_sizes() -> list[int]:
     return list(_LAST[0])
 
 
-def reserve_behind(sizes: Sequence[int]) -> None:
-    """Make free blocks for arrays of `sizes` bytes on a background thread, once the process has been quiet for
-    RESERVE_QUIET_S, counting the free blocks there are (nothing when they would pass the limit). A newer call
-    replaces what an earlier one has not made yet."""
-    wanted = [int(size) for size in sizes if size >= MIN_BYTES]
-    try:
-        limit = retained_limit()
-    except ValueError:
-        return  # the update that follows says what is wrong with the variable
-    if not wanted or sum(block_size(size) for size in wanted) > limit:
-        return
+def requests_so_far() -> list[int] | None:
+    """The sizes the running `pooled()` block of this thread or task has asked for so far (the same list
+    object as it grows), or None outside one."""
+    return _POOLING.get()
+
+
+def held_bytes() -> int:
+    """Bytes of free blocks and of blocks being made."""
     with _LOCK:
-        _RESERVE[:] = [wanted]
-        if not _RESERVER:
-            thread = threading.Thread(target=_reserve_all, name="lookup-knowledge-update-pool", daemon=True)
-            _RESERVER.append(thread)
-            thread.start()
+        return sum(len(b) for b in _FREE) + sum(m.size for m in _MAKING)
 
 
-def wait_for_reserve(timeout: float | None = None) -> bool:
-    """Wait until the reserve thread has made what it was asked for; False when `timeout` passed first."""
+def claim_existing(nbytes: int, claimed: set[int]) -> bool:
+    """Whether a free block, or one being made that no request waits for, serves `nbytes` and its id is not in
+    `claimed`; the smallest such is added to `claimed`."""
     with _LOCK:
-        thread = _RESERVER[0] if _RESERVER else None
-    if thread is not None:
-        thread.join(timeout)
-        return not thread.is_alive()
-    return True
+        found = _smallest_serving(nbytes, [*_FREE, *(m for m in _MAKING if not m.wanted)], claimed)
+    if found is not None:
+        claimed.add(id(found))
+    return found is not None
 
 
-def _reserve_all() -> None:
-    with contextlib.suppress(AttributeError, OSError):  # Linux: this thread alone at the lowest priority
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
-    while True:
-        with _LOCK:
-            if not _RESERVE:
-                _RESERVER.clear()
-                return
-            wanted = _RESERVE.pop()
-        _reserve(wanted)
+def add_free(block: mmap.mmap, counter: str) -> None:
+    """A block made ahead of the requests it serves, free for them; counted under `counter`."""
+    with _LOCK:
+        _FREE.append(block)
+        _COUNTS[counter] += 1
 
 
-def _reserve(wanted: list[int]) -> None:
-    """Blocks for the sizes in `wanted` that no free block serves, touched a piece at a time while the process
-    is quiet (a lookup or an update that starts meanwhile waits for no more than one piece)."""
-    try:
-        limit = retained_limit()
-    except ValueError:
-        return
-    claimed: set[int] = set()
-    settled = False  # the process has been quiet since the last wait
-    for nbytes in wanted:
-        with _LOCK:
-            if _RESERVE:  # a newer request replaced this one
-                return
-            found = _smallest_serving(nbytes, claimed)
-            if found is not None:
-                claimed.add(id(found))
-                continue
-            if sum(len(b) for b in _FREE) + block_size(nbytes) > limit:
-                return
-        block = mmap.mmap(-1, block_size(nbytes), flags=mmap.MAP_PRIVATE)
-        for start in range(0, len(block), RESERVE_PIECE):
-            if not (settled and not foreground_running()):
-                if not _await_quiet():
-                    return
-                settled = True
-            _touch(block, start, min(RESERVE_PIECE, len(block) - start))
-        with _LOCK:
-            _FREE.append(block)
-            claimed.add(id(block))
-            _COUNTS["reserved"] += 1
+def new_block(nbytes: int) -> mmap.mmap:
+    """A block of anonymous memory for an array of `nbytes` (`block_size`), its pages not yet touched."""
+    return mmap.mmap(-1, block_size(nbytes), flags=mmap.MAP_PRIVATE)
 
 
-def _touch(block: mmap.mmap, start: int, length: int) -> None:
-    """Fault in `length` bytes of `block` from `start` by a C memset, which lets other threads run (an mmap
-    with MAP_POPULATE faults its pages in while holding the GIL, stalling every lookup meanwhile)."""
-    view = ctypes.c_char.from_buffer(block, start)
-    address = ctypes.addressof(view)
-    del view  # no export left on the block; the address holds while the block does
-    ctypes.memset(address, 0, length)
+def begin_making(nbytes: int) -> Making:
+    """Register a block for `nbytes` that the caller is about to make; `finish_making` hands it over."""
+    making = Making(block_size(nbytes))
+    with _LOCK:
+        _MAKING.append(making)
+    return making
 
 
-def _await_quiet() -> bool:
-    """Wait until no lookup or update has run for RESERVE_QUIET_S; False when the process is ending."""
-    quiet_since = time.monotonic()
-    while threading.main_thread().is_alive():
-        now = time.monotonic()
-        if foreground_running():
-            quiet_since = now
-        elif now - quiet_since >= RESERVE_QUIET_S:
-            return True
-        time.sleep(_POLL_S)
-    return False
+def finish_making(making: Making, block: mmap.mmap | None, counter: str) -> None:
+    """The block registered as `making`, made (None: given up): to the request waiting for it, else free."""
+    with _LOCK:
+        _MAKING.remove(making)
+        if block is not None:
+            _COUNTS[counter] += 1
+            if making.wanted:
+                making.block = block
+            else:
+                _FREE.append(block)
+        making.done.set()
 
 
 def release_pool() -> None:
@@ -218,21 +184,37 @@ def release_pool() -> None:
 
 
 def _take(nbytes: int) -> mmap.mmap:
-    """The smallest free block that holds `nbytes` without wasting more than MAX_WASTE, else a new one."""
+    """The smallest free block that holds `nbytes` without wasting more than MAX_WASTE, else the smallest one
+    being made that will (waiting for it: its pages are being touched already), else a new one."""
     with _LOCK:
-        block = _smallest_serving(nbytes)
+        block = _smallest_serving(nbytes, _FREE)
         if block is not None:
             _FREE.remove(block)
             _COUNTS["reused"] += 1
             return block
+        making = _smallest_serving(nbytes, [m for m in _MAKING if not m.wanted])
+        if making is not None:
+            making.wanted = True
+    if making is not None:
+        making.done.wait()
+        if making.block is not None:
+            with _LOCK:
+                _COUNTS["waited"] += 1
+            return making.block
+    with _LOCK:
         _COUNTS["made"] += 1
-    return mmap.mmap(-1, block_size(nbytes), flags=mmap.MAP_PRIVATE)
+    return new_block(nbytes)
 
 
-def _smallest_serving(nbytes: int, claimed: AbstractSet[int] = frozenset()) -> mmap.mmap | None:
-    """The smallest free block that serves `nbytes`, of those whose id is not in `claimed` (under _LOCK)."""
-    fits = [b for b in _FREE if id(b) not in claimed and serves(len(b), nbytes)]
-    return min(fits, key=len) if fits else None
+def _smallest_serving(nbytes: int, blocks: Sequence[_Block], claimed: AbstractSet[int] = frozenset()) -> _Block | None:
+    """The smallest of `blocks` (free or being made) that serves `nbytes`, of those whose id is not in `claimed`
+    (under _LOCK)."""
+    fits = [b for b in blocks if id(b) not in claimed and serves(_size(b), nbytes)]
+    return min(fits, key=_size) if fits else None
+
+
+def _size(block: _Block) -> int:
+    return block.size if isinstance(block, Making) else len(block)
 
 
 def block_size(nbytes: int) -> int:

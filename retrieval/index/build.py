@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from retrieval import __version__
-from retrieval.index import arena
+from retrieval.index import arena, block_making
 from retrieval.index import progress as bp
 from retrieval.index.cache import SPILL_PREFIX, CachedIndex, read_cache, write_cache
 from retrieval.index.chunk_store import ChunkRows, indexable
@@ -136,7 +136,7 @@ def open_index(path: str | Path, *, svd_dims: int | None = None, config: IndexCo
         del prior
         if updated:  # served now; its cache folder is written behind (retrieval/index/write_behind.py)
             write_behind(folder, updated.cached)
-            arena.reserve_behind(arena.last_sizes())  # the next update's memory, made once the process is quiet
+            block_making.reserve_behind(arena.last_sizes())  # the next update's memory, made once the process is quiet
             remember(folder, replace(updated.cached, store=updated.kb.entries.store))
             return KnowledgeIndex(updated.kb, updated.l0, updated.l1, None, config.svd_dims, updated.facts.seconds,
                                   False, config, updated.facts)

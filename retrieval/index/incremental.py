@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from retrieval.index import arena
+from retrieval.index import arena, block_making
 from retrieval.index.cache import MANIFEST, CachedIndex, CacheWarning, read_cache
 from retrieval.index.chunk_store import ChunkRows, indexable
 from retrieval.index.config import IndexConfig
@@ -31,7 +31,7 @@ from retrieval.kb.model import KnowledgeBase
 from retrieval.kb.reading import Prior
 from retrieval.l0.arrays import updated_arrays as updated_l0
 from retrieval.l0.index import L0Index
-from retrieval.l1.arrays import loaded
+from retrieval.l1.arrays import L1Arrays, loaded
 from retrieval.l1.embedder import Embedder, LazyEmbedder
 from retrieval.l1.search import L1Index
 from retrieval.l1.update import update_arrays, update_sizes
@@ -85,11 +85,14 @@ def newest_of_lineage(cache_root: Path, key: str) -> CachedIndex | None:
 def reserve_for_next_update(kb: KnowledgeBase, l1: L1Index | None) -> None:
     """Have the update pool make, while the process is quiet, the blocks the next update of this index will
     ask for (retrieval/index/arena.py): a process that follows its files does so once it has its index."""
-    if l1 is None or l1.arrays is None:
-        return
+    if l1 is not None and l1.arrays is not None:
+        block_making.reserve_behind(_update_sizes(kb, l1.arrays))
+
+
+def _update_sizes(kb: KnowledgeBase, arrays: L1Arrays) -> list[int]:
+    """The sizes of the large arrays an update of this index asks for, in order (`update_sizes`)."""
     store = kb.entries.store if isinstance(kb.entries, EntryColumns) else None  # a new build's: entries, no columns
-    texts = [store.breadcrumbs.blob.nbytes, store.texts.blob.nbytes] if store is not None else []
-    arena.reserve_behind(update_sizes(l1.arrays, texts))
+    return update_sizes(arrays, [store.breadcrumbs.blob.nbytes, store.texts.blob.nbytes] if store is not None else [])
 
 
 @small_pages()  # numpy's huge-page advice off while an update runs (retrieval/index/heap.py says why)
@@ -104,6 +107,7 @@ def update_index(prior: CachedIndex, path: str | Path, *, strict: bool, exclude_
     if (table is None or lineage is None or prior.arrays is None or prior.l1_rows is None
             or not isinstance(prior.kb.entries, EntryColumns)):
         return None
+    block_making.make_ahead(_update_sizes(prior.kb, prior.arrays))  # its last arrays' memory, on the other core
     reading, root = read_changes(path, Prior(table, prior.kb.problems), strict=strict, exclude_fields=exclude_fields,
                                  exclude_paths=exclude_paths)
     merged = merge_entries(prior.kb.entries, reading.items)
