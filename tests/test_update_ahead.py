@@ -98,6 +98,21 @@ def test_the_last_sizes_are_made_first_and_sizes_already_asked_for_never(monkeyp
     assert all(a.flags.writeable for a in (first, second, third))
 
 
+def test_the_sizes_an_update_asks_for_first_are_made_before_the_last(monkeypatch):
+    monkeypatch.setenv(arena.LIMIT_ENV, "64")
+    _fresh_pool()
+    gate = threading.Event()
+    _gated_touch(monkeypatch, gate)
+    with arena.pooled():
+        block_making.make_ahead([2 * MB, 3 * MB, 5 * MB], lead=1)
+        _await_making()
+        assert arena.held_bytes() == arena.block_size(2 * MB)  # the lead first
+        gate.set()
+        taken = [arena.empty((size,), np.uint8) for size in (2 * MB, 3 * MB, 5 * MB)]
+    assert block_making.wait_for_ahead(timeout=30)
+    assert arena.pool_facts()["free_blocks"] == 0 and all(a.flags.writeable for a in taken)
+
+
 def test_nothing_is_made_ahead_outside_an_update_or_past_the_limit(monkeypatch):
     monkeypatch.setenv(arena.LIMIT_ENV, "4")
     _fresh_pool()

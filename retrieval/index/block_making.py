@@ -33,16 +33,17 @@ _RESERVER: list[threading.Thread] = []
 _AHEAD: list[threading.Thread] = []
 
 
-def make_ahead(sizes: Sequence[int]) -> None:
+def make_ahead(sizes: Sequence[int], lead: int = 0) -> None:
     """Inside an update's `arena.pooled()`, make the blocks for arrays of `sizes` bytes (the sizes it will ask
-    for, in order: `update_sizes`) on another thread, the last first, until the update has asked for the size
-    next in line; nothing when they would pass the pool's limit."""
+    for, in order: `update_sizes`) on another thread: the first `lead` first (the update asks for them only
+    after it has read its files), then the others from the last, until the update has asked for the size next
+    in line; nothing when they would pass the pool's limit."""
     requests = arena.requests_so_far()
     wanted = [int(size) for size in sizes]
     if requests is None or not _within_limit(wanted):
         return
-    thread = threading.Thread(target=_ahead, args=(wanted, requests), name="lookup-knowledge-update-ahead",
-                              daemon=True)
+    thread = threading.Thread(target=_ahead, args=(wanted, min(lead, len(wanted)), requests),
+                              name="lookup-knowledge-update-ahead", daemon=True)
     with _LOCK:
         _AHEAD[:] = [t for t in _AHEAD if t.is_alive()] + [thread]
     thread.start()
@@ -58,11 +59,13 @@ def wait_for_ahead(timeout: float | None = None) -> bool:
     return not any(t.is_alive() for t in threads)
 
 
-def _ahead(wanted: list[int], requests: list[int]) -> None:
+def _ahead(wanted: list[int], lead: int, requests: list[int]) -> None:
     claimed: set[int] = set()
-    for position in range(len(wanted) - 1, -1, -1):
+    for position in [*range(lead), *range(len(wanted) - 1, lead - 1, -1)]:
         nbytes = wanted[position]
         if len(requests) > position:  # the update has asked for it (and every size before it) already
+            if position < lead:
+                continue
             return
         if nbytes < arena.MIN_BYTES or arena.claim_existing(nbytes, claimed):
             continue

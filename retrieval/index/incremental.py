@@ -31,7 +31,7 @@ from retrieval.kb.model import KnowledgeBase
 from retrieval.kb.reading import Prior
 from retrieval.l0.arrays import updated_arrays as updated_l0
 from retrieval.l0.index import L0Index
-from retrieval.l1.arrays import L1Arrays, loaded
+from retrieval.l1.arrays import loaded
 from retrieval.l1.embedder import Embedder, LazyEmbedder
 from retrieval.l1.search import L1Index
 from retrieval.l1.update import update_arrays, update_sizes
@@ -86,13 +86,14 @@ def reserve_for_next_update(kb: KnowledgeBase, l1: L1Index | None) -> None:
     """Have the update pool make, while the process is quiet, the blocks the next update of this index will
     ask for (retrieval/index/arena.py): a process that follows its files does so once it has its index."""
     if l1 is not None and l1.arrays is not None:
-        block_making.reserve_behind(_update_sizes(kb, l1.arrays))
+        block_making.reserve_behind(update_sizes(l1.arrays, _text_bytes(kb)))
 
 
-def _update_sizes(kb: KnowledgeBase, arrays: L1Arrays) -> list[int]:
-    """The sizes of the large arrays an update of this index asks for, in order (`update_sizes`)."""
-    store = kb.entries.store if isinstance(kb.entries, EntryColumns) else None  # a new build's: entries, no columns
-    return update_sizes(arrays, [store.breadcrumbs.blob.nbytes, store.texts.blob.nbytes] if store is not None else [])
+def _text_bytes(kb: KnowledgeBase) -> list[int]:
+    """The sizes of the entries' text columns, which an update gathers first (none for a new build's entries,
+    which are objects, not columns)."""
+    store = kb.entries.store if isinstance(kb.entries, EntryColumns) else None
+    return [store.breadcrumbs.blob.nbytes, store.texts.blob.nbytes] if store is not None else []
 
 
 @small_pages()  # numpy's huge-page advice off while an update runs (retrieval/index/heap.py says why)
@@ -107,7 +108,8 @@ def update_index(prior: CachedIndex, path: str | Path, *, strict: bool, exclude_
     if (table is None or lineage is None or prior.arrays is None or prior.l1_rows is None
             or not isinstance(prior.kb.entries, EntryColumns)):
         return None
-    block_making.make_ahead(_update_sizes(prior.kb, prior.arrays))  # its last arrays' memory, on the other core
+    texts = _text_bytes(prior.kb)  # its memory made on the other core: the text columns (gathered once the files
+    block_making.make_ahead(update_sizes(prior.arrays, texts), lead=len(texts))  # are read), then the last arrays
     reading, root = read_changes(path, Prior(table, prior.kb.problems), strict=strict, exclude_fields=exclude_fields,
                                  exclude_paths=exclude_paths)
     merged = merge_entries(prior.kb.entries, reading.items)
