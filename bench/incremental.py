@@ -12,7 +12,9 @@ update should equal, everything else recomputed from the files), and one with a 
 starts from another random_state, against the new fit's. Prints each update's seconds and its ratio to the full
 build's, measured in this run. `--pause 3` waits for the cache writes and 3 s before each update (updates
 spaced like a server's; docs/benchmarks.md); `LOOKUP_KNOWLEDGE_UPDATE_POOL_MB=0` runs without the update pool.
-Each update's page faults are printed too: an update's time on a host slow to back new memory follows them.
+Each update's page faults are printed too, of the whole process and of the updating thread (the update pool
+makes blocks on another: retrieval/index/block_making.py): an update's time on a host slow to back new memory
+follows them.
 """
 
 from __future__ import annotations
@@ -68,24 +70,24 @@ def main() -> None:
                  ("add 1 page", lambda: _add(kb, pages, rng)),
                  (f"edit 1% of pages ({one_percent})", lambda: _edit(rng.sample(pages, one_percent), pages, rng))]
         print("| change | update + next lookup | of a full build | files parsed | rows added / removed | drift "
-              "| page faults (first touches of memory) |")
-        print("| --- | --- | --- | --- | --- | --- | --- |")
+              "| page faults (first touches of memory) | of them on the updating thread |")
+        print("| --- | --- | --- | --- | --- | --- | --- | --- |")
         for number, (name, change) in enumerate(steps):
             change()
             if args.pause:
                 wait_for_writes()
                 time.sleep(args.pause)
-            faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+            faults, own = _faults()
             started = time.perf_counter()
             index = open_index(kb, cache_dir=cache)
             lookup_knowledge(queries[number + 1], index=index, config=config)
             seconds = time.perf_counter() - started
-            faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
+            faults, own = (now - before for now, before in zip(_faults(), (faults, own), strict=True))
             facts = index.update
             if facts is None:
                 raise SystemExit(f"{name}: open_index built the index whole instead of updating it")
             print(f"| {name} | {seconds:.2f} s | {seconds / full:.3f} | {facts.parsed} | {facts.rows_added:,} / "
-                  f"{facts.rows_removed:,} | {facts.lineage.drift:.4f} | {faults:,} |")
+                  f"{facts.rows_removed:,} | {facts.lineage.drift:.4f} | {faults:,} | {own:,} |")
         updated = [_top(index, q, config) for q in queries]
         tops = {}
         for name, rebuild in (("a full rebuild keeping the LSA fit (--rebuild --keep-fit)",
@@ -106,6 +108,12 @@ def main() -> None:
                  [_top(reseeded, q, config) for q in queries], "the new fit's rebuild")
         del reseeded
         wait_for_writes()  # the last update's cache folder, written behind, is done before the scratch folder goes
+
+
+def _faults() -> tuple[int, int]:
+    """Page faults so far of the whole process (the update pool's threads too) and of this thread alone."""
+    thread = getattr(resource, "RUSAGE_THREAD", resource.RUSAGE_SELF)  # Linux counts a thread's own
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt, resource.getrusage(thread).ru_minflt
 
 
 def _compare(name: str, seconds: float, updated: list[list[tuple[str, str]]],
