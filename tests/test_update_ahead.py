@@ -11,7 +11,7 @@ import time
 import numpy as np
 
 from retrieval import LookupConfig, lookup_knowledge, open_index
-from retrieval.index import arena, block_making
+from retrieval.index import arena, block_making, incremental
 
 MB = 1 << 20
 
@@ -149,3 +149,18 @@ def test_a_first_update_takes_blocks_made_ahead_and_answers_as_a_same_fit_rebuil
 def _tops(index, query: str) -> list[tuple[str, str]]:
     blocks = lookup_knowledge(query, index=index, config=LookupConfig(top_k=5)).evidence_blocks
     return [(b.source, b.breadcrumb) for b in blocks]
+
+
+def test_an_update_that_gives_way_to_a_build_leaves_no_block_made_ahead(editable_kb, monkeypatch):
+    kb, cache = editable_kb
+    monkeypatch.setattr(arena, "MIN_BYTES", 0)
+    monkeypatch.setenv(arena.LIMIT_ENV, "256")
+    open_index(kb, cache_dir=cache)
+    _fresh_pool()
+    monkeypatch.setattr(incremental, "REFIT_SHARE", 0.0)  # any change passes the bound: a full build follows
+    page = kb / "billing" / "invoices.md"
+    page.write_text(page.read_text(encoding="utf-8") + "\n\n## Zephyr\nThe zephyr surcharge applies.\n",
+                    encoding="utf-8")
+    rebuilt = open_index(kb, cache_dir=cache)
+    assert rebuilt.update is None  # built whole
+    assert block_making.wait_for_ahead(timeout=0) and arena.held_bytes() == 0  # stopped, and nothing kept

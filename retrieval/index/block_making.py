@@ -30,7 +30,7 @@ _POLL_S = 0.05
 _LOCK = threading.Lock()
 _RESERVE: list[list[int]] = []  # the sizes the reserve thread is to make blocks for (the newest only)
 _RESERVER: list[threading.Thread] = []
-_AHEAD: list[threading.Thread] = []
+_AHEAD: list[tuple[threading.Thread, threading.Event]] = []  # each thread making blocks ahead, and its stop
 
 
 def make_ahead(sizes: Sequence[int], lead: int = 0) -> None:
@@ -42,27 +42,40 @@ def make_ahead(sizes: Sequence[int], lead: int = 0) -> None:
     wanted = [int(size) for size in sizes]
     if requests is None or not _within_limit(wanted):
         return
-    thread = threading.Thread(target=_ahead, args=(wanted, min(lead, len(wanted)), requests),
+    stop = threading.Event()
+    thread = threading.Thread(target=_ahead, args=(wanted, min(lead, len(wanted)), requests, stop),
                               name="lookup-knowledge-update-ahead", daemon=True)
     with _LOCK:
-        _AHEAD[:] = [t for t in _AHEAD if t.is_alive()] + [thread]
+        _AHEAD[:] = [(t, s) for t, s in _AHEAD if t.is_alive()] + [(thread, stop)]
     thread.start()
+
+
+def stop_ahead() -> None:
+    """Stop making blocks ahead (an update gave way to a full build, which takes no pooled memory) and wait
+    for the threads to stop; what they made stays free in the pool."""
+    with _LOCK:
+        running = list(_AHEAD)
+    for _, stop in running:
+        stop.set()
+    wait_for_ahead()
 
 
 def wait_for_ahead(timeout: float | None = None) -> bool:
     """Wait until the threads making blocks ahead are done; False when `timeout` passed first."""
     with _LOCK:
-        threads = list(_AHEAD)
+        threads = [thread for thread, _ in _AHEAD]
     deadline = None if timeout is None else time.monotonic() + timeout
     for thread in threads:
         thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
     return not any(t.is_alive() for t in threads)
 
 
-def _ahead(wanted: list[int], lead: int, requests: list[int]) -> None:
+def _ahead(wanted: list[int], lead: int, requests: list[int], stop: threading.Event) -> None:
     claimed: set[int] = set()
     for position in [*range(lead), *range(len(wanted) - 1, lead - 1, -1)]:
         nbytes = wanted[position]
+        if stop.is_set():
+            return
         if len(requests) > position:  # the update has asked for it (and every size before it) already
             if position < lead:
                 continue
@@ -76,6 +89,8 @@ def _ahead(wanted: list[int], lead: int, requests: list[int]) -> None:
             made = arena.new_block(nbytes)
             claimed.add(id(made))  # free once made: not counted again for a smaller size
             for start in range(0, len(made), PIECE):
+                if stop.is_set():
+                    return
                 _touch(made, start, min(PIECE, len(made) - start))
             block = made
         except (OSError, MemoryError):  # no memory to spare: the update makes its arrays itself

@@ -133,6 +133,9 @@ def open_index(path: str | Path, *, svd_dims: int | None = None, config: IndexCo
         del recent
         updated = prior and update_index(prior, path, strict=strict, exclude_fields=excluded, exclude_paths=prefixes,
                                          config=config, embedder=embedder)
+        if prior is not None and not updated:  # a full build follows: no block is made ahead for it, none kept
+            block_making.stop_ahead()
+            arena.release_pool()
         del prior
         if updated:  # served now; its cache folder is written behind (retrieval/index/write_behind.py)
             write_behind(folder, updated.cached)
