@@ -164,3 +164,19 @@ def test_an_update_that_gives_way_to_a_build_leaves_no_block_made_ahead(editable
     rebuilt = open_index(kb, cache_dir=cache)
     assert rebuilt.update is None  # built whole
     assert block_making.wait_for_ahead(timeout=0) and arena.held_bytes() == 0  # stopped, and nothing kept
+
+
+def test_blocks_are_made_ahead_only_while_the_pool_has_room(monkeypatch):
+    monkeypatch.setenv(arena.LIMIT_ENV, "8")
+    _fresh_pool()
+    with arena.pooled():
+        kept = arena.empty((5 * MB,), np.uint8)  # a free block of another size, once dropped
+    del kept
+    gc.collect()
+    before = arena.pool_facts()
+    assert before["free_bytes"] > 5 * MB
+    with arena.pooled():
+        block_making.make_ahead([2 * MB, 3 * MB])  # 5.4 MB of blocks: within the limit, but not beside the free one
+        assert block_making.wait_for_ahead(timeout=30)
+    after = arena.pool_facts()
+    assert after["ahead"] - before["ahead"] <= 1 and arena.held_bytes() <= 8 * MB

@@ -72,6 +72,10 @@ def wait_for_ahead(timeout: float | None = None) -> bool:
 
 def _ahead(wanted: list[int], lead: int, requests: list[int], stop: threading.Event) -> None:
     claimed: set[int] = set()
+    try:
+        limit = arena.retained_limit()
+    except ValueError:  # the update says what is wrong with the variable
+        return
     for position in [*range(lead), *range(len(wanted) - 1, lead - 1, -1)]:
         nbytes = wanted[position]
         if stop.is_set():
@@ -81,6 +85,8 @@ def _ahead(wanted: list[int], lead: int, requests: list[int], stop: threading.Ev
                 continue
             return
         if nbytes < arena.MIN_BYTES or arena.claim_existing(nbytes, claimed):
+            continue
+        if arena.held_bytes() + arena.block_size(nbytes) > limit:  # free blocks of other sizes fill the pool
             continue
         making = arena.begin_making(nbytes)
         claimed.add(id(making))
