@@ -4,9 +4,11 @@ failed, and nothing is made ahead outside an update or past the pool's limit."""
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import threading
 import time
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -42,74 +44,60 @@ def _await_making() -> None:
         time.sleep(0.01)
 
 
-def test_a_request_waits_for_the_block_being_made_for_it(monkeypatch):
+@contextlib.contextmanager
+def _making_held(monkeypatch, sizes: list[int], lead: int = 0, fail: bool = False) -> Iterator[threading.Event]:
+    """Inside an update, blocks for `sizes` made ahead, the first held until the yielded gate is set (then
+    made, or failed with `fail`); the thread is done when the block ends."""
     monkeypatch.setenv(arena.LIMIT_ENV, "64")
     _fresh_pool()
     gate = threading.Event()
-    _gated_touch(monkeypatch, gate)
-    before = arena.pool_facts()
+    _gated_touch(monkeypatch, gate, fail=fail)
     with arena.pooled():
-        block_making.make_ahead([4 * MB])
+        block_making.make_ahead(sizes, lead=lead)
         _await_making()
+        yield gate
+    assert block_making.wait_for_ahead(timeout=30) and gate.is_set()
+
+
+def _request_while_one_block_is_made(monkeypatch, fill: int, fail: bool) -> tuple[np.ndarray, dict, dict]:
+    """A request for a 4 MB block being made ahead, which is made (or fails) 0.2 s after it starts: the array
+    it got, filled with `fill`, and the pool's counts before and after."""
+    before = arena.pool_facts()
+    with _making_held(monkeypatch, [4 * MB], fail=fail) as gate:
         threading.Timer(0.2, gate.set).start()
         array = arena.empty((4 * MB,), np.uint8)
-        array[:] = 7  # written after the thread's last touch: nothing writes zeros over it later
-    assert block_making.wait_for_ahead(timeout=30)
-    after = arena.pool_facts()
-    assert gate.is_set() and (array == 7).all()
+        array[:] = fill  # written after the thread's last touch: nothing writes zeros over it later
+    return array, before, arena.pool_facts()
+
+
+def test_a_request_waits_for_the_block_being_made_for_it(monkeypatch):
+    array, before, after = _request_while_one_block_is_made(monkeypatch, 7, fail=False)
+    assert (array == 7).all()
     assert after["waited"] == before["waited"] + 1 and after["made"] == before["made"]
     assert after["ahead"] == before["ahead"] + 1
 
 
 def test_a_request_makes_its_own_block_when_making_it_ahead_failed(monkeypatch):
-    monkeypatch.setenv(arena.LIMIT_ENV, "64")
-    _fresh_pool()
-    gate = threading.Event()
-    _gated_touch(monkeypatch, gate, fail=True)
-    before = arena.pool_facts()
-    with arena.pooled():
-        block_making.make_ahead([4 * MB])
-        _await_making()
-        threading.Timer(0.2, gate.set).start()
-        array = arena.empty((4 * MB,), np.uint8)
-        array[:] = 3
-    assert block_making.wait_for_ahead(timeout=30)
-    after = arena.pool_facts()
+    array, before, after = _request_while_one_block_is_made(monkeypatch, 3, fail=True)
     assert (array == 3).all() and after["made"] == before["made"] + 1
     assert after["ahead"] == before["ahead"] and arena.held_bytes() == after["free_bytes"]  # nothing left registered
 
 
 def test_the_last_sizes_are_made_first_and_sizes_already_asked_for_never(monkeypatch):
-    monkeypatch.setenv(arena.LIMIT_ENV, "64")
-    _fresh_pool()
-    gate = threading.Event()
-    _gated_touch(monkeypatch, gate)
-    with arena.pooled():
-        block_making.make_ahead([2 * MB, 3 * MB, 5 * MB])
-        _await_making()
+    with _making_held(monkeypatch, [2 * MB, 3 * MB, 5 * MB]) as gate:
         assert arena.held_bytes() == arena.block_size(5 * MB)  # the last size is made first
-        first = arena.empty((2 * MB,), np.uint8)  # and the first is asked for meanwhile: the update made it
-        second = arena.empty((3 * MB,), np.uint8)
+        taken = [arena.empty((2 * MB,), np.uint8), arena.empty((3 * MB,), np.uint8)]  # asked for meanwhile: made
         gate.set()
-        third = arena.empty((5 * MB,), np.uint8)
-    assert block_making.wait_for_ahead(timeout=30)
-    facts = arena.pool_facts()
-    assert facts["free_blocks"] == 0  # nothing made that no request took
-    assert all(a.flags.writeable for a in (first, second, third))
+        taken.append(arena.empty((5 * MB,), np.uint8))
+    assert arena.pool_facts()["free_blocks"] == 0  # nothing made that no request took
+    assert all(a.flags.writeable for a in taken)
 
 
 def test_the_sizes_an_update_asks_for_first_are_made_before_the_last(monkeypatch):
-    monkeypatch.setenv(arena.LIMIT_ENV, "64")
-    _fresh_pool()
-    gate = threading.Event()
-    _gated_touch(monkeypatch, gate)
-    with arena.pooled():
-        block_making.make_ahead([2 * MB, 3 * MB, 5 * MB], lead=1)
-        _await_making()
+    with _making_held(monkeypatch, [2 * MB, 3 * MB, 5 * MB], lead=1) as gate:
         assert arena.held_bytes() == arena.block_size(2 * MB)  # the lead first
         gate.set()
         taken = [arena.empty((size,), np.uint8) for size in (2 * MB, 3 * MB, 5 * MB)]
-    assert block_making.wait_for_ahead(timeout=30)
     assert arena.pool_facts()["free_blocks"] == 0 and all(a.flags.writeable for a in taken)
 
 
