@@ -2,11 +2,12 @@
 
 Behind: once a process has been quiet for RESERVE_QUIET_S (no lookup or update), a thread at the lowest priority
 makes the blocks the next update will ask for (a process that follows its files does so after it opens its
-index, and every update after it is made). Ahead: as an update starts, a thread makes the blocks its last
-arrays will ask for (the LSA and static rows, the weights), the largest share of its memory, while the update
-reads its files and counts on the other core; a request a block being made serves waits for it. A process's
-first update, which finds no free block, then touches about half of its new memory itself. Both count the
-free blocks there are (only what is missing is made) and make nothing past the pool's limit
+index, and every update after it is made). Ahead: as an update starts, a thread makes the blocks it will ask
+for, the entries' text columns first (gathered once its files are read), then from the last (the LSA and
+static rows, the weights), while the update reads its files and counts on the other core; a request that a
+block being made serves waits for it. A process's first one-page update at 100k chunks, which finds no free
+block, then touches ~15-25% of its new memory on its own thread (docs/benchmarks.md, bench/incremental.py).
+Both count the free blocks there are (only what is missing is made) and make nothing past the pool's limit
 (retrieval/index/arena.py).
 """
 
