@@ -19,7 +19,7 @@ import mmap
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from retrieval.index import arena
 from retrieval.index.foreground import foreground_running
@@ -73,9 +73,8 @@ def wait_for_ahead(timeout: float | None = None) -> bool:
 
 def _ahead(wanted: list[int], lead: int, requests: list[int], stop: threading.Event) -> None:
     claimed: set[int] = set()
-    try:
-        limit = arena.retained_limit()
-    except ValueError:  # the update says what is wrong with the variable
+    limit = _limit()
+    if limit is None:
         return
     for position in [*range(lead), *range(len(wanted) - 1, lead - 1, -1)]:
         nbytes = wanted[position]
@@ -95,10 +94,8 @@ def _ahead(wanted: list[int], lead: int, requests: list[int], stop: threading.Ev
         try:
             made = arena.new_block(nbytes)
             claimed.add(id(made))  # free once made: not counted again for a smaller size
-            for start in range(0, len(made), PIECE):
-                if stop.is_set():
-                    return
-                _touch(made, start, min(PIECE, len(made) - start))
+            if not _touched(made, lambda: not stop.is_set()):
+                return
             block = made
         except (OSError, MemoryError):  # no memory to spare: the update makes its arrays itself
             return
@@ -131,15 +128,19 @@ def wait_for_reserve(timeout: float | None = None) -> bool:
     return True
 
 
-def _within_limit(wanted: list[int]) -> bool:
-    """Whether blocks for the large ones of `wanted` fit the pool's limit (not when it is malformed: the update
-    that follows says what is wrong with the variable)."""
+def _limit() -> int | None:
+    """The pool's limit in bytes; None when the variable is malformed (the update says what is wrong with it)."""
     try:
-        limit = arena.retained_limit()
+        return arena.retained_limit()
     except ValueError:
-        return False
+        return None
+
+
+def _within_limit(wanted: list[int]) -> bool:
+    """Whether blocks for the large ones of `wanted` fit the pool's limit."""
+    limit = _limit()
     large = [size for size in wanted if size >= arena.MIN_BYTES]
-    return bool(large) and sum(arena.block_size(size) for size in large) <= limit
+    return limit is not None and bool(large) and sum(arena.block_size(size) for size in large) <= limit
 
 
 def _reserve_all() -> None:
@@ -158,12 +159,18 @@ def _reserve(wanted: list[int]) -> None:
     """Blocks for the sizes in `wanted` that no free block serves, touched a piece at a time while the process
     is quiet (a lookup or an update that starts meanwhile waits for no more than one piece). Not registered as
     being made: an update that starts meanwhile would wait for a block that waits for it to end."""
-    try:
-        limit = arena.retained_limit()
-    except ValueError:
+    limit = _limit()
+    if limit is None:
         return
     claimed: set[int] = set()
     settled = False  # the process has been quiet since the last wait
+
+    def quiet() -> bool:  # before each piece: wait for quiet unless the process has stayed quiet since the last
+        nonlocal settled
+        if not (settled and not foreground_running()):
+            settled = _await_quiet()
+        return settled
+
     for nbytes in wanted:
         if nbytes < arena.MIN_BYTES:
             continue
@@ -175,14 +182,19 @@ def _reserve(wanted: list[int]) -> None:
         if arena.held_bytes() + arena.block_size(nbytes) > limit:
             return
         block = arena.new_block(nbytes)
-        for start in range(0, len(block), PIECE):
-            if not (settled and not foreground_running()):
-                if not _await_quiet():
-                    return
-                settled = True
-            _touch(block, start, min(PIECE, len(block) - start))
+        if not _touched(block, quiet):
+            return
         claimed.add(id(block))
         arena.add_free(block, "reserved")
+
+
+def _touched(block: mmap.mmap, go_on: Callable[[], bool]) -> bool:
+    """Fault in every page of `block` a PIECE at a time, asking `go_on()` before each; False when it said no."""
+    for start in range(0, len(block), PIECE):
+        if not go_on():
+            return False
+        _touch(block, start, min(PIECE, len(block) - start))
+    return True
 
 
 def _touch(block: mmap.mmap, start: int, length: int) -> None:
