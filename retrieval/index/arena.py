@@ -1,14 +1,16 @@
-"""An update's large arrays made in memory this process has touched before, not in memory new to it.
+"""A pool for the large arrays an update makes, so that they lie in memory this process has touched before.
 
-A one-page update at 100k chunks makes ~440 MB of new arrays (the entries' text, the LSA and static rows, the
-term counts and their BM25 weights): ~105,000 first touches of a 4 KB page. On a virtual machine whose free
-memory goes back to its host (a balloon's free page reporting, seconds after it was freed), each touch may
-wait for the host, and the same update took 0.4-0.6 s or 1.5-1.9 s by how quick the host was (docs/l1.md,
-docs/benchmarks.md). Memory a process holds is never handed back that way, so the arrays an update makes come
-from blocks of anonymous memory that return here, not to the system, when the last array over them goes (the
-index they served was replaced): the next update reuses them. At most `retained_limit()` bytes of free blocks
-are kept (the oldest go first); arrays are pooled only inside `pooled()` (updates), never in a build, whose
-peak memory is bounded.
+Why: memory new to a process costs a page fault at the first touch of each of its pages, and an update makes
+arrays in proportion to the corpus (the entries' text, the LSA and static rows, the term counts and their
+BM25 weights). On a virtual machine whose host takes freed memory back, each of those faults may wait for
+the host, so the same update can take several times as long from one moment to the next; memory a process
+still holds is never taken back. The measured cost and the command that reproduces it (bench/incremental.py)
+are in docs/l1.md (Memory an update reuses) and docs/benchmarks.md.
+
+How: inside `pooled()` (an update; never a build, whose peak memory is bounded), `empty` and `zeros` put each
+array of MIN_BYTES or more over a block of anonymous memory. When the last array over a block goes (the index
+it served was replaced), the block returns here, not to the system, and the next update's arrays are made
+over it. At most `retained_limit()` bytes of free blocks are kept (the oldest go first).
 
 A process's first updates find no such blocks (the index it started from lies in its cache files' maps, and
 the one an update made is served while the next is made): retrieval/index/block_making.py makes them on other

@@ -3,9 +3,11 @@
 `open_index` on a base whose files changed looks for the newest cached index of the same lineage (same base,
 options, embedder, code and libraries: retrieval/index/lineage.py) and updates it: only added and changed
 files (JSONL: lines) are parsed (retrieval/kb/reading.py); the entry and chunk columns are merged from the
-cached ones (retrieval/index/merge.py); L0 is rebuilt whole (cheap: docs/l1.md); L1's counts are updated,
-BM25 reweighted, new sections folded into the LSA basis and embedded (retrieval/l1/update.py). When the rows
-changed since the last full fit pass REFIT_SHARE of the rows it saw, the update gives way to a full build.
+cached ones (retrieval/index/merge.py); L0's arrays are made from the cached ones (`updated_arrays` in
+retrieval/l0/arrays.py: the kept entries' term counts are reused, only the new entries are tokenised, and the
+BM25 weights and idf are recomputed over all entries, equal to a build's); L1's counts are updated, BM25
+reweighted, new sections folded into the LSA basis and embedded (retrieval/l1/update.py). When the rows changed
+since the last full fit pass REFIT_SHARE of the rows it saw, the update gives way to a full build.
 """
 
 from __future__ import annotations

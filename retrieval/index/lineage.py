@@ -2,7 +2,7 @@
 
 Every cache folder records its lineage: the key of the base and options it indexes, whatever the files'
 content (the base's resolved path, the load and index options, the embedder, the code and library versions:
-an index of the same lineage can be updated instead of built), what the load read (kb/sources.py's table,
+an index of the same lineage can be updated instead of built), what the load read (retrieval/kb/sources.py's table,
 stored as arrays beside the index) and the drift: how many L1 rows were added or removed by updates since
 the last full fit, against the rows the fit saw. Past REFIT_SHARE the next update is a full build instead.
 """

@@ -16,8 +16,10 @@ if TYPE_CHECKING:
     from retrieval.index.build import KnowledgeIndex
 
 COLUMNS = ("kb_path", "kb_fingerprint", "kb_entries", "kb_chunks", "index_settings")
-# the libraries whose arithmetic decides a run's numbers: the LSA (scikit-learn, scipy, numpy), BM25 (rank-bm25),
-# the static embedding (wordllama), stemming (PyStemmer), the traces' and metrics' storage (duckdb), and Python
+# the libraries whose arithmetic decides a run's numbers: the LSA (scikit-learn, scipy, numpy), the static
+# embedding (wordllama), stemming (PyStemmer), the traces' and metrics' storage (duckdb), and Python; BM25 is
+# computed in retrieval/l0 (equal to rank-bm25's scores), and rank-bm25, the reference the tests compare it with,
+# is recorded too
 LIBRARIES = ("python", "numpy", "scipy", "scikit-learn", "duckdb", "rank-bm25", "wordllama", "PyStemmer")
 
 
