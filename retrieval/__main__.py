@@ -2,9 +2,9 @@
 
 import sys
 
-from retrieval.traces.exit_drain import prestart
+from retrieval.traces.command_helper import prestart
 
-prestart(sys.argv[1:])  # a traced lookup's drain helper loads DuckDB while this process imports the rest
+prestart(sys.argv[1:])  # a traced lookup's helper loads DuckDB while this process imports the rest
 
 from retrieval.cli import main  # noqa: E402
 

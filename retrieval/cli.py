@@ -22,11 +22,10 @@ from retrieval.lookup.orchestrator import lookup_knowledge
 from retrieval.lookup.recorders import combine
 from retrieval.otel.env import tracing_from_env
 from retrieval.paths import default_kb, default_traces, trace_sources
+from retrieval.traces import command_helper
 from retrieval.traces import commands as trace_commands
-from retrieval.traces import exit_drain
+from retrieval.traces.command_helper import CommandHelper
 from retrieval.traces.db import TraceStoreError
-from retrieval.traces.exit_drain import ExitDrain
-from retrieval.traces.keeperlock import ensure as keeper_ensure
 from retrieval.traces.store import TraceStore
 from retrieval.traces.writer import TraceStoreLockedWarning
 
@@ -46,11 +45,15 @@ def build_parser() -> argparse.ArgumentParser:
     lookup.add_argument("query", help="the question or keywords")
     lookup.add_argument("--category", help="caller's category filter (always kept)")
     add_kb_flags(lookup)
-    lookup.add_argument("--traces", default=None, help="DuckDB trace file (default: traces.duckdb)")
+    lookup.add_argument("--traces", default=None,
+                        help="DuckDB trace file (default: traces.duckdb). Once the command exits 0, its row is in "
+                             "the file's tool_invocation for any DuckDB client opened after it (read-only opens "
+                             "included: nothing of this command holds the file by then), unless a warning said "
+                             "another process held the file: then the row arrives when that process lets go")
     lookup.add_argument("--no-trace", action="store_true", help="do not record the invocation")
-    lookup.add_argument("--lock-timeout", type=float, default=exit_drain.LOCK_TIMEOUT, metavar="SECONDS",
+    lookup.add_argument("--lock-timeout", type=float, default=command_helper.LOCK_TIMEOUT, metavar="SECONDS",
                         help="how long to wait for a trace file another process holds before leaving the row in "
-                             f"the spool beside it (default {exit_drain.LOCK_TIMEOUT:g})")
+                             f"the spool beside it (default {command_helper.LOCK_TIMEOUT:g})")
     lookup.add_argument("--compact", action="store_true", help="one-line JSON")
     lookup.add_argument("--otlp-endpoint", default=None, metavar="URL", help=OTLP_HELP)
     add_config_flags(lookup)
@@ -92,9 +95,9 @@ def build_parser() -> argparse.ArgumentParser:
     pack = traces.add_parser("pack", help="fold the live parts and DuckDB's log into the trace file now, so the file "
                                           "alone holds every row (to copy it)")
     pack.add_argument("--traces", default=None, help="DuckDB trace file (default: traces.duckdb)")
-    pack.add_argument("--lock-timeout", type=float, default=exit_drain.LOCK_TIMEOUT, metavar="SECONDS",
+    pack.add_argument("--lock-timeout", type=float, default=command_helper.LOCK_TIMEOUT, metavar="SECONDS",
                       help="how long to wait for a trace file another process holds "
-                           f"(default {exit_drain.LOCK_TIMEOUT:g})")
+                           f"(default {command_helper.LOCK_TIMEOUT:g})")
     return parser
 
 
@@ -159,8 +162,8 @@ def _run(args: argparse.Namespace, tracing: list[Tracing]) -> str | None:
                                                       lock_timeout=args.lock_timeout, background=False)
         tracing.extend(filter(None, [tracing_from_env(args.otlp_endpoint, timeout_s=CLI_EXPORT_TIMEOUT)]))
         recorder = combine(store, tracing[0].recorder if tracing else None)
-        helper = None if store is None else exit_drain.take(store.path, store.lock_timeout)  # DuckDB loads beside
-        try:  # the lookup, in a helper process, which moves the row into the table before this one exits
+        helper = None if store is None else command_helper.take(store.path, store.lock_timeout)  # DuckDB loads
+        try:  # beside the lookup, in a helper process, which shows the row in the table before this one exits
             index = open_kb(args, kb, config.svd_dims)
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
@@ -171,9 +174,6 @@ def _run(args: argparse.Namespace, tracing: list[Tracing]) -> str | None:
         finally:
             if helper is not None:
                 helper.close()
-        if store is not None and helper is None:  # a keeper was at work: it drains the row
-            store.detach()
-            keeper_ensure(store.path)  # unless it has gone meanwhile (it looks at the spool once more first)
         for warning in caught:
             print(f"warning: {warning.message}", file=sys.stderr)
         if index.kb.problems:  # the count is in retrieval_details.kb; the names go to stderr
@@ -197,10 +197,10 @@ def _run(args: argparse.Namespace, tracing: list[Tracing]) -> str | None:
     return json.dumps(tool_definition(index.kb.domains()), indent=2)
 
 
-def _drain_at_exit(store: TraceStore, helper: ExitDrain) -> None:
-    """Hand the row to the helper, which drains it after this command has exited (the keeper: trace_keeper).
-    A file another process held for the lock timeout leaves the row waiting (one warning line naming the
-    holder); a file the helper cannot use is this command's error; a helper that failed is replaced by a
+def _drain_at_exit(store: TraceStore, helper: CommandHelper) -> None:
+    """Have the helper drain the row and show it before this command exits (then it stays on as the file's
+    keeper). A file another process held for the lock timeout leaves the row waiting (one warning line naming
+    the holder); a file the helper cannot use is this command's error; a helper that failed is replaced by a
     drain here."""
     outcome = helper.finish()
     if outcome.status == "ok":
@@ -265,9 +265,8 @@ def _export_otlp(args: argparse.Namespace) -> str:
 
 def _pack(args: argparse.Namespace) -> str:
     """`traces pack`: fold the live parts and the log into the file now; what it folded, as JSON."""
-    from retrieval.traces.checkpoint import wal_path
     from retrieval.traces.db import TraceStoreLocked, file_holder
-    from retrieval.traces.keeper import pack
+    from retrieval.traces.fold import pack, wal_path
 
     path = Path(args.traces or default_traces())
     if not path.is_file():

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from retrieval.traces.origin import host_tag
+from retrieval.traces.rows import host_tag
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_KB = PROJECT_ROOT / "data" / "kb"

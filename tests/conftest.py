@@ -131,12 +131,12 @@ def settle_trace_file(path: Path, timeout: float = 30.0) -> None:
     as it is (a test that checksums it or lists the files beside it)."""
     import time
 
-    from retrieval.traces import keeper, keeperlock
+    from retrieval.traces import keeper
 
     if keeper.pack(path, timeout=timeout) is None:
         raise AssertionError(f"{path} stayed locked for {timeout:.0f} s")
     deadline = time.monotonic() + timeout
-    for child in keeperlock.started_here(path):  # started, maybe not yet holding (and making) its lock file
+    for child in keeper.started_here(path):  # started, maybe not yet holding (and making) its lock file
         try:
             child.wait(timeout=max(0.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:

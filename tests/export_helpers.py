@@ -13,7 +13,7 @@ from pathlib import Path
 import duckdb
 
 from retrieval import TraceStore
-from retrieval.traces.checkpoint import checkpoint
+from retrieval.traces import pack
 
 START = datetime(2026, 1, 1)  # row i is made at START + i × STEP (naive UTC)
 STEP = timedelta(seconds=2)
@@ -58,7 +58,7 @@ def add_run(path: Path, run_id: str, created_at: datetime, lookups: list[str]) -
 
 def folded(path: Path) -> Path:
     """`path` with DuckDB's log folded into it (as the detached checkpointer does), so its size is the file's."""
-    assert checkpoint(path)
+    assert pack(path, timeout=60)
     return path
 
 

@@ -1,4 +1,4 @@
-"""The layout holds: retrieval's top level is its entry points, no module is over 300 lines, no import cycle
+"""The layout holds: retrieval's top level is its entry points, no module is over 500 lines, no import cycle
 (TYPE_CHECKING and function-level imports included), no underscore name imported from another module,
 eval, appui, bench and the app use only the public API, and no test module defines a fixture."""
 
@@ -15,7 +15,9 @@ PACKAGES = ("retrieval", "eval", "appui")
 CONSUMERS = ("eval", "appui", "bench")
 TOP_LEVEL = {"__init__", "__main__", "cli", "config", "paths"}  # retrieval's public entry points
 PUBLIC_MODULES = {"retrieval.config", "retrieval.paths"}
-MAX_LINES = 300
+# Modules are split by job, not by size: one job may run to 500 lines, and a module that would exist only to
+# keep another under this ceiling is a sign the job is too big, not a reason to split it (docs/architecture.md).
+MAX_LINES = 500
 
 
 def _python_files(*folders: str) -> list[Path]:
@@ -78,10 +80,10 @@ def test_retrieval_top_level_holds_only_the_public_entry_points():
 
 
 @pytest.mark.parametrize("folder", [*PACKAGES, "bench"])
-def test_no_module_is_over_300_lines(folder):
+def test_no_module_is_over_500_lines(folder):
     long = {str(p.relative_to(ROOT)): n for p in _python_files(folder)
             if (n := len(p.read_text().splitlines())) > MAX_LINES}
-    assert not long, f"split these modules (lines): {long}"
+    assert not long, f"these modules hold more than one job's worth (lines): {long}; split them by job"
 
 
 def test_no_import_cycle():

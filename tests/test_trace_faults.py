@@ -13,8 +13,8 @@ import pytest
 from retrieval import TraceStore, TraceStoreError
 from retrieval.cli import main as lookup_main
 from retrieval.lookup.invocation import ToolInvocation
+from retrieval.traces import pack
 from retrieval.traces import reader as trace_reader
-from retrieval.traces.checkpoint import checkpoint
 from retrieval.traces.db import CONNECT_CONFIG, is_lock_error
 from retrieval.traces.writer import TraceStoreLockedWarning
 from tests.conftest import held_trace_file
@@ -25,7 +25,7 @@ def _filled(path: Path, rows: int = 300) -> Path:
     with TraceStore(path) as store:
         store.record_many([ToolInvocation("lookup_knowledge", f"query {i}", {}, "ok", 1.0, {}, {"pad": "x" * 500})
                            for i in range(rows)])
-    assert checkpoint(path)
+    assert pack(path, timeout=60)
     assert not path.with_name(path.name + ".wal").exists()
     return path
 
@@ -100,7 +100,7 @@ def test_no_store_connection_checkpoints(tmp_path):
     wal = path.with_name(path.name + ".wal")
     assert wal.stat().st_size > 2_000_000  # 500 rows went to the log, none folded in by a commit or a close
     assert trace_reader.count(path) == 500
-    assert checkpoint(path) and not wal.exists()
+    assert pack(path, timeout=60) and not wal.exists()
     assert duckdb.connect(str(path),
                           read_only=True).execute("SELECT count(*) FROM tool_invocation").fetchone() == (500,)
 
@@ -157,12 +157,12 @@ def test_a_held_lock_is_waited_for_and_then_named(tmp_path):
             assert store.flush() is False
 
 
-def test_the_cli_drain_helper_makes_a_new_trace_files_folder(tmp_path):
+def test_the_cli_helper_makes_a_new_trace_files_folder(tmp_path):
     """`lookup --traces new/t.duckdb`: the helper forked before the command's imports may open the file before
     the command has made its folder (1 run in 6 failed with 'No such file or directory'); it makes the folder."""
-    from retrieval.traces.exit_drain import ExitDrain
+    from retrieval.traces.command_helper import CommandHelper
 
     path = tmp_path / "new" / "t.duckdb"
-    outcome = ExitDrain(path, 1.0).finish()  # the helper as the console script spawns it, on its own first
+    outcome = CommandHelper(path, 1.0).finish()  # the helper as the console script spawns it, on its own first
     assert outcome.status == "ok", outcome.message
     assert path.exists()

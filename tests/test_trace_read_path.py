@@ -22,7 +22,7 @@ from retrieval.lookup.invocation import ToolInvocation
 from retrieval.traces import keeper
 from retrieval.traces import reader as trace_reader
 from retrieval.traces.db import TraceStoreLocked
-from retrieval.traces.status import waiting
+from retrieval.traces.file_state import waiting
 from retrieval.traces.writer import TraceStoreLockedWarning
 from tests.conftest import held_trace_file
 

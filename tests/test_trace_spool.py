@@ -11,8 +11,8 @@ import pytest
 
 from retrieval import TraceStore, lookup_knowledge
 from retrieval.lookup.invocation import ToolInvocation
-from retrieval.traces.file import TraceSpoolRejectedWarning
-from retrieval.traces.keeper import pack
+from retrieval.traces.fold import pack
+from retrieval.traces.spool import TraceSpoolRejectedWarning
 from retrieval.traces.writer import TraceStoreWriteWarning
 from tests.conftest import stored_row
 
@@ -214,12 +214,12 @@ def test_non_finite_floats_in_details_are_stored_as_null(tmp_path):
 def test_write_failure_becomes_a_warning_and_a_spool_row(tmp_path, monkeypatch):
     store = TraceStore(tmp_path / "t.duckdb")
 
-    def full_disk(con, sources, target, **kwargs):
+    def full_disk(con, query, target, **kwargs):
         import duckdb
 
         raise duckdb.IOException("IO Error: No space left on device")
 
-    monkeypatch.setattr("retrieval.traces.live._copy", full_disk)  # the drain's write of its part
+    monkeypatch.setattr("retrieval.traces.parts.copy_part", full_disk)  # the one writer of a part
     store.record(_invocation("kept"))  # never raises
     with pytest.warns(TraceStoreWriteWarning, match="No space left.*kept in"):
         assert store.flush() is False

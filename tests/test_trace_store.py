@@ -13,7 +13,7 @@ import pytest
 
 from retrieval import TraceStore, TraceStoreError, lookup_knowledge
 from retrieval.lookup.invocation import ToolInvocation
-from retrieval.traces.keeper import pack
+from retrieval.traces.fold import pack
 from retrieval.traces.schema import SCHEMA_VERSION
 from retrieval.traces.writer import TraceStoreLockedWarning
 

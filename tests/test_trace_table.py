@@ -12,7 +12,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections import deque
 from pathlib import Path
 
 import duckdb
@@ -20,8 +19,8 @@ import pytest
 
 from retrieval import TraceStore
 from retrieval.lookup.invocation import ToolInvocation
+from retrieval.traces import pack
 from retrieval.traces import reader as trace_reader
-from retrieval.traces.checkpoint import checkpoint
 from tests.conftest import held_trace_file
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -215,29 +214,31 @@ def test_rows_of_a_writer_gone_without_draining_arrive_though_reads_never_drain(
     assert not (tmp_path / "t.duckdb.pending.jsonl").exists()
 
 
-def test_a_batch_stored_by_a_drainer_killed_before_removing_it_is_not_stored_twice(tmp_path):
-    """The ledger: rows and the batch's name commit together, so the batch file a killed drainer left
-    behind is recognised and removed, not inserted again."""
-    from retrieval.traces.file import drain_into, spool_path
-    from retrieval.traces.spool import Spool
+def test_a_part_folded_by_a_fold_killed_before_removing_it_is_not_stored_twice(tmp_path):
+    """The ledger, the one place exactly-once is enforced: a part's rows and its name commit together, so a part
+    a killed fold left behind is left out of the live view and only removed by the next fold."""
+    from retrieval.traces.fold import fold
+    from retrieval.traces.spool import Spool, spool_path
 
     traces = tmp_path / "t.duckdb"
     TraceStore(traces).close()
     spool = Spool(spool_path(traces))
     spool.append(b"".join(json.dumps({"id": f"r{i}", "created_at": "2026-01-02T03:04:05", "tool_name": "t",
                                       "query": "q", "status": "ok"}).encode() + b"\n" for i in range(3)))
+    assert TraceStore(traces).flush()  # a drain: the rows are a live part, shown by the live view
+    assert len(list(tmp_path.glob("t.duckdb.live/*.parquet"))) == 1
     with duckdb.connect(str(traces)) as con:
         real_unlink = Path.unlink
-        Path.unlink = lambda self, missing_ok=False: None  # the drainer "dies" before removing its batch
+        Path.unlink = lambda self, missing_ok=False: None  # the fold "dies" after its commit, before removing
         try:
-            drain_into(con, traces, spool, deque())
+            assert fold(con, traces) == 3
         finally:
             Path.unlink = real_unlink
-    assert len(list(tmp_path.glob("*.draining"))) == 1
-    assert TraceStore(traces).flush()  # the next drain takes the orphan into a live part ...
-    assert trace_reader.count(traces) == 3  # ... which the live view leaves out: the ledger holds its name
-    assert not list(tmp_path.glob("*.draining"))
-    assert checkpoint(traces)  # the fold finds it in the ledger too, and only removes it
+    assert len(list(tmp_path.glob("t.duckdb.live/*.parquet"))) == 1
+    assert trace_reader.count(traces) == 3
+    assert TraceStore(traces).flush()  # a drain shows the left part again: the live view leaves it out ...
+    assert trace_reader.count(traces) == 3
+    assert pack(traces, timeout=60)  # ... and the fold finds it in the ledger too, and only removes it
     assert trace_reader.count(traces) == 3
     assert not list(tmp_path.glob("t.duckdb.live/*.parquet"))
 

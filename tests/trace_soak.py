@@ -4,7 +4,7 @@ Each round starts 2-4 processes on one trace file (at least one writer; the othe
 until each is working, then SIGKILLs every one of them at a random moment within `window` seconds. A
 writer records batches of rows and, once `record_many` has returned (the acknowledgement), appends their
 ids to its ack log; a third of its batches it also drains itself. A drainer drains the spool into the live
-folder in a loop (trace_livedrain), and a third of the time into the table through a read-write connection
+folder in a loop (retrieval/traces/drain.py), and a third of the time into the table through a read-write connection
 (which folds the live parts first). The keeper the workers start (detached, never killed here) folds the live
 folder and the log into the file 0.1 s after writers pause instead of 5 s, so folds and checkpoints run
 all through the soak. After every round a plain, read-only DuckDB connection must open the file and read
@@ -172,9 +172,8 @@ def _drainer(path: Path) -> None:
 
     from retrieval import TraceStore
     from retrieval.traces.db import TraceStoreError
-    from retrieval.traces.file import spool_path
-    from retrieval.traces.livedrain import drain_once
-    from retrieval.traces.spool import Spool
+    from retrieval.traces.drain import drain_once
+    from retrieval.traces.spool import Spool, spool_path
 
     rng = random.Random(os.getpid())
     spool = Spool(spool_path(path))
@@ -183,7 +182,7 @@ def _drainer(path: Path) -> None:
         with contextlib.suppress(TraceStoreError):  # locked by another process: try again
             if rng.random() < 0.33:
                 with TraceStore(path, open_now=False, background=False, lock_timeout=0.2).connect():
-                    pass  # the live parts folded into the table, the spool drained into it
+                    pass  # the spool drained into parts and every part folded into the table
             else:
                 drain_once(path, spool, deque(), show_wait=0.2, turn_wait=0.2)
 

@@ -12,8 +12,7 @@ from retrieval.paths import default_traces
 from retrieval.traces import db as trace_db
 from retrieval.traces.compact import STORAGE_VERSIONS, compact, storage_version_of
 from retrieval.traces.export import FORMATS, export_traces
-from retrieval.traces.filters import TraceFilter
-from retrieval.traces.moments import MOMENT_HELP, SPAN_HELP, parse_moment, parse_since, parse_span, utc_now
+from retrieval.traces.filters import MOMENT_HELP, SPAN_HELP, TraceFilter, parse_moment, parse_since, parse_span, utc_now
 from retrieval.traces.prune import file_size, prune
 
 TRACES_HELP = "DuckDB trace file (default: $LOOKUP_KNOWLEDGE_TRACES, else traces.duckdb)"

@@ -5,8 +5,8 @@ the file its size, docs/traces.md), so only a new file is smaller. The swap must
 with the old one's log (`traces.duckdb.wal`): DuckDB would replay it onto the new file (it did, deleting the
 wrong rows, when tried), so:
 
-1. the checkpointer (checkpoint.py, run detached in its own session, as every checkpoint of this project)
-   folds the live parts and the log into the file, and this waits for it;
+1. a fold (fold.py, run detached in its own session, as every checkpoint of this project) puts the live
+   parts and the log into the file, and this waits for it;
 2. holding the file (other processes spool meanwhile), with no log left, every table is copied into
    `<file>.compact`, checkpointed and closed there;
 3. the new file is renamed over the old one while the old one is still held, so nothing writes between.
@@ -23,20 +23,20 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from retrieval.traces import live as trace_live
-from retrieval.traces.checkpoint import wal_path
 from retrieval.traces.db import TraceStoreError
+from retrieval.traces.detached import launch
+from retrieval.traces.fold import needs_fold, wal_path
+from retrieval.traces.parts import fsync_file
 from retrieval.traces.store import TraceStore
 
 if TYPE_CHECKING:
     import duckdb
 
 ATTEMPTS = 3  # checkpoint-then-hold rounds before giving up on a file other processes keep writing
-CHECKPOINT_WAIT = 120.0  # seconds the checkpointer may take
+FOLD_WAIT = 120.0  # seconds the fold before a compaction may take
 COMPACT_MEMORY = "256MB"  # DuckDB's memory limit while it copies (measured in docs/traces.md)
 STORAGE_VERSIONS = ("v1.0.0", "v1.5.0")  # the file formats a compaction writes (DuckDB's STORAGE_VERSION)
 
@@ -73,7 +73,7 @@ def compact(path: str | Path, storage_version: str | None = None) -> None:
                     con.execute("CHECKPOINT lookup_compact")
                 finally:
                     con.execute("DETACH lookup_compact")
-                trace_live.fsync_file(target)
+                fsync_file(target)
                 os.replace(target, path)  # still holding the old file: no process writes in between
                 return
         finally:
@@ -81,7 +81,7 @@ def compact(path: str | Path, storage_version: str | None = None) -> None:
             if attempt == ATTEMPTS - 1:
                 target.unlink(missing_ok=True)
     raise TraceStoreError(f"trace file {path} kept being written while it was compacted ({ATTEMPTS} tries); "
-                          "the rows were pruned, try the compaction again when it is quieter")
+                          "try the compaction again when it is quieter")
 
 
 def storage_version_of(con: duckdb.DuckDBPyConnection) -> str:
@@ -92,22 +92,18 @@ def storage_version_of(con: duckdb.DuckDBPyConnection) -> str:
 
 
 def _fold_log(path: Path) -> None:
-    """Run the checkpointer in its own session and wait for it: the live parts and the log folded into the
-    file."""
-    if not _needs_fold(path):
+    """Fold the live parts and the log into the file in a process of its own session (fold.py; a kill of this
+    one does not land inside its CHECKPOINT), and wait for it."""
+    if not needs_fold(path):
         return
-    paths = [str(Path(__file__).resolve().parents[2]), *(p for p in sys.path if p)]
-    done = subprocess.run([sys.executable, "-S", "-m", "retrieval.traces.checkpoint", str(path)],
-                          start_new_session=True, stdin=subprocess.DEVNULL, capture_output=True,
-                          env={**os.environ, "PYTHONPATH": os.pathsep.join(paths)}, timeout=CHECKPOINT_WAIT)
-    if done.returncode != 0 and _needs_fold(path):
+    child = launch("retrieval.traces.fold", str(path))
+    try:
+        code = child.wait(timeout=FOLD_WAIT)
+    except subprocess.TimeoutExpired:
+        code = None  # it goes on by itself; the check below says whether the file is folded
+    if code != 0 and needs_fold(path):
         raise TraceStoreError(f"could not fold the log of trace file {path} into it before compacting (another "
-                              "checkpointer or process held it); the rows were pruned, try the compaction again")
-
-
-def _needs_fold(path: Path) -> bool:
-    """Whether rows live outside the file alone: in live parts (the live view) or in DuckDB's log."""
-    return bool(_log_bytes(path) or trace_live.part_files(path) or trace_live.is_marked_live(path))
+                              "process held it); try the compaction again")
 
 
 def _log_bytes(path: Path) -> int:

@@ -16,15 +16,17 @@ import re
 import struct
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:  # duckdb is imported where a connection is opened
     import duckdb
 
-# No checkpoint in our connections (see trace_checkpoint): commits go to the write-ahead log only, and
+T = TypeVar("T")
+
+# No checkpoint in our connections (see keeper.py): commits go to the write-ahead log only, and
 # a detached process folds it into the file. A SIGKILL during a checkpoint's write of DuckDB's metadata
 # block (rewritten in place, holding the old and the new metadata) left files no client could open.
 CONNECT_CONFIG = {"autoload_known_extensions": False, "autoinstall_known_extensions": False,
@@ -108,14 +110,27 @@ def connect(path: Path, *, timeout: float, threads: int | None = None, read_only
     config: dict[str, object] = dict(CONNECT_CONFIG)
     if threads is not None:
         config["threads"] = threads
+
+    def open_it() -> duckdb.DuckDBPyConnection:
+        if read_only:
+            return duckdb.connect(str(path), read_only=True, config=config)
+        con = duckdb.connect(str(path), config=config)
+        con.execute("PRAGMA disable_checkpoint_on_shutdown")
+        return con
+
+    return retry_while_locked(open_it, path, timeout=timeout, poll=poll)
+
+
+def retry_while_locked(open_it: Callable[[], T], path: Path, *, timeout: float, poll: float | None = None) -> T:
+    """`open_it()`, retried with jittered backoff while another process holds `path`'s lock (or this process is
+    busy with it), up to `timeout` s, then TraceStoreLocked naming the holder; with `poll`, every `poll` s
+    (jittered) instead. Any other DuckDB failure is a TraceStoreError naming the file."""
+    import duckdb
+
     deadline, delay = time.monotonic() + timeout, poll or 0.002
     while True:
         try:
-            if read_only:
-                return duckdb.connect(str(path), read_only=True, config=config)
-            con = duckdb.connect(str(path), config=config)
-            con.execute("PRAGMA disable_checkpoint_on_shutdown")
-            return con
+            return open_it()
         except duckdb.Error as exc:
             if not (is_lock_error(exc) or is_busy_here(exc)):
                 raise file_error(path, exc) from None
@@ -189,7 +204,7 @@ def _lock_in_the_way(path: Path, kind: int) -> int | None:
 
 
 def process_name(pid: int) -> str:
-    """'process 1234 (its command line)', read from /proc where it can be."""
+    """'process 1234 (its command line)', read from /proc where it can be (the one reader of it here)."""
     try:
         command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
     except OSError:
@@ -213,11 +228,4 @@ def file_level_errors() -> tuple[type[BaseException], ...]:
 def lock_holder(message: str) -> str:
     """'process 1234 (python app.py)' from DuckDB's lock error, reading the command line from /proc."""
     match = re.search(r"held in (.+?) \(PID (\d+)\)", message)
-    if not match:
-        return "another process"
-    pid = match.group(2)
-    try:
-        command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
-    except OSError:
-        command = match.group(1)
-    return f"process {pid} ({command[:120]})"
+    return process_name(int(match.group(2))) if match else "another process"

@@ -1,10 +1,12 @@
 """The keeper: a detached process per trace file that drains what nobody else drains and, once writers are
 idle, folds the live folder into the file and checkpoints it, so the file alone holds every row.
 
-It is started (`ensure`) by a drain of any process and by the lookup CLI's helper (which becomes it), in a new
-session: a kill of the writer that started it does not reach it, so no kill lands inside its CHECKPOINT (a
-SIGKILL inside one left files no client could open; see docs/traces.md). One runs per file at a time (a lock
-file). Its loop, every POLL seconds:
+It is started (`ensure`) by a drain of any process and by the lookup command's helper (which becomes it), in a
+new session (detached.py): a kill of the writer that started it does not reach it, so no kill lands inside its
+CHECKPOINT (a SIGKILL inside one left files no client could open; see docs/traces.md). One runs per file at a
+time: it holds the keeper's lock file (`<file>.keeper.lock`). A writer that spools a row and then sees no
+keeper starts one; a keeper that lets go of its lock looks at the spool once more (`serve`), so one of the two
+always sees the other. Its loop, every POLL seconds:
 - spooled rows are drained into the live folder (paced by the drain turn, like every drainer), and parts a
   drain could not show yet (the file was held) are shown (the live view) as soon as the file is free;
 - once nothing has changed for IDLE seconds, it folds the live parts into `tool_invocation` and checkpoints
@@ -15,24 +17,23 @@ file). Its loop, every POLL seconds:
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
+import subprocess
 import sys
 import time
 from collections import deque
-from dataclasses import dataclass
 from pathlib import Path
 
 from retrieval.traces import db as trace_db
-from retrieval.traces import live as trace_live
 from retrieval.traces import view as trace_view
-from retrieval.traces.file import migrate_once, spool_path
-from retrieval.traces.keeperlock import ensure, lock_path, running, take_lock
-from retrieval.traces.livedrain import SHOW_POLL, drain_once, show_live
-from retrieval.traces.spool import Spool
-from retrieval.traces.turn import Backoff, DrainTurn
+from retrieval.traces.detached import launch
+from retrieval.traces.drain import Backoff, drain_once
+from retrieval.traces.fold import Packed, needs_fold, pack
+from retrieval.traces.spool import Spool, spool_path
 
-__all__ = ["FOLD_CHUNK", "IDLE", "MAX_LIVE_PARTS", "Packed", "detach_stdio", "ensure", "lock_path", "pack", "run",
-           "running", "serve", "take_lock"]
+__all__ = ["FOLD_CHUNK", "IDLE", "MAX_LIVE_PARTS", "Packed", "ensure", "lock_path", "pack", "run", "running",
+           "serve", "started_here", "take_lock"]
 
 IDLE = float(os.environ.get("LOOKUP_KNOWLEDGE_PACK_IDLE") or 5.0)  # seconds without new rows before the fold
 POLL = 0.1  # seconds between the keeper's looks at the spool and the live folder
@@ -60,13 +61,13 @@ def run(path: Path, *, idle: float | None = None) -> int:
             free = lock.due() and not trace_db.write_held(path)  # the kernel asked: no lock taken, no DuckDB
             if spool.has_rows():
                 _drain(path, spool, show=free)
-            elif free and trace_live.part_files(path) and not trace_live.is_marked_live(path):
+            elif free and trace_view.part_files(path) and not trace_view.is_marked_live(path):
                 with contextlib.suppress(trace_db.TraceStoreError):  # between readers, who may follow closely
-                    _tried(lock, show_live(path, KEEPER_WAIT))
-            if free and len(trace_live.part_files(path)) > MAX_LIVE_PARTS:
+                    _tried(lock, trace_view.show_live(path, KEEPER_WAIT))
+            if free and len(trace_view.part_files(path)) > MAX_LIVE_PARTS:
                 _tried(lock, pack(path, timeout=KEEPER_WAIT, turn_wait=1.0, oldest=FOLD_CHUNK) is not None)
             if now - changed >= idle and not spool.has_rows():
-                if not _needs_fold(path):
+                if not needs_fold(path):
                     return 0
                 if free and _tried(lock, pack(path, timeout=KEEPER_WAIT, turn_wait=1.0) is not None):
                     held_since = None
@@ -78,41 +79,6 @@ def run(path: Path, *, idle: float | None = None) -> int:
     finally:
         spool.close()
     return 0
-
-
-@dataclass(frozen=True)
-class Packed:
-    """What a pack folded into the file: rows and the live parts that held them."""
-
-    rows: int
-    parts: int
-
-
-def pack(path: str | Path, *, timeout: float, turn_wait: float = 10.0, oldest: int | None = None) -> Packed | None:
-    """Fold the live parts (only the `oldest` so many, if given) into `tool_invocation` and checkpoint the file
-    now; None when the file (within `timeout`) or the drain turn (within `turn_wait`) stayed taken."""
-    path = Path(path)
-    with trace_db.write_guard(path):
-        try:
-            con = trace_db.connect(path, timeout=timeout, poll=SHOW_POLL)
-        except trace_db.TraceStoreLocked:
-            return None
-        try:
-            turn = DrainTurn(path)
-            if not turn.take(turn_wait):
-                return None
-            try:
-                parts = min(len(trace_live.part_files(path)), oldest or 2**31)
-                rows = trace_view.fold(con, path, oldest=oldest)
-                migrate_once(con, path)
-            finally:
-                turn.release()
-            con.execute("CHECKPOINT")
-        except trace_db.file_level_errors() as exc:
-            raise trace_db.file_error(path, exc) from None
-        finally:
-            con.close()
-    return Packed(rows, parts)
 
 
 def _drain(path: Path, spool: Spool, *, show: bool) -> None:
@@ -131,13 +97,6 @@ def _tried(lock: Backoff, done: bool) -> bool:
     return done
 
 
-def _needs_fold(path: Path) -> bool:
-    """Whether the file's rows are not all in the file alone: live parts, or a write-ahead log."""
-    wal = path.with_name(path.name + ".wal")
-    return (bool(trace_live.part_files(path)) or trace_live.is_marked_live(path)
-            or (wal.exists() and wal.stat().st_size > 0))
-
-
 def _activity(path: Path, spool: Spool) -> tuple[object, ...]:
     """What changes when anyone records or drains: the spool's size and inode, the batch files, the parts."""
     try:
@@ -145,16 +104,7 @@ def _activity(path: Path, spool: Spool) -> tuple[object, ...]:
         live_spool = (info.st_ino, info.st_size)
     except FileNotFoundError:
         live_spool = None
-    return live_spool, tuple(trace_live.part_files(path)), tuple(spool.pending_files())
-
-
-def detach_stdio() -> None:
-    """Point stdin, stdout and stderr at /dev/null (a keeper must not hold a caller's pipes open)."""
-    with contextlib.suppress(OSError):
-        devnull = os.open(os.devnull, os.O_RDWR)
-        for fd in (0, 1, 2):
-            os.dup2(devnull, fd)
-        os.close(devnull)
+    return live_spool, tuple(trace_view.part_files(path)), tuple(spool.pending_files())
 
 
 def serve(path: Path, fd: int) -> int:
@@ -178,6 +128,63 @@ def serve(path: Path, fd: int) -> int:
         spool.close()
         if fd >= 0:
             os.close(fd)
+
+
+_started: list[subprocess.Popen] = []  # keepers this process started, not yet collected (polled on each start)
+
+
+def lock_path(path: Path) -> Path:
+    """The keeper's lock file beside trace file `path` (left in place)."""
+    return path.with_name(path.name + ".keeper.lock")
+
+
+def running(path: Path) -> bool:
+    """Whether a keeper of `path` runs now (it holds the lock file)."""
+    try:
+        fd = os.open(lock_path(path), os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def ensure(path: Path) -> bool:
+    """Start a keeper for `path` unless one runs; True if one was started."""
+    if running(path):
+        return False
+    for child in list(_started):
+        if child.poll() is not None:
+            _started.remove(child)
+    try:
+        _started.append(launch("retrieval.traces.keeper", str(path)))
+    except OSError:
+        return False  # the next drain tries again
+    return True
+
+
+def started_here(path: Path) -> list[subprocess.Popen]:
+    """The keepers of `path` this process started that may still run (a caller that must see the file settle
+    waits for them: a keeper only takes its lock some time after it is started)."""
+    return [child for child in _started if child.args[-1] == str(path) and child.poll() is None]
+
+
+def take_lock(path: Path) -> int:
+    """The keeper's lock of `path` as an open descriptor, or -1 when another keeper holds it."""
+    try:
+        fd = os.open(lock_path(path), os.O_WRONLY | os.O_CREAT, 0o644)
+    except OSError:
+        return -1
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return -1
+    return fd
 
 
 def main(argv: list[str]) -> int:

@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from retrieval.traces import reader as trace_reader
-from retrieval.traces.checkpoint import wal_path
 from retrieval.traces.compact import compact
+from retrieval.traces.db import TraceStoreError
+from retrieval.traces.fold import wal_path
 from retrieval.traces.schema import TABLE
 from retrieval.traces.store import TraceStore
 
@@ -76,7 +77,10 @@ def prune(path: str | Path, cut: datetime, *, include_runs: bool = False, dry_ru
     finally:
         store.detach()
     if compact_file:
-        compact(path)
+        try:
+            compact(path)
+        except TraceStoreError as exc:
+            raise TraceStoreError(f"the rows were pruned, but the file was not compacted: {exc}") from None
     return PruneReport(cut, counts, runs, before, file_size(path), False, compact_file)
 
 

@@ -4,9 +4,9 @@ A read never takes the write lock and never drains: it opens the file read-only 
 readers share it), so it neither waits for writers (they record into the spool and drain into the live
 folder without the file's lock) nor makes them wait. Rows of other processes appear within the ~2 s their
 drain takes. Each function takes the trace file's path, a folder of trace files or several paths (read as
-one, trace_sources), or a TraceWriter, whose own recorded rows are made visible first (its flush) and
+one, sources.py), or a TraceWriter, whose own recorded rows are made visible first (its flush) and
 whose `sources` are read. When rows wait in a spool with no keeper to drain them (their writer died), a
-read starts one (trace_keeper); it does not drain them itself.
+read starts one (keeper.py); it does not drain them itself.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any
 from retrieval.traces import db as trace_db
 from retrieval.traces import keeper as trace_keeper
 from retrieval.traces import sources as trace_sources
-from retrieval.traces.file import open_checked, spool_path
+from retrieval.traces.fold import open_checked
 from retrieval.traces.schema import JSON_COLUMNS, TABLE
-from retrieval.traces.spool import Spool
+from retrieval.traces.spool import Spool, spool_path
 from retrieval.traces.writer import TraceWriter
 
 if TYPE_CHECKING:

@@ -9,9 +9,11 @@ field's type, so a bad line is rejected with a reason instead of stopping the dr
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
+import socket
 import time
 import uuid
 from datetime import datetime, timezone
@@ -20,7 +22,6 @@ from typing import Any
 import orjson
 
 from retrieval.lookup.invocation import ToolInvocation
-from retrieval.traces.origin import host_tag
 from retrieval.traces.schema import COLUMN_TYPES, COLUMNS
 
 Row = tuple[Any, ...]  # one value per COLUMNS entry, typed for DuckDB
@@ -35,6 +36,19 @@ JSON_COLUMNS_SET = frozenset(name for name, kind in zip(COLUMNS, COLUMN_TYPES, s
 
 class RejectedLine(ValueError):
     """A spool line that is not a valid `tool_invocation` row; the message is the reason."""
+
+
+HOST_ENV = "LOOKUP_KNOWLEDGE_HOST"
+
+
+def host_tag() -> str:
+    """`$LOOKUP_KNOWLEDGE_HOST`, else this machine's host name (read on every call: cheap, and a test may set it)."""
+    return os.environ.get(HOST_ENV) or _hostname()
+
+
+@functools.lru_cache(maxsize=1)
+def _hostname() -> str:
+    return socket.gethostname() or "localhost"
 
 
 def encode(invocation: ToolInvocation, entered: float | None = None) -> bytes:

@@ -11,11 +11,13 @@ incompatible layout) is refused with a one-line message naming the file, before 
 
 from __future__ import annotations
 
+import os
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from retrieval.index.provenance import COLUMNS as PROVENANCE_COLUMNS
-from retrieval.traces.db import ADVICE, TraceStoreError
+from retrieval.traces.db import ADVICE, TraceStoreError, file_error
 
 if TYPE_CHECKING:
     import duckdb
@@ -146,6 +148,11 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
     )),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
+LEDGER = "trace_batch"  # the names of the parts the fold stored (fold.py), with when
+LEDGER_DAYS = 30  # ledger entries older than this are dropped (a part orphaned that long is long gone)
+
+_MIGRATED: set[tuple[str, int, int]] = set()  # (path, device, inode) of files checked and migrated here
+_MIGRATED_GUARD = threading.Lock()
 
 
 def needs_migration(con: duckdb.DuckDBPyConnection, path: Path) -> bool:
@@ -168,7 +175,7 @@ def needs_migration(con: duckdb.DuckDBPyConnection, path: Path) -> bool:
 
 def migrate(con: duckdb.DuckDBPyConnection, path: Path) -> None:
     """Bring the file to SCHEMA_VERSION; refuse newer files and foreign `tool_invocation` tables. The file's
-    `tool_invocation` must be a table (folded: trace_view), as every file before v9 is."""
+    `tool_invocation` must be a table (folded: fold.py), as every file before v9 is."""
     if not needs_migration(con, path):
         return  # up to date: no transaction, no write
     current = _version(con)
@@ -196,3 +203,37 @@ def _version(con: duckdb.DuckDBPyConnection) -> int:
     if not tables:
         return 0
     return int(con.execute("SELECT coalesce(max(version), 0) FROM schema_version").fetchone()[0])
+
+
+def migrate_once(con: duckdb.DuckDBPyConnection, path: Path, *, force: bool = False) -> None:
+    """Check and migrate `path` the first time this process opens this file (a file made anew is migrated again)."""
+    if is_migrated(path) and not force:
+        return
+    import duckdb
+
+    try:
+        migrate(con, path)
+    except duckdb.Error as exc:
+        raise file_error(path, exc) from None
+    remember_migrated(path)
+
+
+def is_migrated(path: Path) -> bool:
+    """Whether this process checked (and migrated) this very file already."""
+    key = _key(path)
+    return key is not None and key in _MIGRATED
+
+
+def remember_migrated(path: Path) -> None:
+    key = _key(path)
+    if key is not None:
+        with _MIGRATED_GUARD:
+            _MIGRATED.add(key)
+
+
+def _key(path: Path) -> tuple[str, int, int] | None:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return str(path.resolve()), info.st_dev, info.st_ino

@@ -11,14 +11,13 @@ Writers write one file: `default_traces()` (trace_paths).
 from __future__ import annotations
 
 import os
-import random
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from retrieval.traces import db as trace_db
-from retrieval.traces.db import TraceStoreError, TraceStoreLocked, one_line
+from retrieval.traces.db import TraceStoreError
 from retrieval.traces.ingest import sql_literal
 from retrieval.traces.view import PACKED
 
@@ -60,7 +59,7 @@ def connect_many(files: Sequence[Path], *, timeout: float) -> duckdb.DuckDBPyCon
     con = duckdb.connect(":memory:", config=dict(trace_db.CONNECT_CONFIG))
     try:
         deadline = time.monotonic() + timeout
-        aliases = [_attach(con, file, f"source{i}", deadline, timeout) for i, file in enumerate(files)]
+        aliases = [_attach(con, file, f"source{i}", deadline) for i, file in enumerate(files)]
         tables: dict[str, list[str]] = {}
         found = con.execute("SELECT table_catalog, table_name FROM information_schema.tables "
                             "WHERE table_schema = 'main' ORDER BY table_name").fetchall()
@@ -76,24 +75,11 @@ def connect_many(files: Sequence[Path], *, timeout: float) -> duckdb.DuckDBPyCon
         raise
 
 
-def _attach(con: duckdb.DuckDBPyConnection, file: Path, alias: str, deadline: float, timeout: float) -> str:
-    import duckdb
-
+def _attach(con: duckdb.DuckDBPyConnection, file: Path, alias: str, deadline: float) -> str:
     trace_db.check_file(file)
     if not file.is_file():
         raise TraceStoreError(f"cannot open trace file {file}: no such file")
-    delay = 0.002
-    while True:
-        try:
-            con.execute(f"ATTACH {sql_literal(str(file))} AS {alias} (READ_ONLY)")
-            return alias
-        except duckdb.Error as exc:
-            if not (trace_db.is_lock_error(exc) or trace_db.is_busy_here(exc)):
-                raise TraceStoreError(f"cannot open trace file {file}: {one_line(exc)}; "
-                                      f"{trace_db.ADVICE}") from None
-            if time.monotonic() >= deadline:
-                holder = trace_db.lock_holder(str(exc)) if trace_db.is_lock_error(exc) else "this process"
-                raise TraceStoreLocked(f"trace file {file} is locked by {holder} for over {timeout:.1f}s",
-                                       holder) from None
-        time.sleep(min(delay * (0.5 + random.random()), max(deadline - time.monotonic(), 0.0)))
-        delay = min(delay * 2, 0.1)
+    # attached read-only, retried like any open of this project while another process holds the file
+    trace_db.retry_while_locked(lambda: con.execute(f"ATTACH {sql_literal(str(file))} AS {alias} (READ_ONLY)"), file,
+                                timeout=max(deadline - time.monotonic(), 0.0))
+    return alias

@@ -3,11 +3,12 @@
 - Writers append one line per row with a single `write()` under an exclusive `flock`; a row is
   acknowledged when that write returns. It is then in the OS page cache, which survives a SIGKILL of
   the process (not a power cut: `fsync=True` adds an fsync per row for that).
-- A drainer *rotates* the live spool (renames it to `<spool>.<pid>-<token>.draining`; the next append
-  makes a new one), then *claims* batch files with a non-blocking `flock`, inserts them, and unlinks them.
-  A writer checks, under its lock, that its handle is still the live spool, so no row lands in a
-  renamed file. A drainer killed mid-batch releases its lock with its life; the next drainer claims
-  the orphaned batch (inserts ignore ids already stored, so a batch inserted twice is harmless).
+- A drainer (retrieval/traces/drain.py) *rotates* the live spool (renames it to
+  `<spool>.<pid>-<token>.draining`; the next append makes a new one), then *claims* batch files with a
+  non-blocking `flock`, writes each as a Parquet part named after it, and unlinks them. A writer checks,
+  under its lock, that its handle is still the live spool, so no row lands in a renamed file. A drainer
+  killed mid-batch releases its lock with its life; the next drainer claims the orphaned batch and writes
+  the same part again (same name: the part replaces itself, and the fold's ledger stores a name once).
 - Lines that are not valid rows go to `<spool>.rejected.jsonl`, one JSON object with the reason each.
 """
 
@@ -28,6 +29,11 @@ from pathlib import Path
 APPEND = os.O_WRONLY | os.O_APPEND | os.O_CREAT
 READ_APPEND = os.O_RDWR | os.O_APPEND | os.O_CREAT  # the live spool: appends, and reads its last byte
 LOCK_SPIN = 0.0002  # seconds between non-blocking lock attempts; writers hold the lock for microseconds
+
+
+def spool_path(path: Path) -> Path:
+    """The spool beside trace file `path`."""
+    return path.with_name(path.name + ".pending.jsonl")
 
 
 class TraceSpoolRejectedWarning(UserWarning):

@@ -1,4 +1,4 @@
-"""`TraceStore`: the trace writer (trace_writer) with the reading functions (trace_reader) as methods, the
+"""`TraceStore`: the trace writer (writer.py) with the reading functions (reader.py) as methods, the
 one object the CLI, the MCP server, the app and evaluation runs hold for a trace file.
 
 Recording is the writer's job; reading is the reader's. This class only joins them, so a caller with a
@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 from retrieval.traces import reader as trace_reader
 from retrieval.traces.db import TraceStoreError, TraceStoreLocked
-from retrieval.traces.file import TraceSpoolRejectedWarning
 from retrieval.traces.reader import iter_rows
 from retrieval.traces.schema import COLUMNS, JSON_COLUMNS, MIGRATIONS, SCHEMA_VERSION, TABLE
+from retrieval.traces.spool import TraceSpoolRejectedWarning
 from retrieval.traces.writer import TraceStoreLockedWarning, TraceStoreWriteWarning, TraceWriter
 
 if TYPE_CHECKING:
@@ -33,7 +33,7 @@ class TraceStore(TraceWriter):
         return trace_reader.query(self, sql, params)
 
     def one_connection(self) -> AbstractContextManager[None]:
-        """A block whose reads of this store share one connection (trace_reader.one_connection)."""
+        """A block whose reads of this store share one connection (reader.one_connection)."""
         return trace_reader.one_connection(self)
 
     def invocations(self, *, run_id: str | None = None, limit: int | None = None) -> pd.DataFrame:

@@ -1,31 +1,80 @@
-"""`tool_invocation`'s two shapes: a table (folded: the file alone holds every row) or, while the live folder
-holds parts, a view over the file's rows and the parts.
+"""Step 3 of a row's way: the live folder beside the trace file, and `tool_invocation` as a view over it.
 
-Going live (`go_live`, by the drain that wrote the first part) renames the table to `tool_invocation_packed`
-and makes `tool_invocation` a view: those rows, then every part in the live folder (by its absolute path, so
-a client started in any folder reads it), less the parts the ledger (`trace_batch`) says were folded already.
-New parts need no DDL: the view globs the folder each time it is read. Folding (`fold`, by the keeper when
-writers are idle, and by every read-write connection of this project before it hands the file over)
-inserts the parts' rows into the table in one transaction that also puts the table back under its name and
-records the parts in the ledger, then removes the parts while it still holds DuckDB's lock, so no reader
-sees a part both folded and in the folder. Both run with the drain turn held (trace_turn).
+`tool_invocation` has two shapes: a table (the file alone holds every row) or, while the live folder
+(`<file>.live/`) holds parts, a view: the file's rows (the table, renamed `tool_invocation_packed`), then
+every part in the folder (by its absolute path, so a client started in any folder reads it), less the parts
+the ledger (`trace_batch`) says were folded already. New parts need no DDL: the view globs the folder each
+time it is read. The first drain of a writing session makes the view (`show_live`, the one step of a drain
+that takes DuckDB's write lock), and the file `LIVE` in the folder then says so; the fold (fold.py) puts the
+parts into the table and the table back under its name.
 """
 
 from __future__ import annotations
 
-import contextlib
+import glob
+import os
+import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from retrieval.traces import live as trace_live
+from retrieval.traces import db as trace_db
 from retrieval.traces.ingest import sql_literal
-from retrieval.traces.pending import LEDGER, LEDGER_DAYS
-from retrieval.traces.schema import COLUMN_TYPES, COLUMNS, TABLE
+from retrieval.traces.schema import COLUMN_TYPES, COLUMNS, LEDGER, TABLE, migrate_once
 
 if TYPE_CHECKING:
     import duckdb
 
 PACKED = f"{TABLE}_packed"  # the file's rows while tool_invocation is the live view
+PART_SUFFIX = ".parquet"
+MARKER = "LIVE"
+GLOB_CHARACTERS = frozenset("*?[]{}")  # a folder path holding these cannot be globbed by a view (see view_pattern)
+SHOW_POLL = 0.004  # seconds between tries for the write lock that makes the live view: readers leave short gaps
+
+
+def live_dir(path: Path) -> Path:
+    """The live folder of trace file `path`."""
+    return path.with_name(path.name + ".live")
+
+
+def part_files(path: Path) -> list[Path]:
+    """The finished parts in `path`'s live folder, by name."""
+    return sorted(Path(p) for p in glob.glob(glob.escape(str(live_dir(path))) + "/*" + PART_SUFFIX))
+
+
+def part_name(part: Path) -> str:
+    """The name a part is known by in the ledger (`trace_batch`): its file name less `.parquet`."""
+    return part.name[: -len(PART_SUFFIX)]
+
+
+def view_pattern(path: Path) -> str | None:
+    """The absolute glob of `path`'s parts that the live view reads, or None when the folder's path holds glob
+    characters (the parts then wait for the next fold)."""
+    folder = os.path.abspath(live_dir(path))
+    if GLOB_CHARACTERS & set(folder):
+        return None
+    return folder + "/*" + PART_SUFFIX
+
+
+def is_marked_live(path: Path) -> bool:
+    """Whether the marker says `path`'s `tool_invocation` is the live view (it names the file by device and
+    inode, so a trace file made anew is not taken for the old one)."""
+    try:
+        return (live_dir(path) / MARKER).read_text() == _identity(path)
+    except OSError:
+        return False
+
+
+def mark_live(path: Path) -> None:
+    """Written after the commit that made the view: a marker is never there without the view."""
+    marker = live_dir(path) / MARKER
+    temporary = marker.with_name(f".{MARKER}.{uuid.uuid4().hex[:8]}")
+    temporary.write_text(_identity(path))
+    os.replace(temporary, marker)
+
+
+def unmark_live(path: Path) -> None:
+    """Removed before the commit that folds the parts: a missing marker only makes the next drain check."""
+    (live_dir(path) / MARKER).unlink(missing_ok=True)
 
 
 def is_live(con: duckdb.DuckDBPyConnection) -> bool:
@@ -35,13 +84,14 @@ def is_live(con: duckdb.DuckDBPyConnection) -> bool:
     return found is not None and found[0] == "VIEW"
 
 
-def _typed(alias: str) -> str:
+def typed(alias: str) -> str:
     """Every column of tool_invocation from the parts aliased `alias`, cast to its type, in the table's order."""
     return ", ".join(f'CAST({alias}."{name}" AS {kind}) AS "{name}"'
                      for name, kind in zip(COLUMNS, COLUMN_TYPES, strict=True))
 
 
-def _parts(sources: str) -> str:
+def read_parts(sources: str) -> str:
+    """The table function reading the parts `sources` (a quoted glob or a list of quoted paths)."""
     return f"read_parquet({sources}, filename = true, hive_partitioning = false, union_by_name = true)"
 
 
@@ -49,7 +99,7 @@ def view_sql(pattern: str) -> str:
     """The live view: the packed rows, then the parts `pattern` globs, less those the ledger holds."""
     names = ", ".join(f'"{name}"' for name in COLUMNS)
     return (f"SELECT {names} FROM {PACKED}\nUNION ALL\n"
-            f"SELECT {_typed('p')} FROM {_parts(sql_literal(pattern))} AS p\n"
+            f"SELECT {typed('p')} FROM {read_parts(sql_literal(pattern))} AS p\n"
             f"WHERE parse_filename(p.filename, true) NOT IN (SELECT name FROM {LEDGER})")
 
 
@@ -57,10 +107,10 @@ def go_live(con: duckdb.DuckDBPyConnection, path: Path) -> bool:
     """Make `tool_invocation` the live view of `path` (again, harmlessly, if it is), unless the live folder has
     no part (a view over none would fail to read); False when the folder's path cannot be globbed (the parts
     then wait for the next fold)."""
-    pattern = trace_live.view_pattern(path)
+    pattern = view_pattern(path)
     if pattern is None:
         return False
-    if not trace_live.part_files(path):  # folded meanwhile (parts are only removed under this lock): no view
+    if not part_files(path):  # folded meanwhile (parts are only removed under this lock): no view
         return True
     con.execute("BEGIN TRANSACTION")
     try:
@@ -71,70 +121,38 @@ def go_live(con: duckdb.DuckDBPyConnection, path: Path) -> bool:
     except BaseException:
         con.execute("ROLLBACK")
         raise
-    trace_live.mark_live(path)
+    mark_live(path)
     return True
 
 
-def fold(con: duckdb.DuckDBPyConnection, path: Path, *, oldest: int | None = None) -> int:
-    """Fold the live parts of `path` into `tool_invocation`, a table again; returns the rows inserted. With
-    `oldest`, only that many of the oldest parts, and the view stays (writers are busy: a short hold of the
-    lock now and then keeps the folder from growing without end). The caller holds the drain turn and `con`
-    (read-write). Parts are removed after the commit, before `con` closes: no reader can be between the two."""
-    parts = trace_live.part_files(path)
-    live = is_live(con)
-    if not parts and not live:
-        return 0
-    whole = oldest is None or len(parts) <= oldest
-    if whole:
-        trace_live.unmark_live(path)  # before the commit: a marker without the view would hide the next parts
-    else:
-        parts = sorted(parts, key=_mtime)[:oldest]  # the rest stay in the live view
-    target = PACKED if live and not whole else TABLE
-    names = [trace_live.part_name(part) for part in parts]
-    done = _ledgered(con, names)
-    todo = [part for part, name in zip(parts, names, strict=True) if name not in done]
-    inserted = 0
-    con.execute("BEGIN TRANSACTION")
+def show_live(path: Path, timeout: float) -> bool:
+    """Make `tool_invocation` the live view if parts wait in the live folder and it is not (the caller holds the
+    drain turn or is the keeper); False when the file stayed held for `timeout` seconds."""
+    if is_marked_live(path) or not part_files(path):
+        return True
     try:
-        if live and whole:
-            con.execute(f"DROP VIEW {TABLE}")
-            con.execute(f"ALTER TABLE {PACKED} RENAME TO {TABLE}")
-        if todo:
-            sources = "[" + ", ".join(sql_literal(str(part)) for part in todo) + "]"
-            inserted = con.execute(f"INSERT INTO {target} BY NAME SELECT {_typed('p')} FROM {_parts(sources)} AS p "
-                                   f"QUALIFY row_number() OVER (PARTITION BY p.id) = 1").fetchone()[0]
-            values = ", ".join(f"({sql_literal(trace_live.part_name(part))}, now()::TIMESTAMP)" for part in todo)
-            con.execute(f"INSERT INTO {LEDGER} VALUES {values}")
-            con.execute(f"DELETE FROM {LEDGER} WHERE drained_at < now()::TIMESTAMP - INTERVAL {LEDGER_DAYS} DAY")
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
-    for part in parts:  # and the batch a killed drainer left behind after writing its part, if any
-        _remove_batch(path, trace_live.part_name(part))
-        part.unlink(missing_ok=True)
-    if whole:
-        with contextlib.suppress(OSError):  # the emptied folder (not if a temporary part is in it)
-            trace_live.live_dir(path).rmdir()
-    return int(inserted)
+        with trace_db.write_guard(path, timeout):
+            con = trace_db.connect(path, timeout=timeout, threads=1, poll=SHOW_POLL)
+            try:
+                migrate_once(con, path)
+                go_live(con, path)
+            except trace_db.file_level_errors() as exc:
+                raise trace_db.file_error(path, exc) from None
+            finally:
+                con.close()
+    except trace_db.TraceStoreLocked:
+        return False
+    return True
 
 
-def _mtime(part: Path) -> float:
-    try:
-        return part.stat().st_mtime
-    except FileNotFoundError:
-        return 0.0
-
-
-def _remove_batch(path: Path, name: str) -> None:
-    """The batch file `name` beside `path`, if a drainer killed after writing its part left it (its rows are
-    in the part just folded)."""
-    if name.startswith(path.name + ".pending.jsonl.") and name.endswith(".draining"):
-        path.with_name(name).unlink(missing_ok=True)
-
-
-def _ledgered(con: duckdb.DuckDBPyConnection, names: list[str]) -> set[str]:
+def ledgered(con: duckdb.DuckDBPyConnection, names: list[str]) -> set[str]:
+    """Which of the part `names` the ledger says were folded already (by a fold killed before it removed them)."""
     if not names:
         return set()
     found = con.execute(f"SELECT name FROM {LEDGER} WHERE name IN ({', '.join(map(sql_literal, names))})")
     return {row[0] for row in found.fetchall()}
+
+
+def _identity(path: Path) -> str:
+    info = os.stat(path)
+    return f"{info.st_dev}:{info.st_ino}"

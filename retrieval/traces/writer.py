@@ -1,35 +1,37 @@
-"""The trace writer: records tool invocations off the caller's critical path, shared safely by processes.
+"""Step 1 of a row's way, and the process's drains: the trace writer records tool invocations off the
+caller's critical path, shared safely by processes.
 
 `record()` appends one JSON line to the spool beside the trace file and returns: that write is the
-acknowledgement (it survives a SIGKILL; see trace_spool for the fsync policy). A background thread
-(trace_drain) moves spooled rows into the live folder (trace_live) within about a second, taking its turn
-with the other drainers of the file (trace_turn) and no lock on the file itself, and `close()` (or the exit
-of the process) moves the rest; `tool_invocation` shows them at once (trace_view), and the keeper
-(trace_keeper) folds them into the file when writers are idle. A failed write never raises into the
-caller: it is a warning, and the rows wait in the spool.
+acknowledgement (it survives a SIGKILL; see spool.py for the fsync policy). One background thread per process,
+the drainer (below), drains each writer's rows into the live folder (drain.py) within about a second, taking
+its turn with the other drainers of the file and no lock on the file itself, and `close()` (or the exit of
+the process) drains the rest; `tool_invocation` shows them at once (view.py), and the keeper (keeper.py)
+folds them into the file when writers are idle (fold.py). A failed write never raises into the caller: it is
+a warning, and the rows wait in the spool.
 """
 
 from __future__ import annotations
 
+import atexit
+import os
 import threading
 import time
 import warnings
+import weakref
 from collections import deque
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from retrieval.lookup.invocation import ToolInvocation
-from retrieval.traces import drain as trace_drain
 from retrieval.traces import keeper as trace_keeper
-from retrieval.traces import live as trace_live
+from retrieval.traces import view as trace_view
 from retrieval.traces.db import TraceStoreError, TraceStoreLocked, check_file
-from retrieval.traces.file import open_checked, open_drained, spool_path
-from retrieval.traces.livedrain import drain_once
+from retrieval.traces.drain import Backoff, drain_once
+from retrieval.traces.fold import open_checked, open_folded
 from retrieval.traces.rows import encode, fallback_line
-from retrieval.traces.spool import Spool
-from retrieval.traces.turn import Backoff
+from retrieval.traces.spool import Spool, spool_path
 
 if TYPE_CHECKING:
     import duckdb
@@ -66,9 +68,9 @@ class TraceWriter:
         lookup; an up-to-date file is only read. A file another process holds raises TraceStoreLocked, or with
         `defer_if_locked` is left to the first drain, the rows waiting in the spool meanwhile. Without
         `open_now` only the file's first bytes are checked (DuckDB is not loaded): for a command whose drain
-        is done by exit_drain's helper, which also passes `background=False`: no drainer thread, no exit
-        flush (`close()` drains, if called). `sources` are the trace files (or folders of them) its reading
-        functions read as one (trace_sources); by default its own file."""
+        is done by its helper (command_helper.py), which also passes `background=False`: no drainer thread, no
+        exit flush (`close()` drains, if called). `sources` are the trace files (or folders of them) its
+        reading functions read as one (sources.py); by default its own file."""
         self.path = Path(path)
         self.sources = tuple(Path(p) for p in sources) if sources else (self.path,)
         self.lock_timeout, self.batch_size = lock_timeout, batch_size
@@ -99,7 +101,7 @@ class TraceWriter:
             if not defer_if_locked:
                 raise
         if background:
-            trace_drain.register(self)
+            _DRAINER.register(self)
 
     @property
     def spool_path(self) -> Path:
@@ -112,7 +114,7 @@ class TraceWriter:
     def spool_files(self) -> list[Path]:
         """The files that hold rows `tool_invocation` does not show yet: the spool, its batch files
         (`*.draining`), and the live folder's parts while the file could not show them (it was held)."""
-        hidden = [] if trace_live.is_marked_live(self.path) else trace_live.part_files(self.path)
+        hidden = [] if trace_view.is_marked_live(self.path) else trace_view.part_files(self.path)
         return self._spool.pending_files() + hidden
 
     def __call__(self, invocation: ToolInvocation) -> None:
@@ -159,7 +161,7 @@ class TraceWriter:
             return False
 
     def _drain_live(self, *, turn_wait: float | None = None, show_wait: float, paced: bool = False) -> bool:
-        """One drain (trace_livedrain) of the spool, everyone's rows, into the live folder, then the live view;
+        """One drain (drain.py) of the spool, everyone's rows, into the live folder, then the live view;
         True when every row drained is visible. Without `turn_wait` the turn is only tried (and `paced`):
         False then means another drainer has it, and `self._retry` says when to look again."""
         unsent = self._unsent
@@ -184,13 +186,13 @@ class TraceWriter:
         """Drain what was recorded and stop draining in the background; rows recorded later still go to
         the spool (and restart the background drain)."""
         self.flush(timeout)
-        trace_drain.unregister(self)
+        _DRAINER.unregister(self)
         self._spool.close()
 
     def detach(self) -> None:
         """Stop draining without a drain: what is spooled waits for the next one (e.g. exit_drain's helper
         reported the file locked, and the exit must not wait for the lock a second time)."""
-        trace_drain.unregister(self)
+        _DRAINER.unregister(self)
         self._spool.close()
 
     @contextmanager
@@ -201,7 +203,7 @@ class TraceWriter:
         first (unless `drain` is False); retried while another process holds the lock (up to `timeout`,
         default `lock_timeout`). A `background` connection runs DuckDB on one thread, the caller's. The
         keeper checkpoints what it commits once writers are idle."""
-        with self._lock, open_drained(self.path, self._spool, self._memory, drain=drain,
+        with self._lock, open_folded(self.path, self._spool, self._memory, drain=drain,
                                       timeout=self.lock_timeout if timeout is None else timeout,
                                       threads=1 if background else None) as con:
             self._hidden = False
@@ -266,8 +268,8 @@ class TraceWriter:
         if self._waiting is None:
             self._waiting = time.monotonic()
         if self._background:
-            trace_drain.register(self)  # again after close(): a closed writer that records drains again
-            trace_drain.notify(now=self._unsent >= self.batch_size)
+            _DRAINER.register(self)  # again after close(): a closed writer that records drains again
+            _DRAINER.notify(now=self._unsent >= self.batch_size)
 
     def _warn_once(self, exc: BaseException, *, force: bool = False) -> None:
         """One warning per kind of failure while it lasts; a lock only once rows waited `lock_timeout`."""
@@ -281,9 +283,148 @@ class TraceWriter:
         self._warned = key
         where = ", ".join(str(p.name) for p in self._spool.pending_files())
         if self._hidden:
-            where = ", ".join(filter(None, [where, trace_live.live_dir(self.path).name + "/"]))
+            where = ", ".join(filter(None, [where, trace_view.live_dir(self.path).name + "/"]))
         tail = "arrive when it lets go" if locked else "are added by the next write"
         text = f"{exc}; recorded rows are kept in {where or 'memory'} beside it and {tail}"
         warning = (TraceStoreLockedWarning(text, getattr(exc, "holder", "")) if locked
                    else TraceStoreWriteWarning(text))
         warnings.warn(warning, stacklevel=3)
+
+
+# The drainer: one daemon thread per process moves spooled rows of every open writer into the live folder, in
+# batches, and `atexit` flushes what is left. Writers register themselves weakly (a forgotten writer is not kept
+# alive), and the spool of a writer garbage-collected with rows waiting is drained at exit all the same. The
+# thread wakes every INTERVAL seconds at most, when a writer's rows fall due, or at once when a batch is full.
+
+INTERVAL = 0.5  # seconds between the drainer's looks at most; it also wakes when a store's rows fall due
+MIN_WAIT = 0.02  # seconds
+EXIT_TIMEOUT = 5.0  # seconds `atexit` waits for the trace file's lock before leaving rows in the spool
+
+
+class Drainable(Protocol):
+    def drain_in_background(self) -> None: ...
+
+    def close(self, timeout: float | None = None) -> None: ...
+
+
+class _Drainer:
+    def __init__(self) -> None:
+        self._stores: weakref.WeakSet[Drainable] = weakref.WeakSet()
+        self._wake = threading.Event()
+        self._guard = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._held: list[Drainable] = []
+        self._forgotten: set[str] = set()  # trace files of stores collected while registered
+        self._busy = threading.Lock()  # held while the thread drains a forgotten store's rows
+        self._finalizers: dict[int, weakref.finalize] = {}
+
+    def register(self, store: Drainable) -> None:
+        with self._guard:
+            if store not in self._stores:
+                self._stores.add(store)
+                path = str(getattr(store, "path", ""))
+                self._finalizers[id(store)] = weakref.finalize(store, self._forget, id(store), path)
+
+    def unregister(self, store: Drainable) -> None:
+        with self._guard:
+            self._stores.discard(store)
+            finalizer = self._finalizers.pop(id(store), None)
+        if finalizer is not None:
+            finalizer.detach()
+
+    def _forget(self, key: int, path: str) -> None:
+        self._finalizers.pop(key, None)
+        if path:
+            self._forgotten.add(path)
+
+    def notify(self, *, now: bool = False) -> None:
+        """Rows are pending: make sure the thread runs (started lazily, again after a fork); `now` wakes it."""
+        if self._thread is None or not self._thread.is_alive():
+            with self._guard:
+                if self._thread is None or not self._thread.is_alive():
+                    self._thread = threading.Thread(target=self._run, name="trace-drainer", daemon=True)
+                    self._thread.start()
+        if now:
+            self._wake.set()
+
+    def _run(self) -> None:
+        while True:
+            self._wake.wait(self._next_wait())
+            self._wake.clear()
+            for store in list(self._stores):
+                store.drain_in_background()
+            for path in sorted(self._forgotten):  # stores collected with rows waiting: drained all the same
+                with self._busy:  # (a fork waits for it, as for a store's drain)
+                    if _drain_forgotten(Path(path)):
+                        self._forgotten.discard(path)
+
+    def _next_wait(self) -> float:
+        """Until the first store's rows are due (so a row is not left waiting for the next tick), at most
+        INTERVAL and at least MIN_WAIT (a due store whose lock a reader holds must not make this spin)."""
+        waits = [due for store in list(self._stores) if (due := getattr(store, "due_in", lambda: None)()) is not None]
+        return max(MIN_WAIT, min([INTERVAL, *waits]))
+
+    def close_all(self) -> None:
+        for store in list(self._stores):
+            store.close(timeout=EXIT_TIMEOUT)
+        live = {str(getattr(store, "path", "")) for store in list(self._stores)}
+        for path in sorted(self._forgotten - live):
+            _drain_file(Path(path))
+
+    def before_fork(self) -> None:
+        """Hold every store's lock across a fork, so no child starts inside a drain's DuckDB connection."""
+        self._busy.acquire()
+        self._held = [store for store in list(self._stores) if _lock_of(store) is not None]
+        for store in self._held:
+            _lock_of(store).acquire()
+
+    def after_fork_in_parent(self) -> None:
+        for store in self._held:
+            _lock_of(store).release()
+        self._held = []
+        self._busy.release()
+
+    def after_fork(self) -> None:
+        self.after_fork_in_parent()
+        self._thread, self._guard = None, threading.Lock()
+
+
+def _drain_file(path: Path) -> None:
+    """Move what waits in `path`'s spool into the live folder and show it (a forgotten store's rows); a warning
+    if it cannot."""
+    spool = Spool(spool_path(path))
+    try:
+        if spool.has_rows():
+            drained = drain_once(path, spool, deque(), show_wait=EXIT_TIMEOUT, turn_wait=EXIT_TIMEOUT)
+            if not drained.shown:
+                raise TraceStoreError(f"trace file {path} is locked by {drained.held_by}")
+            trace_keeper.ensure(path)
+    except (TraceStoreError, OSError) as exc:
+        warnings.warn(f"{exc}; recorded rows are kept beside it ({spool_path(path).name} or {path.name}.live/) and "
+                      f"arrive when it lets go", RuntimeWarning, stacklevel=2)
+    finally:
+        spool.close()
+
+
+def _drain_forgotten(path: Path) -> bool:
+    """One paced drain of a forgotten store's spool, if rows wait in it (quiet: the exit drain warns); True when
+    none wait any more."""
+    spool = Spool(spool_path(path))
+    try:
+        if spool.has_rows() and drain_once(path, spool, deque(), show_wait=0.25, paced=True).shown:
+            trace_keeper.ensure(path)
+        return not spool.has_rows()
+    except (TraceStoreError, OSError):
+        return False
+    finally:
+        spool.close()
+
+
+def _lock_of(store: Drainable) -> Any:
+    return getattr(store, "_lock", None)
+
+
+_DRAINER = _Drainer()
+atexit.register(_DRAINER.close_all)
+os.register_at_fork(before=_DRAINER.before_fork, after_in_parent=_DRAINER.after_fork_in_parent,
+                    after_in_child=_DRAINER.after_fork)

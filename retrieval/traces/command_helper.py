@@ -1,20 +1,20 @@
-"""A one-shot command's trace file, checked in a helper process while the command works, which then drains
-the command's row in the background as the file's keeper.
+"""The lookup command's helper: a process that checks the trace file while the command looks up, makes the
+command's row visible before the command exits, then stays on as the file's keeper.
 
-Importing DuckDB and opening the trace file take about 0.2 s, as long as a whole traced lookup's
-overhead may be. So `python -m retrieval lookup` starts this module as a child process first: the child
-imports DuckDB, checks (and makes or migrates) the file, and says so, beside the lookup, on a second core.
-When the row is spooled the command tells it and exits at once: it does not wait for a drain. The child then
-becomes the file's keeper (trace_keeper) in its own session: it drains the row into the live folder, where
-a plain DuckDB client sees it within about a second, and folds it into the file once writers are idle. If
-another keeper runs, that one drains it; and when one runs before the command starts, no helper is started
-at all: the command spools its row and leaves it to that keeper (trace_keeperlock says how neither misses
-the other). The protocol is one line each way: the child says `ready`, `locked: …` (another process
-held the file for the lock timeout: the row waits and arrives when it lets go) or `error: …` (a file it
-cannot use); the command answers `drain` once its row is spooled (or just goes away).
+Importing DuckDB and opening the trace file take about 0.2 s, as long as a whole lookup. So `python -m
+retrieval lookup` forks this helper first (`prestart`, before the command's own imports, while it has no
+thread and no DuckDB state); the helper imports DuckDB and checks (or makes, or migrates) the file on the
+other core while the command works. Once the row is spooled the command asks for a drain and waits for the
+answer: the helper drains the spool into the live folder as any drain does (drain.py) and makes sure the
+live view shows it, so a plain DuckDB client opened the moment the command exits sees the row, and no lock
+of the command or of this helper is held by then. Then it lets go of the command's streams, leaves its
+session and becomes the file's keeper (keeper.py), or exits if one runs.
 
-`python -m retrieval` forks the helper before its own heavy imports (`prestart`); `lookup-knowledge` (the
-console script) starts it later, as a fresh interpreter in a new session.
+The protocol is one line each way, twice. The helper says `ready`, `locked: …` (another process held the
+file for the lock timeout) or `error: …` (a file it cannot use); the command answers `drain` once its row is
+spooled (or just goes away). After `drain` from a helper that was ready, the helper says `drained`, or
+`locked: …` when another process held the file all the while (the row then waits and arrives when it lets
+go). `lookup-knowledge` (the console script) starts the helper later, as a fresh interpreter (detached.py).
 """
 
 from __future__ import annotations
@@ -27,18 +27,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from retrieval.traces.keeperlock import running as keeper_running
+from retrieval.traces.detached import detach_stdio, launch
 
 OK, LOCKED, ERROR, FAILED = "ok", "locked", "error", "failed"
 LOCK_TIMEOUT = 10.0  # the trace writer's default
-_prestarted: dict[tuple[str, float], ExitDrain] = {}
+_prestarted: dict[tuple[str, float], CommandHelper] = {}
 
 
 @dataclass(frozen=True)
 class Outcome:
-    """How the helper's check of the file went: `ok` (it drains the row in the background), `locked` or
-    `error` with its one-line message, or `failed` (the helper did not answer: the caller drains in-process
-    instead)."""
+    """How the helper's check and drain went: `ok` (the row is visible), `locked` or `error` with its one-line
+    message, or `failed` (the helper did not answer: the caller drains in-process instead)."""
 
     status: str
     message: str = ""
@@ -62,23 +61,18 @@ def prestart(argv: list[str]) -> None:
         timeout = float(flags["--lock-timeout"])
     except ValueError:
         return  # the command refuses the flag itself
-    if keeper_running(Path(flags["--traces"])):
-        return  # the keeper at work drains the row: no helper (`take` says so)
-    _prestarted[(str(Path(flags["--traces"])), timeout)] = ExitDrain(Path(flags["--traces"]), timeout, fork=True)
+    _prestarted[(str(Path(flags["--traces"])), timeout)] = CommandHelper(Path(flags["--traces"]), timeout, fork=True)
 
 
-def take(path: Path, lock_timeout: float) -> ExitDrain | None:
+def take(path: Path, lock_timeout: float) -> CommandHelper:
     """The helper prestarted for `path` and `lock_timeout`, or a new one (spawned: this process may hold
-    threads or DuckDB state, which a fork must not copy); None when a keeper of the file is at work: it
-    drains the row (the caller starts one after spooling if it has gone meanwhile)."""
+    threads or DuckDB state, which a fork must not copy)."""
     prestarted = _prestarted.pop((str(path), float(lock_timeout)), None)
-    if prestarted is not None:
-        return prestarted
-    return None if keeper_running(path) else ExitDrain(path, lock_timeout)
+    return prestarted if prestarted is not None else CommandHelper(path, lock_timeout)
 
 
-class ExitDrain:
-    """The parent's side: start the helper early, `finish()` once the rows are spooled."""
+class CommandHelper:
+    """The command's side: start the helper early, `finish()` once the rows are spooled."""
 
     def __init__(self, path: Path, lock_timeout: float, *, fork: bool = False) -> None:
         self.path = path
@@ -99,7 +93,7 @@ class ExitDrain:
                 os.nice(10)  # the command's own work comes first; this one fills the gaps until it is needed
                 os.close(to_child)
                 os.close(from_child)
-                _drop_stdin_stdout()  # the command's caller waits for its stdout to close, never for this helper
+                detach_stdio(0, 1)  # the command's caller waits for its stdout to close, never for this helper
                 with os.fdopen(from_parent, "r") as requests, os.fdopen(to_parent, "w") as answers:
                     code = _serve(self.path, lock_timeout, requests, answers)
             finally:
@@ -110,21 +104,13 @@ class ExitDrain:
         self._reader, self._writer = os.fdopen(from_child, "r"), os.fdopen(to_child, "w")
 
     def _spawn(self, lock_timeout: float) -> None:
-        # -S skips `site` and its .pth files (a large share of a start); the child gets this process's
-        # sys.path instead, with the folder this package is in
-        holder = Path(__file__).resolve().parents[2]  # the folder holding `retrieval`
-        paths = [str(holder), *(p for p in sys.path if p)]
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
-        child = subprocess.Popen([sys.executable, "-S", "-m", "retrieval.traces.exit_drain", str(self.path),
-                                  repr(lock_timeout)],
-                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                                 env=env, start_new_session=True)
+        child = launch("retrieval.traces.command_helper", str(self.path), repr(lock_timeout), pipes=True)
         self._pid, self._reader, self._writer = child.pid, child.stdout, child.stdin
         self._popen = child  # waited for by close()
 
     def finish(self) -> Outcome:
-        """Read the helper's answer about the file and tell it the row is spooled; the helper drains it after
-        this process has gone (nothing here waits for a drain)."""
+        """Read the helper's answer about the file, tell it the row is spooled and, when the file was ready, wait
+        until the helper has drained it and the live view shows it."""
         if self._reader is None or self._writer is None:
             return Outcome(FAILED, "the drain helper did not start")
         try:
@@ -132,6 +118,8 @@ class ExitDrain:
             if outcome.status != ERROR:
                 self._writer.write("drain\n")
                 self._writer.flush()
+            if outcome.status == OK:
+                outcome = _parsed(self._reader.readline().strip(), done="drained")
         except (OSError, ValueError) as exc:
             outcome = Outcome(FAILED, f"the drain helper stopped: {exc}")
         self.close()
@@ -160,8 +148,8 @@ def _reap(pid: int) -> None:
         os.waitpid(pid, os.WNOHANG)
 
 
-def _parsed(line: str) -> Outcome:
-    if line == "ready":
+def _parsed(line: str, done: str = "ready") -> Outcome:
+    if line == done:
         return Outcome(OK)
     status, _, message = line.partition(": ")
     if status in (OK, LOCKED, ERROR):
@@ -169,34 +157,21 @@ def _parsed(line: str) -> Outcome:
     return Outcome(FAILED, f"the drain helper answered {line!r:.80}")
 
 
-def _drop_stdin_stdout() -> None:
-    """Point the forked helper's stdin and stdout (the command's) at /dev/null: it talks through its own pipes."""
-    with contextlib.suppress(OSError):
-        devnull = os.open(os.devnull, os.O_RDWR)
-        os.dup2(devnull, 0)
-        os.dup2(devnull, 1)
-        os.close(devnull)
-
-
-def _quiet_stderr() -> None:
-    """Send the helper's own stderr to /dev/null: under load, a failed DuckDB open once printed a C++
-    "terminate called without an active exception" at the helper's exit, a second line on the command's
-    stderr after its one warning."""
-    with contextlib.suppress(OSError):
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, 2)
-        os.close(devnull)
-
-
 def _serve(path: Path, lock_timeout: float, requests: TextIO, answers: TextIO) -> int:
-    """The child's side: check the file now and say how it is; once the command has spooled its row (or gone
-    away), become the file's keeper, or leave the row to the keeper that runs."""
+    """The helper's side: check the file now and say how it is; once the command has spooled its row, drain it
+    and say so; then become the file's keeper, or leave the rest to the keeper that runs."""
+    from collections import deque
+
     from retrieval.traces import keeper
     from retrieval.traces.db import TraceStoreError, TraceStoreLocked, one_line
-    from retrieval.traces.file import open_checked
+    from retrieval.traces.drain import drain_once
+    from retrieval.traces.fold import open_checked
+    from retrieval.traces.spool import Spool, spool_path
 
     if not sys._xoptions.get("importtime"):  # (-X importtime's report is kept: a test reads the helper's imports)
-        _quiet_stderr()  # the command's stderr is the user's: one line per problem, said by the command itself
+        # the command's stderr is the user's: one line per problem, said by the command itself (under load, a
+        # failed DuckDB open once printed a C++ "terminate called without an active exception" at exit)
+        detach_stdio(2)
 
     def say(line: str) -> None:
         answers.write(line + "\n")
@@ -207,22 +182,34 @@ def _serve(path: Path, lock_timeout: float, requests: TextIO, answers: TextIO) -
     except OSError as exc:
         say(f"{ERROR}: cannot create the folder of trace file {path}: {exc}")
         return 0
+    ready = False
     try:
         open_checked(path, timeout=lock_timeout, force=True)
         say("ready")
+        ready = True
     except TraceStoreLocked as exc:
         say(f"{LOCKED}: {one_line(exc)}")  # the row waits for the holder; the keeper adds it when it lets go
     except TraceStoreError as exc:
         say(f"{ERROR}: {one_line(exc)}")
         return 0
-    requests.readline()  # the row is spooled (or the command went away)
+    asked = requests.readline().strip() == "drain"  # the row is spooled (or the command went away)
+    if ready and asked:
+        spool = Spool(spool_path(path))
+        try:
+            drained = drain_once(path, spool, deque(), show_wait=lock_timeout, turn_wait=lock_timeout)
+            say("drained" if drained.shown else f"{LOCKED}: trace file {path} is locked by {drained.held_by} for "
+                                                f"over {lock_timeout:.1f}s")
+        except (TraceStoreError, OSError) as exc:
+            say(f"{ERROR}: {one_line(exc)}")
+        finally:
+            spool.close()
     for stream in (requests, answers):
         with contextlib.suppress(OSError):
             stream.close()
-    keeper.detach_stdio()  # now: the command's caller waits for its stdout and stderr to close, not for this
+    detach_stdio()  # now: the command's caller waits for its stdout and stderr to close, not for this
     fd = keeper.take_lock(path)
     if fd < 0:
-        return 0  # a keeper is at work: it drains the row (it looks at the spool again before it lets go)
+        return 0  # a keeper is at work: it drains what comes next (it looks at the spool again before it lets go)
     with contextlib.suppress(OSError):
         os.setsid()  # the command's terminal and process group may go; the keeper stays
     return keeper.serve(path, fd)
