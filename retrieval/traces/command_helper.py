@@ -90,7 +90,6 @@ class CommandHelper:
         if pid == 0:  # the child: serve, then leave without running the parent's exit handlers
             code = 1
             try:
-                os.nice(10)  # the command's own work comes first; this one fills the gaps until it is needed
                 os.close(to_child)
                 os.close(from_child)
                 detach_stdio(0, 1)  # the command's caller waits for its stdout to close, never for this helper
@@ -166,6 +165,7 @@ def _serve(path: Path, lock_timeout: float, requests: TextIO, answers: TextIO) -
     from retrieval.traces.db import TraceStoreError, TraceStoreLocked, one_line
     from retrieval.traces.drain import drain_once
     from retrieval.traces.fold import open_checked
+    from retrieval.traces.parts import warm_up
     from retrieval.traces.spool import Spool, spool_path
 
     if not sys._xoptions.get("importtime"):  # (-X importtime's report is kept: a test reads the helper's imports)
@@ -187,6 +187,7 @@ def _serve(path: Path, lock_timeout: float, requests: TextIO, answers: TextIO) -
         open_checked(path, timeout=lock_timeout, force=True)
         say("ready")
         ready = True
+        warm_up()  # while the command looks up: its drain, waited for, then only writes the part
     except TraceStoreLocked as exc:
         say(f"{LOCKED}: {one_line(exc)}")  # the row waits for the holder; the keeper adds it when it lets go
     except TraceStoreError as exc:

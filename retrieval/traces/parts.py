@@ -217,6 +217,11 @@ def fsync_file(path: Path) -> None:
         os.close(fd)
 
 
+def warm_up() -> None:
+    """Open this thread's in-memory DuckDB for parts now (~20 ms), so a drain that is waited for does not."""
+    _memory_connection().execute("SELECT 1").fetchall()
+
+
 def _memory_connection() -> duckdb.DuckDBPyConnection:
     """This thread's in-memory DuckDB for writing parts (one thread of DuckDB: a drain beside lookups)."""
     import duckdb
