@@ -1,8 +1,9 @@
 """Default locations: the sample knowledge base shipped in `data/` and the trace file in the working folder.
 
 `$LOOKUP_KNOWLEDGE_TRACES` names the trace file, or a folder of trace files, or several of either separated by
-the path separator (`:`): readers (the app, eval, `traces` commands) read them all as one (trace_sources), and
-a writer writes the first, in a folder as `<host tag>.duckdb`, so hosts sharing a folder each write their own.
+the path separator (`:`): readers (the app, eval, `traces` commands) read them all as one
+(retrieval/traces/sources.py), and a writer writes the first, in a folder as `<host tag>.duckdb`, so hosts
+sharing a folder each write their own.
 """
 
 from __future__ import annotations

@@ -149,7 +149,7 @@ _GUARDS_LOCK = threading.Lock()
 @contextmanager
 def write_guard(path: Path, timeout: float | None = None) -> Iterator[None]:
     """Hold this process's lock of trace file `path` while a read-write connection of this project is open:
-    two threads' connections would share one DuckDB instance, and one's DDL (the live view, trace_view) would
+    two threads' connections would share one DuckDB instance, and one's DDL (the live view, view.py) would
     break the other's transaction. With `timeout`, TraceStoreLocked when another thread keeps it longer."""
     key = os.path.abspath(path)
     with _GUARDS_LOCK:

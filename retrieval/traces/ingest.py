@@ -1,12 +1,12 @@
-"""Spooled lines into `tool_invocation`: DuckDB reads them itself, with one strict `read_json` statement.
+"""Spooled lines as `tool_invocation` rows: DuckDB reads them itself, with one strict `read_json` statement.
 
 The statement takes the shapes this tool writes (text as JSON strings, counts as JSON integers, the JSON
 columns as nested objects, `created_at` as a naive ISO timestamp) and fails on anything else through
-`error()`: it accepts a subset of what `trace_rows.decode` accepts, with the same values. A failed
-INSERT stores nothing (one statement is atomic), and then `decode`, the judge, reads every line in
+`error()`: it accepts a subset of what `rows.decode` accepts, with the same values. A part written from it
+(parts.py) is all or nothing, and when the statement fails `decode`, the judge, reads every line in
 Python: the lines it rejects go to the rejected file with its reason, and the rest are rewritten in the
-canonical shape (`trace_rows.canonical_line`) and inserted by the same statement. No Python row is
-built on the common path, so a drain needs neither pyarrow nor pandas, and DuckDB parses outside the GIL.
+canonical shape (`rows.canonical_line`) and written by the same statement. No Python row is built on the
+common path, so a drain needs neither pyarrow nor pandas, and DuckDB parses outside the GIL.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from retrieval.traces.rows import RejectedLine, canonical_line, decode
-from retrieval.traces.schema import COLUMN_TYPES, COLUMNS, TABLE
+from retrieval.traces.schema import COLUMN_TYPES, COLUMNS
 
 if TYPE_CHECKING:
     import duckdb
@@ -31,17 +31,11 @@ TIMESTAMP_SHAPE = r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{6})?"  # datetime.i
 NON_STANDARD_NUMBERS = r"NaN|Infinity|[0-9][eE][+]?[0-9]{3,}"
 
 
-def insert(con: duckdb.DuckDBPyConnection, files: Sequence[str], *, judged: bool = False) -> None:
-    """Insert every line of `files` in one statement, or insert nothing and raise one of `content_errors()`
-    when a line is outside the accepted shapes. `judged` lines were written by `canonical_line`, so their
-    JSON values are standard whatever words they hold."""
-    if files:
-        con.execute(f"INSERT INTO {TABLE} BY NAME {select(files, judged=judged)}")
-
-
 def select(files: Sequence[str], *, judged: bool = False) -> str:
     """The strict SELECT over `files` (paths as escaped literals: a bound parameter makes DuckDB import
-    pandas); an id twice in the files is kept once. The values are plain extractions and every check sits
+    pandas); an id twice in the files is kept once. It raises one of `content_errors()` when a line is outside
+    the accepted shapes; `judged` lines were written by `canonical_line`, so their JSON values are standard
+    whatever words they hold. The values are plain extractions and every check sits
     in one predicate: a CASE per column took half again as long to plan (11 ms against 7)."""
     sources = ", ".join(sql_literal(name) for name in files)
     columns = ", ".join(f"{_ident(name)}: 'JSON'" for name in COLUMNS)

@@ -1,5 +1,5 @@
 """One `tool_invocation` row as a spool line and back: encode safely, and validate strictly (the judge of lines
-DuckDB's strict read does not take; see trace_ingest).
+DuckDB's strict read does not take; see ingest.py).
 
 A spool line is one JSON object, UTF-8, with the JSON columns nested (older lines hold them as JSON
 text; both are read). Encoding never fails on odd content: lone surrogates become U+FFFD and
@@ -181,7 +181,7 @@ def _json_column(name: str, value: Any) -> str | None:
 
 
 def canonical_line(row: Row) -> bytes:
-    """A decoded row as a spool line in the shape trace_ingest's statement takes (ASCII JSON, the JSON
+    """A decoded row as a spool line in the shape ingest.py's statement takes (ASCII JSON, the JSON
     columns nested, a naive ISO `created_at`, a non-finite latency as null)."""
     value: dict[str, Any] = {}
     for name, kind, item in zip(COLUMNS, COLUMN_TYPES, row, strict=True):

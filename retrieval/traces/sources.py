@@ -5,7 +5,7 @@ and every table (`tool_invocation`, the evaluation tables, `judgement`, ...) a v
 
 Sources are named by `$LOOKUP_KNOWLEDGE_TRACES` (one file, a folder of `*.duckdb` files, or several of either
 separated by the path separator, `:`), by a `--traces` that names a folder, or by `TraceStore(sources=...)`.
-Writers write one file: `default_traces()` (trace_paths).
+Writers write one file: `default_traces()` (retrieval/paths.py).
 """
 
 from __future__ import annotations
