@@ -72,6 +72,7 @@ def _run_id(done: subprocess.CompletedProcess) -> str:
     return json.loads(done.stdout)["run_id"]
 
 
+@pytest.mark.slow  # 20 CLI commands: 10-30 s
 def test_twenty_cli_lookups_are_each_visible_to_a_plain_reader_at_exit(tmp_path):
     traces = tmp_path / "traces.duckdb"
     outcomes = []
