@@ -209,6 +209,8 @@ def _measure(index, queries: list[tuple[str, str]], scratch: Path, skip_naive: b
     print(f"  L1 fast filtered / unfiltered       {_p(fast_filtered, 50) / _p(fast, 50):6.2f}")
     print(f"  lookup caller-filtered / unfiltered {_p(filtered_lookup, 50) / _p(bare, 50):6.2f}")
     print(f"  trace record / lookup (p50)         {_p(record_ms, 50) / _p(bare, 50):6.2f}")
+    print(f"  recorder's share of p50 (traced / untraced - 1, bound +15%) "
+          f"{_p(traced, 50) / _p(bare, 50) - 1:+.1%}")
     if naive is not None:
         print(f"  naive / lookup + TraceStore (p50)   {_p(naive, 50) / _p(traced, 50):6.1f}x "
               f"(naive p50 {_p(naive, 50):.1f} ms)")
@@ -248,16 +250,19 @@ def _interleaved(designs: dict, queries: list[tuple[str, str]], warm_up: list[tu
     """Each design timed on every query, the designs taking turns block by block. What ran just before a
     block shapes it (the naive scan reads 100 MB per query and leaves BLAS threads busy: a lookup block
     right after it ran 10-20% slower), so every design has each other design before it equally often:
-    the last design (the naive one) closes every turn, and the others swap order from turn to turn (a
-    fixed rotation put the traced lookup after the naive scan in 10 blocks of 16, the untraced one in 6).
-    Each block starts with the untimed `warm_up` queries, and the first turn is preceded by the last
-    design's, as every later turn is."""
+    the last design (the naive one) closes every turn, and the others take each rotation of their order,
+    then each reversed (a swap of three kept the middle one, the untraced lookup, from ever following the
+    naive scan, after which the first lookups of any design run about twice as slow: it read as +16-26% for
+    recording at p50). Each block starts with the untimed `warm_up` queries, and the first turn is preceded
+    by the last design's, as every later turn is."""
     times: dict[str, list[float]] = {name: [] for name in designs}
     *ours, last = list(designs)
+    orders = [ours[i:] + ours[:i] for i in range(len(ours))]
+    orders += [order[::-1] for order in orders]
     for query, category in warm_up:
         designs[last](query, category)
     for turn, start in enumerate(range(0, len(queries), block)):
-        for name in (ours if turn % 2 == 0 else ours[::-1]) + [last]:
+        for name in orders[turn % len(orders)] + [last]:
             work = designs[name]
             for query, category in warm_up:
                 work(query, category)

@@ -167,6 +167,7 @@ def _serve(path: Path, lock_timeout: float, requests: TextIO, answers: TextIO) -
     from retrieval.traces.fold import open_checked
     from retrieval.traces.parts import warm_up
     from retrieval.traces.spool import Spool, spool_path
+    from retrieval.traces.view import is_marked_live
 
     if not sys._xoptions.get("importtime"):  # (-X importtime's report is kept: a test reads the helper's imports)
         # the command's stderr is the user's: one line per problem, said by the command itself (under load, a
@@ -184,7 +185,8 @@ def _serve(path: Path, lock_timeout: float, requests: TextIO, answers: TextIO) -
         return 0
     ready = False
     try:
-        open_checked(path, timeout=lock_timeout, force=True)
+        if not (keeper.running(path) and is_marked_live(path)):  # (a writing session's file was checked already)
+            open_checked(path, timeout=lock_timeout, force=True)
         say("ready")
         ready = True
         warm_up()  # while the command looks up: its drain, waited for, then only writes the part

@@ -13,6 +13,7 @@ a warning, and the rows wait in the spool.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import threading
 import time
@@ -299,6 +300,7 @@ class TraceWriter:
 INTERVAL = 0.5  # seconds between the drainer's looks at most; it also wakes when a store's rows fall due
 MIN_WAIT = 0.02  # seconds
 EXIT_TIMEOUT = 5.0  # seconds `atexit` waits for the trace file's lock before leaving rows in the spool
+NICE = 10  # the drainer thread's nice value: its DuckDB work yields the CPU to the lookups beside it
 
 
 class Drainable(Protocol):
@@ -348,6 +350,8 @@ class _Drainer:
             self._wake.set()
 
     def _run(self) -> None:
+        with contextlib.suppress(AttributeError, OSError):  # on Linux a thread has its own nice value
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), NICE)
         while True:
             self._wake.wait(self._next_wait())
             self._wake.clear()
