@@ -127,3 +127,31 @@ def test_an_import_run_leaves_its_rows_visible_at_exit(tmp_path, sample_set):
     assert seen["queries"] == (asked,), seen
     assert seen["metrics"] == (answerable * len(metrics),), seen
     assert seen["lookups"] == (0,), seen
+
+
+def test_a_lookup_in_a_long_session_folds_the_many_parts_before_it_exits(tmp_path):
+    """Past MAX_LIVE_PARTS the keeper folds the oldest parts, taking DuckDB's write lock; the command's helper
+    folds them itself before the command exits, so the keeper has nothing to fold as the caller's reader opens."""
+    from collections import deque
+
+    from retrieval import TraceStore
+    from retrieval.lookup.invocation import ToolInvocation
+    from retrieval.traces.drain import drain_once
+    from retrieval.traces.keeper import MAX_LIVE_PARTS
+    from retrieval.traces.spool import Spool, spool_path
+    from retrieval.traces.view import part_files
+
+    traces = tmp_path / "traces.duckdb"
+    TraceStore(traces, background=False).close()
+    spool = Spool(spool_path(traces))
+    for i in range(MAX_LIVE_PARTS + 1):  # a session's parts, one a drain (no keeper started here)
+        TraceStore(traces, open_now=False, background=False).record_many(
+            [ToolInvocation("lookup_knowledge", f"earlier {i}", {}, "ok", 1.0, {}, {})])
+        assert drain_once(traces, spool, deque(), show_wait=5.0, turn_wait=5.0).shown
+    assert len(part_files(traces)) == MAX_LIVE_PARTS + 1
+    done = _run(["-m", "retrieval", "lookup", "rotate token late", "--traces", str(traces), "--kb",
+                 str(SAMPLE / "kb"), "--compact"], traces)
+    seen = _plain_reads(traces, {"rows": ("SELECT count(*) FROM tool_invocation", [])})  # at once
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert seen["rows"] == (MAX_LIVE_PARTS + 2,)
+    assert part_files(traces) == [], "the helper folded the session's parts before the command exited"

@@ -164,10 +164,10 @@ def _serve(path: Path, lock_timeout: float, requests: TextIO, answers: TextIO) -
     from retrieval.traces import keeper
     from retrieval.traces.db import TraceStoreError, TraceStoreLocked, one_line
     from retrieval.traces.drain import drain_once
-    from retrieval.traces.fold import open_checked
+    from retrieval.traces.fold import open_checked, open_folded
     from retrieval.traces.parts import warm_up
     from retrieval.traces.spool import Spool, spool_path
-    from retrieval.traces.view import is_marked_live
+    from retrieval.traces.view import is_marked_live, part_files
 
     if not sys._xoptions.get("importtime"):  # (-X importtime's report is kept: a test reads the helper's imports)
         # the command's stderr is the user's: one line per problem, said by the command itself (under load, a
@@ -200,6 +200,11 @@ def _serve(path: Path, lock_timeout: float, requests: TextIO, answers: TextIO) -
         spool = Spool(spool_path(path))
         try:
             drained = drain_once(path, spool, deque(), show_wait=lock_timeout, turn_wait=lock_timeout)
+            if drained.shown and len(part_files(path)) > keeper.MAX_LIVE_PARTS:
+                # a session of many commands: the keeper would fold the oldest parts the moment this command
+                # exits, as its caller's reader opens; fold them now (no checkpoint: only the keeper does that)
+                with open_folded(path, spool, deque(), timeout=lock_timeout):
+                    pass
             say("drained" if drained.shown else f"{LOCKED}: trace file {path} is locked by {drained.held_by} for "
                                                 f"over {lock_timeout:.1f}s")
         except (TraceStoreError, OSError) as exc:
