@@ -9,9 +9,9 @@ exactly the rows and types `tool_invocation` takes. Two kinds of folder hold par
   (drain.py) and read by the live view until the fold (fold.py) puts the rows into the table;
 - a run folder, for processes that cannot reach the trace file (a Dask worker on another host):
   `<folder>/run_id=<run>/<name>.parquet`, hive-partitioned by run (the columns without `run_id`, which is the
-  folder's name), so DuckDB, Spark or Trino read the folder as one table. `load_parts` moves a run's parts into
-  the live folder (one part each, named after it) and folds them: the same route as every other row, so each
-  part is stored once however often it is loaded (the fold's ledger; see fold.py).
+  folder's name), so DuckDB, Spark or Trino read the folder as one table. `load_parts` writes the rows of a
+  run's parts that the file does not hold yet into the live folder and folds them: the same route as every
+  other row, each id stored once however often it is loaded.
 """
 
 from __future__ import annotations
@@ -32,14 +32,14 @@ from retrieval.lookup.invocation import ToolInvocation
 from retrieval.traces import ingest as trace_ingest
 from retrieval.traces.db import CONNECT_CONFIG, TraceStoreError, one_line
 from retrieval.traces.rows import encode
-from retrieval.traces.schema import COLUMNS
+from retrieval.traces.schema import COLUMNS, TABLE
 
 if TYPE_CHECKING:
     import duckdb
 
 RUN_ID_SHAPE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 SUFFIX = ".parquet"
-LOADED_PREFIX = "run-part-"  # a live part made from a run folder's part: `run-part-<run>-<its name>`
+LOADED_PREFIX = "run-part-"  # a live part made from a run folder's part: `run-part-<run>-<its name>-<token>`
 _local = threading.local()
 
 
@@ -103,46 +103,46 @@ def write_part(invocations: Sequence[ToolInvocation], folder: str | Path, run_id
 
 
 def load_parts(store: Store, folder: str | Path, run_id: str, only: Collection[str] | None = None) -> LoadedParts:
-    """Store the rows of `run_id`'s parts in the trace file: each part becomes a live part named after it (its
-    rows of this run, only the ids in `only` if given) and the fold stores it, once however often this runs.
+    """Store the rows of `run_id`'s parts that the trace file does not hold yet (by id): they become live parts,
+    which the fold stores, so each id is stored once however often this runs.
 
     `only` (invocation ids) keeps the lookups a finished run scored: a task that a Dask worker died in and the
-    scheduler ran again leaves the first attempt's rows in a part too, the same questions under other ids."""
+    scheduler ran again leaves the first attempt's rows in a part too, the same questions under other ids. The
+    stored ids are read and the parts written while this holds the file read-write, and every later read-write
+    connection folds before it reads: two loads of one run never both take the same rows."""
     import duckdb
 
-    from retrieval.traces.view import ledgered, live_dir
+    from retrieval.traces.view import live_dir
 
     files = part_files(folder, run_id)
     if not files:
         return LoadedParts(run_id, 0, 0, 0)
-    names = {file: f"{LOADED_PREFIX}{run_id}-{file.name[: -len(SUFFIX)]}" for file in files}
-    with store.connect() as con:  # the file as it is now: which of these parts were stored before
-        done = ledgered(con, list(names.values()))
-    memory = duckdb.connect(":memory:", config={**CONNECT_CONFIG, "threads": 1})
-    try:
-        sources = ", ".join(trace_ingest.sql_literal(str(p)) for p in files)
-        total = memory.execute(f"SELECT count(*) FROM read_parquet([{sources}])").fetchone()[0]
-        memory.execute("CREATE TEMP TABLE wanted (id VARCHAR)")
-        if only is not None:
-            memory.execute("INSERT INTO wanted SELECT unnest(?::VARCHAR[])", [sorted(only)])
-        wanted = "" if only is None else "AND p.id IN (SELECT id FROM wanted) "
-        columns = ", ".join(f'p."{c}"' for c in COLUMNS)
-        written = 0
-        live = live_dir(store.path)
-        live.mkdir(exist_ok=True)
-        for file, name in names.items():
-            if name in done:
-                continue
-            query = (f"SELECT {columns} FROM read_parquet([{trace_ingest.sql_literal(str(file))}], "
-                     f"hive_partitioning = true, hive_types = {{'run_id': VARCHAR}}, union_by_name = true) AS p "
-                     f"WHERE p.run_id = {trace_ingest.sql_literal(run_id)} {wanted}"
-                     f"QUALIFY row_number() OVER (PARTITION BY p.id) = 1")
-            written += copy_part(memory, query, live / f"{name}{SUFFIX}")
-    except duckdb.Error as exc:
-        raise TraceStoreError(f"cannot load the parts of run {run_id} from {folder}: {one_line(exc)}") from None
-    finally:
-        memory.close()
-    with store.connect():  # the fold: the new parts' rows go into the table, each part once
+    live = live_dir(store.path)
+    with store.connect() as con:  # the file as it is now (spool drained, parts folded), held while parts are made
+        present = [row[0] for row in con.execute(f"SELECT id FROM {TABLE} WHERE run_id = ?", [run_id]).fetchall()]
+        memory = duckdb.connect(":memory:", config={**CONNECT_CONFIG, "threads": 1})
+        try:
+            sources = ", ".join(trace_ingest.sql_literal(str(p)) for p in files)
+            total = memory.execute(f"SELECT count(*) FROM read_parquet([{sources}])").fetchone()[0]
+            memory.execute("CREATE TEMP TABLE present AS SELECT unnest(?::VARCHAR[]) AS id", [present])
+            memory.execute("CREATE TEMP TABLE wanted AS SELECT unnest(?::VARCHAR[]) AS id", [sorted(only or [])])
+            wanted = "" if only is None else "AND p.id IN (SELECT id FROM wanted) "
+            columns = ", ".join(f'p."{c}"' for c in COLUMNS)
+            written = 0
+            live.mkdir(exist_ok=True)
+            for file in files:
+                query = (f"SELECT {columns} FROM read_parquet([{trace_ingest.sql_literal(str(file))}], "
+                         f"hive_partitioning = true, hive_types = {{'run_id': VARCHAR}}, union_by_name = true) AS p "
+                         f"WHERE p.run_id = {trace_ingest.sql_literal(run_id)} {wanted}"
+                         f"AND p.id NOT IN (SELECT id FROM present) QUALIFY row_number() OVER (PARTITION BY p.id) = 1")
+                name = f"{LOADED_PREFIX}{run_id}-{file.name[: -len(SUFFIX)]}-{uuid.uuid4().hex[:12]}{SUFFIX}"
+                if memory.execute(f"SELECT count(*) FROM ({query})").fetchone()[0]:
+                    written += copy_part(memory, query, live / name)
+        except duckdb.Error as exc:
+            raise TraceStoreError(f"cannot load the parts of run {run_id} from {folder}: {one_line(exc)}") from None
+        finally:
+            memory.close()
+    with store.connect():  # the fold: the new parts' rows go into the table
         pass
     return LoadedParts(run_id, len(files), int(total), written)
 
