@@ -6,7 +6,8 @@ it still holds DuckDB's lock, so no reader sees a part both folded and in the fo
 enforced here and only here: a part whose name the ledger holds is not inserted again (a fold killed after
 its commit leaves the part behind; the next fold only removes it), and an id twice within one fold is
 stored once. A part's name is its spool batch's (a batch drained twice gives the same part), a writer's
-memory rows' (`memory-…`) or a loaded run folder's (`run-part-…`, parts.load_parts). Ledger entries are kept LEDGER_DAYS days.
+memory rows' (`memory-…`) or a loaded run folder's (`run-part-…`, parts.load_parts). Ledger entries are
+kept LEDGER_DAYS days.
 
 Who folds: the keeper once writers are idle (`pack`, which also checkpoints: no other process of this
 project does, see keeper.py), and every read-write connection of this project (`open_folded`: eval's
