@@ -132,8 +132,9 @@ def settle_trace_file(path: Path, timeout: float = 30.0) -> None:
     import time
 
     from retrieval.traces import keeper
+    from retrieval.traces.fold import pack
 
-    if keeper.pack(path, timeout=timeout) is None:
+    if pack(path, timeout=timeout) is None:
         raise AssertionError(f"{path} stayed locked for {timeout:.0f} s")
     deadline = time.monotonic() + timeout
     for child in keeper.started_here(path):  # started, maybe not yet holding (and making) its lock file

@@ -142,6 +142,18 @@ def retry_while_locked(open_it: Callable[[], T], path: Path, *, timeout: float, 
         delay = delay if poll else min(delay * 2, 0.1)
 
 
+@contextmanager
+def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """The block's statements in one transaction of `con`: committed at its end, rolled back if it raises."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        yield
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+
+
 _GUARDS: dict[str, threading.RLock] = {}
 _GUARDS_LOCK = threading.Lock()
 

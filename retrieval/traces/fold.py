@@ -92,8 +92,7 @@ def fold(con: duckdb.DuckDBPyConnection, path: Path, *, oldest: int | None = Non
     done = trace_view.ledgered(con, names)
     todo = [part for part, name in zip(parts, names, strict=True) if name not in done]
     inserted = 0
-    con.execute("BEGIN TRANSACTION")
-    try:
+    with trace_db.transaction(con):
         if live and whole:
             con.execute(f"DROP VIEW {TABLE}")
             con.execute(f"ALTER TABLE {trace_view.PACKED} RENAME TO {TABLE}")
@@ -105,10 +104,6 @@ def fold(con: duckdb.DuckDBPyConnection, path: Path, *, oldest: int | None = Non
             values = ", ".join(f"({sql_literal(trace_view.part_name(part))}, now()::TIMESTAMP)" for part in todo)
             con.execute(f"INSERT INTO {LEDGER} VALUES {values}")
             con.execute(f"DELETE FROM {LEDGER} WHERE drained_at < now()::TIMESTAMP - INTERVAL {LEDGER_DAYS} DAY")
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
     for part in parts:  # and the batch a killed drainer left behind after writing its part, if any
         _remove_batch(path, trace_view.part_name(part))
         part.unlink(missing_ok=True)

@@ -29,11 +29,11 @@ from retrieval.traces import db as trace_db
 from retrieval.traces import view as trace_view
 from retrieval.traces.detached import launch
 from retrieval.traces.drain import Backoff, drain_once
-from retrieval.traces.fold import Packed, needs_fold, pack
+from retrieval.traces.fold import needs_fold, pack
 from retrieval.traces.spool import Spool, spool_path
 
-__all__ = ["FOLD_CHUNK", "IDLE", "MAX_LIVE_PARTS", "Packed", "ensure", "lock_path", "pack", "run", "running",
-           "serve", "started_here", "take_lock"]
+__all__ = ["FOLD_CHUNK", "IDLE", "MAX_LIVE_PARTS", "ensure", "lock_path", "run", "running", "serve", "started_here",
+           "take_lock"]
 
 IDLE = float(os.environ.get("LOOKUP_KNOWLEDGE_PACK_IDLE") or 5.0)  # seconds without new rows before the fold
 POLL = 0.1  # seconds between the keeper's looks at the spool and the live folder

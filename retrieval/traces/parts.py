@@ -136,8 +136,10 @@ def load_parts(store: Store, folder: str | Path, run_id: str, only: Collection[s
                          f"WHERE p.run_id = {trace_ingest.sql_literal(run_id)} {wanted}"
                          f"AND p.id NOT IN (SELECT id FROM present) QUALIFY row_number() OVER (PARTITION BY p.id) = 1")
                 name = f"{LOADED_PREFIX}{run_id}-{file.name[: -len(SUFFIX)]}-{uuid.uuid4().hex[:12]}{SUFFIX}"
-                if memory.execute(f"SELECT count(*) FROM ({query})").fetchone()[0]:
-                    written += copy_part(memory, query, live / name)
+                rows = copy_part(memory, query, live / name)
+                if not rows:  # every row of this part is stored already
+                    (live / name).unlink(missing_ok=True)
+                written += rows
         except duckdb.Error as exc:
             raise TraceStoreError(f"cannot load the parts of run {run_id} from {folder}: {one_line(exc)}") from None
         finally:

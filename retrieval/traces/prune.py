@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from retrieval.traces import reader as trace_reader
 from retrieval.traces.compact import compact
-from retrieval.traces.db import TraceStoreError
+from retrieval.traces.db import TraceStoreError, transaction
 from retrieval.traces.fold import wal_path
 from retrieval.traces.schema import TABLE
 from retrieval.traces.store import TraceStore
@@ -65,15 +65,9 @@ def prune(path: str | Path, cut: datetime, *, include_runs: bool = False, dry_ru
         return PruneReport(cut, counts, runs, before, before, True, False)
     store = TraceStore(path, background=False)
     try:
-        with store.connect() as con:
-            con.execute("BEGIN TRANSACTION")
-            try:
-                runs, counts = _plan(con, cut, include_runs)
-                _delete(con, cut, include_runs)
-                con.execute("COMMIT")
-            except BaseException:
-                con.execute("ROLLBACK")
-                raise
+        with store.connect() as con, transaction(con):
+            runs, counts = _plan(con, cut, include_runs)
+            _delete(con, cut, include_runs)
     finally:
         store.detach()
     if compact_file:

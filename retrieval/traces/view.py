@@ -112,15 +112,10 @@ def go_live(con: duckdb.DuckDBPyConnection, path: Path) -> bool:
         return False
     if not part_files(path):  # folded meanwhile (parts are only removed under this lock): no view
         return True
-    con.execute("BEGIN TRANSACTION")
-    try:
+    with trace_db.transaction(con):
         if not is_live(con):
             con.execute(f"ALTER TABLE {TABLE} RENAME TO {PACKED}")
         con.execute(f"CREATE OR REPLACE VIEW {TABLE} AS {view_sql(pattern)}")
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
     mark_live(path)
     return True
 
