@@ -148,6 +148,14 @@ def _run_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command line; its exit status (2 for bad input, 1 for a regression or a failed worker, 141 when
+    the reader of stdout left early)."""
+    from retrieval.console import quiet_when_reader_leaves
+
+    return quiet_when_reader_leaves(_main, argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
     from retrieval import TraceStoreError
 

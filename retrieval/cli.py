@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from retrieval.agent.tool import tool_definition
 from retrieval.config import LookupConfig, add_config_flags, config_flag, config_from_args  # noqa: F401 (re-exported)
+from retrieval.console import quiet_when_reader_leaves
 from retrieval.index.build import KnowledgeIndex, open_index
 from retrieval.lookup.explain_command import add_explain, run_explain
 from retrieval.lookup.orchestrator import lookup_knowledge
@@ -119,6 +120,11 @@ def open_kb(args: argparse.Namespace, kb: Any, svd_dims: int) -> KnowledgeIndex:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command line; its exit status (2 for bad input, 141 when the reader of stdout left early)."""
+    return quiet_when_reader_leaves(_main, argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
     tracing: list[Tracing] = []  # the lookup's export pipeline, stopped once the result is printed
     status, output = 0, None
@@ -127,14 +133,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, TraceStoreError) as exc:  # KnowledgeBaseError is a ValueError
         print(f"error: {exc}", file=sys.stderr)
         status = 2
-    if output is not None:  # the mcp server has already used stdout for the protocol
-        print(output, flush=True)
-    if tracing:  # after the result: a slow or dead collector delays the exit, never the answer
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            tracing[0].shutdown(CLI_EXIT_WAIT)
-        for warning in caught:
-            print(f"warning: {warning.message}", file=sys.stderr)
+    try:
+        if output is not None:  # the mcp server has already used stdout for the protocol
+            print(output, flush=True)
+    finally:  # (a reader that left early included: the spans are still sent)
+        if tracing:  # after the result: a slow or dead collector delays the exit, never the answer
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                tracing[0].shutdown(CLI_EXIT_WAIT)
+            for warning in caught:
+                print(f"warning: {warning.message}", file=sys.stderr)
     return status
 
 
