@@ -2,7 +2,9 @@
 
 Answerable: the sample's labelled questions on the sample knowledge base, the Hugo dev questions on the Hugo
 docs, SciFact's train claims on its corpus. Unanswerable: the sample's own unanswerable questions, off-topic
-questions (data/offtopic_queries.jsonl) on every base, and each corpus's questions asked of the other bases
+questions (data/offtopic_queries.jsonl) on every base, each `kind` its own source (`off-topic`; and
+`shares-one-word`: off-topic questions that share one word with one page of the sample, "when is the deadline
+for filing my income taxes" and its invoices page), and each corpus's questions asked of the other bases
 (a Hugo question has no answer in biomedical abstracts, nor in the sample's monitoring manual). SciFact's
 test split is never read. Each question is in the held-out part or the fitting part by a stable hash of its
 source and id, so the split never changes with the set's size or order.
@@ -59,7 +61,9 @@ def question_sets(shared: Path) -> list[LabelledQuestion]:
     out += _asked("hugo-dev", hugo, "hugo", answerable=True)
     out += _asked("scifact-train", scifact, "scifact", answerable=True)
     for kb in ("sample", "hugo", "scifact"):
-        out += _asked(f"off-topic→{kb}", off_topic, kb, answerable=False)
+        for kind in dict.fromkeys(r.get("kind", "off-topic") for r in off_topic):  # each kind its own source
+            out += _asked(f"{kind}→{kb}", [r for r in off_topic if r.get("kind", "off-topic") == kind], kb,
+                          answerable=False)
     out += _asked("hugo-dev→sample", hugo, "sample", answerable=False)
     out += _asked("hugo-dev→scifact", hugo, "scifact", answerable=False)
     out += _asked("scifact→hugo", scifact, "hugo", answerable=False)

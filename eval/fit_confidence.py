@@ -70,10 +70,10 @@ def fit(looked: list[Looked]) -> dict:
     part = [row for row in looked if not row.question.held_out and row.has_evidence]
     x = np.array([row.signals for row in part])
     y = np.array([row.question.answerable and row.first for row in part])
-    mean, scale = x.mean(axis=0), x.std(axis=0)
+    mean, scale = np.nanmean(x, axis=0), np.nanstd(x, axis=0)  # over the lookups where a signal applies
     scale[scale == 0] = 1.0
     weights = _weights(part)
-    model = LogisticRegression(C=1.0, max_iter=2000).fit((x - mean) / scale, y, sample_weight=weights)
+    model = LogisticRegression(C=1.0, max_iter=2000).fit(_standardised(x, mean, scale), y, sample_weight=weights)
     numbers = {"MEAN": mean, "SCALE": scale, "WEIGHTS": model.coef_[0], "INTERCEPT": float(model.intercept_[0])}
     confidence = _confidence(numbers, x)
     answerable = np.array([row.question.answerable for row in part])
@@ -101,8 +101,14 @@ def _weights(part: list[Looked]) -> np.ndarray:
                      for row in part]) * len(part) / 2
 
 
+def _standardised(x: np.ndarray, mean: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """(x - mean) / scale, a missing signal (NaN: margin with no next block) at 0, so it has no pull, as
+    retrieval.lookup.confidence.estimate gives it none."""
+    return np.nan_to_num((x - mean) / scale, nan=0.0)
+
+
 def _confidence(numbers: dict, x: np.ndarray) -> np.ndarray:
-    logit = numbers["INTERCEPT"] + ((x - numbers["MEAN"]) / numbers["SCALE"]) @ numbers["WEIGHTS"]
+    logit = numbers["INTERCEPT"] + _standardised(x, numbers["MEAN"], numbers["SCALE"]) @ numbers["WEIGHTS"]
     return 1.0 / (1.0 + np.exp(-logit))
 
 

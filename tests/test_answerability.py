@@ -67,3 +67,21 @@ def test_the_shipped_confidence_meets_the_issues_bounds_on_the_held_out_part():
     assert high[answerable & first].mean() >= 0.5
     rows = (answerable & top5) | ~answerable
     assert roc_auc_score((answerable & top5)[rows], confidence[rows]) >= 0.90
+
+
+def test_an_off_topic_question_sharing_one_word_with_one_surviving_page_abstains(sample_index):
+    """Issue 49: one page (billing/invoices.md, "Taxes and VAT") survives the filter and shares "tax" with the
+    question; with no next block the margin used to read as a lead of 100% and the grade medium."""
+    result = lookup_knowledge("when is the deadline for filing my income taxes", index=sample_index)
+    assert [b.source for b in result.evidence_blocks] == ["billing/invoices.md"]
+    assert result.relevance.abstain and result.relevance.level in ("low", "none")
+    assert result.relevance.signals.margin is None
+    assert "lead of 100%" not in result.relevance.basis
+
+
+def test_the_answerability_data_holds_off_topic_questions_that_share_one_word_with_a_page():
+    rows = read_rows(OFF_TOPIC)
+    kinds = {row["_id"]: row.get("kind") for row in rows}
+    assert kinds["off003"] == "shares-one-word" and sum(k == "shares-one-word" for k in kinds.values()) >= 20
+    sources = {q.source for q in question_sets(shared_path())}
+    assert {"shares-one-word→sample", "shares-one-word→hugo", "off-topic→sample"} <= sources

@@ -9,7 +9,7 @@ import pytest
 
 from retrieval.l0.index import L0Hints
 from retrieval.lookup import confidence_model
-from retrieval.lookup.answerability import SIGNALS, Signals
+from retrieval.lookup.answerability import SIGNALS, Signals, signal_words
 from retrieval.lookup.confidence import estimate
 from retrieval.lookup.evidence import EvidenceBlock, HitReason
 from retrieval.lookup.relevance import HIGH_CONFIDENCE, MEDIUM_CONFIDENCE, NO_ANSWER, assess
@@ -69,3 +69,52 @@ def test_the_shipped_model_is_for_these_signals_and_its_thresholds_are_ordered()
     assert len(confidence_model.MEAN) == len(confidence_model.SCALE) == len(confidence_model.WEIGHTS) == len(SIGNALS)
     assert all(scale > 0 for scale in confidence_model.SCALE)
     assert 0.0 < MEDIUM_CONFIDENCE < HIGH_CONFIDENCE < 1.0
+
+
+def test_a_lone_block_has_no_margin_and_no_lead_in_its_basis():
+    """Issue 49: with nothing after the primary, the margin is missing (None), not a lead of 100%."""
+    from retrieval.lookup.answerability import signals
+
+    lone = signals("download invoices", [_block(0.5)], None, ranking=[_block(0.5)])
+    assert lone.margin is None and lone.to_dict()["margin"] is None and math.isnan(lone.vector()[2])
+    relevance = assess([_block(0.5)], L0Hints(), "ok", lone)
+    assert "lead of" not in relevance.basis and "100%" not in relevance.basis.split("query's weight")[-1]
+
+
+def test_a_missing_margin_pulls_the_confidence_neither_way():
+    missing = Signals(**{**{n: getattr(MIDDLING, n) for n in SIGNALS}, "margin": None})
+    at_mean = Signals(**{**{n: getattr(MIDDLING, n) for n in SIGNALS},
+                         "margin": confidence_model.MEAN[SIGNALS.index("margin")]})
+    assert estimate(missing).value == pytest.approx(estimate(at_mean).value)
+    assert dict(estimate(missing).pulls)["margin"] == 0.0
+    full_lead = Signals(**{**{n: getattr(MIDDLING, n) for n in SIGNALS}, "margin": 1.0})
+    assert estimate(full_lead).value > estimate(missing).value  # a real 100% lead still counts for
+
+
+def test_a_high_grade_names_nothing_against_it():
+    """Issue 49: "against: 3 query term(s)" stood in every confidence line, even at 0.98."""
+    basis = assess([_block(0.9, with_l0=True)], L0Hints(), "ok", STRONG).basis
+    assert "(high)" in basis and "against" not in basis and "query term(s)" not in basis
+
+
+def test_against_names_a_pull_only_when_it_kept_the_grade_from_the_next_level():
+    confidence = estimate(MIDDLING)
+    basis = assess([_block(0.5)], L0Hints(), "ok", MIDDLING).basis
+    named = [n for n, p in confidence.pulls if p < 0 and signal_words(n, getattr(MIDDLING, n), p) in basis]
+    for name in named:  # each named one, removed alone, lifts medium to high
+        pull = dict(confidence.pulls)[name]
+        lifted = 1 / (1 + math.exp(-(math.log(confidence.value / (1 - confidence.value)) - pull)))
+        assert lifted >= HIGH_CONFIDENCE
+    low = assess([_block(0.45)], L0Hints(), "ok", WEAK).basis
+    assert "against: " in low, "an abstention names its strongest pull against"
+
+
+def test_a_short_question_is_called_short_where_it_pulls_against():
+    assert signal_words("query_terms", math.log1p(3), -0.8) == "a short question (3 terms)"
+    assert signal_words("query_terms", math.log1p(12), 0.4) == "a detailed question (12 terms)"
+    assert signal_words("query_terms", math.log1p(1), 0.0) == "a question of 1 term"
+
+
+def test_nothing_at_all_says_plainly_that_the_knowledge_base_holds_no_answer():
+    relevance = assess([], L0Hints(), "empty", None)
+    assert relevance.basis.startswith(NO_ANSWER) and "L0 matched nothing" in relevance.basis

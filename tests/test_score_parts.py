@@ -99,20 +99,42 @@ def test_no_shortfall_when_top_k_blocks_came_back(index):
     assert details["evidence_count"] == 1 and details["shortfall"] is None
 
 
-def test_shortfall_names_the_filter_when_its_category_holds_fewer_pages_than_top_k(index):
-    details = lookup_knowledge("download invoices", index=index, category="billing", top_k=50).retrieval_details
+def test_shortfall_names_the_filter_when_every_page_it_allows_came_back(index):
+    config = LookupConfig(l1_min_score=0.0)  # every section scores: each page of the category matches
+    details = lookup_knowledge("download invoices", index=index, category="billing", top_k=50,
+                               config=config).retrieval_details
     pages = len(index.l1.pages.allowed({"category": "billing"}))
     shortfall = details["shortfall"]
     assert shortfall["limit"] == "filter" and shortfall["requested"] == 50
-    assert shortfall["returned"] == details["evidence_count"] < 50
+    assert shortfall["returned"] == details["evidence_count"] == pages < 50
     assert f"the filter on category 'billing' allows only {pages} page" in shortfall["reason"]
+
+
+def test_shortfall_blames_too_few_matches_not_the_filter_when_fewer_pages_came_back_than_it_allows(sample_index):
+    """Issue 49: one page of billing's came back (13 sections below the minimum, 3 candidates on one page)
+    and the reason blamed the filter, which allowed more."""
+    details = lookup_knowledge("when is the deadline for filing my income taxes", index=sample_index).retrieval_details
+    pages = len(sample_index.l1.pages.allowed({"category": "billing"}))
+    shortfall = details["shortfall"]
+    assert details["filter"]["applied"] == {"category": "billing"} and details["evidence_count"] < pages
+    assert shortfall["limit"] == "matches"
+    assert re.search(r"only 1 page matched the query in L1 inside the filter on category 'billing', which allows "
+                     rf"{pages} pages \(\d+ sections, one block per page\)", shortfall["reason"])
+    assert re.search(r"\d+ sections scored below l1_min_score", shortfall["reason"])
+
+
+def test_shortfall_says_nothing_matched_when_no_page_shares_a_word_with_the_query(sample_index):
+    """Issue 49: "what is the capital of France" read "L1 was empty, so the evidence is L0's matches alone"."""
+    shortfall = lookup_knowledge("what is the capital of France", index=sample_index).retrieval_details["shortfall"]
+    assert shortfall["limit"] == "matches" and "L0's matches alone" not in shortfall["reason"]
+    assert "nothing in the knowledge base matched the query" in shortfall["reason"]
 
 
 def test_shortfall_names_l1_when_it_did_not_answer(index):
     config = LookupConfig(simulate_l1_failure=True)
     details = lookup_knowledge("download invoices", index=index, config=config, top_k=20).retrieval_details
     shortfall = details["shortfall"]
-    assert shortfall["limit"] == "l1" and "L1 was failed" in shortfall["reason"]
+    assert shortfall["limit"] == "l1" and "L1 failed, so the evidence is L0's matches alone" in shortfall["reason"]
     assert f"L0's matches alone ({details['evidence_count']} page" in shortfall["reason"]
 
 

@@ -52,7 +52,7 @@ class RelevanceOut(TypedDict):
     basis: str
     confidence: float
     abstain: bool
-    signals: dict[str, float] | None
+    signals: dict[str, float | None] | None
 
 
 class FilterOut(TypedDict):

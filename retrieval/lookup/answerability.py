@@ -28,23 +28,26 @@ UNSEEN_IDF_BONUS = 1.0  # a term the knowledge base never uses weighs the rarest
 
 @dataclass(frozen=True)
 class Signals:
-    """Numbers the confidence is computed from, each in words in SIGNAL_WORDS; all 0 when they do not apply."""
+    """Numbers the confidence is computed from, each in words by signal_words; all 0 when there is no evidence.
+    `margin` is None when no block follows the primary: a missing comparison is no evidence either way, so
+    the model gives it no pull (it is not a lead of 100%)."""
 
     l1_score: float  # the primary's L1 score (0 when L1 did not find it)
     word_lead: float  # its best section's lexical cosine less the mean of its LSA and static ones: word
     # overlap without agreement in meaning ("fix" matching a page about fixes) counts against
-    margin: float  # (first score - second score) / first score: the primary's lead over the next block, in the
-    # whole ranking (not only the blocks returned)
+    margin: float | None  # (first score - second score) / first score: the primary's lead over the next block,
+    # in the whole ranking (not only the blocks returned); None when nothing follows it
     primary_l0: float  # 1 when L0 also found the primary
     corpus_coverage: float  # share of the query's IDF weight in terms the knowledge base holds at all
     primary_coverage: float  # share of it in terms the primary block's title, breadcrumb and text hold
     query_terms: float  # log(1 + the query's distinct terms)
 
     def vector(self) -> tuple[float, ...]:
-        return tuple(getattr(self, name) for name in SIGNALS)  # not dataclasses.asdict: it deep-copies, slowly
+        """The signals in SIGNALS order, a missing one as NaN (the fit and the model give it no pull)."""
+        return tuple(math.nan if (v := getattr(self, name)) is None else v for name in SIGNALS)  # not asdict: slow
 
-    def to_dict(self) -> dict[str, float]:
-        return {name: round(getattr(self, name), 4) for name in SIGNALS}
+    def to_dict(self) -> dict[str, float | None]:
+        return {name: None if (v := getattr(self, name)) is None else round(v, 4) for name in SIGNALS}
 
 
 SIGNALS = tuple(Signals.__dataclass_fields__)
@@ -67,8 +70,9 @@ def signals(query: str, blocks: Sequence[EvidenceBlock], l1: L1Index | None,
     words = _terms_of(f"{primary.title} {primary.breadcrumb} {primary.content}")
     held = sum(w for term, w in weights.items() if term in words) / total
     following = ranking if ranking is not None and len(ranking) > 1 else blocks
-    second = following[1].score if len(following) > 1 else 0.0
-    margin = (primary.score - second) / primary.score if primary.score > 0 else 0.0
+    margin: float | None = None  # nothing follows the primary: no comparison
+    if len(following) > 1:
+        margin = (primary.score - following[1].score) / primary.score if primary.score > 0 else 0.0
     word_lead = float(lexical or 0.0) - (float(lsa or 0.0) + float(static or 0.0)) / 2
     return Signals(float(primary.l1_score or 0.0), word_lead, margin, float("L0" in primary.layers), known, held,
                    math.log1p(len(weights)))
@@ -121,14 +125,24 @@ _WORDS: dict[str, Any] = {  # each signal in words, for the relevance basis
     "l1_score": lambda v: f"L1 score {v:.2f}",
     "word_lead": lambda v: (f"word overlap ahead of meaning by {v:.2f} (lexical against LSA and static cosines)"
                             if v >= 0 else f"meaning ahead of word overlap by {-v:.2f}"),
-    "margin": lambda v: f"a lead of {v:.0%} over the next block",
+    "margin": lambda v: "no next block to compare with" if v is None else f"a lead of {v:.0%} over the next block",
     "primary_l0": lambda v: "L0 also found the first page" if v else "L0 did not find the first page",
     "corpus_coverage": lambda v: f"the knowledge base holds {v:.0%} of the query's weight",
     "primary_coverage": lambda v: f"the first page holds {v:.0%} of the query's weight",
-    "query_terms": lambda v: f"{round(math.expm1(v))} query term(s)",
 }
 
 
-def signal_words(name: str, value: float) -> str:
-    """One signal in words, for the relevance basis: 'the first page holds 100% of the query's weight'."""
+def _question_length(value: float, pull: float) -> str:
+    """The query_terms signal in words: short or detailed by the way it pulled (against or for)."""
+    terms = round(math.expm1(value))
+    counted = f"{terms} {'term' if terms == 1 else 'terms'}"
+    return f"a short question ({counted})" if pull < 0 else f"a detailed question ({counted})" if pull > 0 \
+        else f"a question of {counted}"
+
+
+def signal_words(name: str, value: float | None, pull: float = 0.0) -> str:
+    """One signal in words, for the relevance basis: 'the first page holds 100% of the query's weight';
+    `pull` (its effect on the confidence) words the question's length as short or detailed."""
+    if name == "query_terms":
+        return _question_length(float(value or 0.0), pull)
     return _WORDS[name](value)

@@ -1,5 +1,5 @@
 """The relevance confidence's fitted numbers, written by `python -m eval.fit_confidence`
-on 2026-12-05 from 1,385 questions of eval.answerability's fitting part
+on 2026-12-07 from 1,429 questions of eval.answerability's fitting part
 (the held-out part was not used).
 Do not edit by hand: refit."""
 
@@ -13,32 +13,32 @@ SIGNALS = (
     'query_terms',
 )
 MEAN = (
-    0.453565,
-    -0.025127,
-    0.206306,
-    0.347988,
-    0.60723,
-    0.27709,
-    2.25958,
+    0.453754,
+    -0.0246887,
+    0.196127,
+    0.349206,
+    0.605582,
+    0.274929,
+    2.24468,
 )
 SCALE = (
-    0.248209,
-    0.160059,
-    0.205618,
-    0.476332,
-    0.326973,
-    0.253512,
-    0.434647,
+    0.246718,
+    0.159255,
+    0.186671,
+    0.476719,
+    0.324359,
+    0.250456,
+    0.4367,
 )
 WEIGHTS = (
-    0.351387,
-    -0.795955,
-    0.679744,
-    0.158835,
-    0.773941,
-    1.68802,
-    0.512765,
+    0.198705,
+    -0.886462,
+    0.743158,
+    0.160223,
+    0.739779,
+    1.79561,
+    0.509496,
 )
-INTERCEPT = -2.53638
-HIGH = 0.8471  # confidence at or above: high
-MEDIUM = 0.2027  # at or above: medium; below: low (the result abstains)
+INTERCEPT = -2.69128
+HIGH = 0.8363  # confidence at or above: high
+MEDIUM = 0.2176  # at or above: medium; below: low (the result abstains)

@@ -58,7 +58,7 @@ def assess(blocks: Sequence[EvidenceBlock], hints: L0Hints, l1_status: str,
     if not blocks:
         matched = hints.match_count  # the basis must agree with the L0 match count shown beside it
         l0 = f"none of L0's {matched} match(es) was kept" if matched else "L0 matched nothing"
-        return Relevance("none", False, f"no evidence: {l0} and L1 was {l1_status}", 0.0, signals)
+        return Relevance("none", False, f"{NO_ANSWER}: no evidence ({l0} and L1 was {l1_status})", 0.0, signals)
     signals = signals if signals is not None else signals_of("", blocks, None)
     confidence = estimate(signals)
     primary = blocks[0]
