@@ -33,7 +33,7 @@ def _overflowing(page) -> tuple[list[dict], list[dict]]:
 
 def _lookup(page, query: str) -> None:
     page.locator(".st-key-lookup_query input").fill(query)
-    page.locator(".st-key-lookup_run button").click()  # not Enter: the same query again would start no run
+    page.locator(".st-key-lookup_run button").click()
     wait_for_app(page)
     visible(page, page.get_by_test_id("stMarkdownContainer").filter(has_text=f"“{query}”").first)
 

@@ -12,6 +12,7 @@ ANY = "(any: L0 decides)"
 
 
 def _submit() -> None:
+    """The form was sent (Enter in the query box, or Look up): this run looks up, on the files as they are now."""
     st.session_state["lookup_submitted"] = True
 
 
@@ -31,20 +32,23 @@ def render() -> None:
     ctx = state.current()
     config = state.sidebar_config()
     st.title("Lookup")
-    index = ctx.index(config.svd_dims) if config else None
+    submitted = st.session_state.pop("lookup_submitted", False)
+    # a lookup reads the files as they are now: a page edited a moment ago is in the index it answers with
+    index = ctx.index(config.svd_dims, fresh=submitted) if config else None
     if index is not None:
         state.index_caption(index, state.build_stages(ctx.kb_path, config.svd_dims, ctx.exclude_paths))
-    query_col, category_col = st.columns([3, 1])
-    query_col.text_input("Query", key="lookup_query", on_change=_submit,
-                         placeholder="e.g. how do I rotate an API token?")
     domains = index.kb.summary()["domains"] if index is not None else []
     if st.session_state.get("lookup_category") not in [ANY, *domains]:
         st.session_state["lookup_category"] = ANY  # a domain of another base
-    category_col.selectbox("Caller category", [ANY, *domains], key="lookup_category",
-                           help="The base's domains; a caller's category filter always wins over L0's domain")
-    clicked = st.button("Look up", key="lookup_run", type="primary")
-    submitted = st.session_state.pop("lookup_submitted", False)
-    if (clicked or submitted) and config is not None and index is not None:
+    # a form: Enter in the query box sends it every time, the same question again included (a text box alone
+    # reruns only when its text changes, so an edited page was never looked up again)
+    with st.form("lookup_form", border=False, enter_to_submit=True):
+        query_col, category_col = st.columns([3, 1])
+        query_col.text_input("Query", key="lookup_query", placeholder="e.g. how do I rotate an API token?")
+        category_col.selectbox("Caller category", [ANY, *domains], key="lookup_category",
+                               help="The base's domains; a caller's category filter always wins over L0's domain")
+        st.form_submit_button("Look up", key="lookup_run", type="primary", on_click=_submit)
+    if submitted and config is not None and index is not None:
         result = state.run_lookup(ctx, st.session_state.get("lookup_query", ""), config,
                                   _category())
         if result is not None:

@@ -50,11 +50,13 @@ class AppContext:
     exclude_paths: tuple[str, ...] = ()
     exclude_error: str | None = None
 
-    def index(self, svd_dims: int) -> KnowledgeIndex | None:
+    def index(self, svd_dims: int, *, fresh: bool = False) -> KnowledgeIndex | None:
+        """The base's index under `svd_dims`; `fresh` first takes in files changed since the last look (a lookup
+        asked for now answers from the pages as they are, not as the watcher last saw them)."""
         if self.exclude_error:
             st.error(f"Cannot open the knowledge base: fix the excluded folders in the sidebar ({self.exclude_error})")
             return None
-        return load_index(self.kb_path, svd_dims, self.exclude_paths)
+        return load_index(self.kb_path, svd_dims, self.exclude_paths, fresh=fresh)
 
 
 class _IndexSlot:
@@ -75,14 +77,17 @@ class _IndexSlot:
         return self.live.current() if self.live is not None else None
 
     def get(self, kb_path: str, svd_dims: int, progress: Callable[[str, float], None],
-            exclude_paths: tuple[str, ...] = ()) -> KnowledgeIndex:
+            exclude_paths: tuple[str, ...] = (), *, fresh: bool = False) -> KnowledgeIndex:
         """The index, built on first use with `progress` (a BuildBar keeps each stage's seconds for the caption),
-        then kept up to date by a watcher thread (retrieval.index.live)."""
+        then kept up to date by a watcher thread (retrieval.index.live); `fresh` rebuilds now if files changed
+        since the watcher's last look, without waiting for them to settle."""
         with self.lock:  # a second tab asking for the same index waits for the first build
             if self.live is None:
                 index = open_index(kb_path, svd_dims=svd_dims, exclude_paths=exclude_paths, progress=progress)
                 self.stage_seconds = {} if index.from_cache else dict(getattr(progress, "seconds", {}))
                 self.live = LiveIndex(kb_path, index, svd_dims=svd_dims, exclude_paths=exclude_paths).start()
+            elif fresh:
+                self.live.refresh()
             return self.live.current()
 
 
@@ -97,13 +102,15 @@ def _cached_store(traces_path: str, sources: tuple[str, ...] = ()) -> TraceStore
     return TraceStore(traces_path, lock_timeout=LOCK_TIMEOUT, sources=sources or None, defer_if_locked=True)
 
 
-def load_index(kb_path: str, svd_dims: int, exclude_paths: tuple[str, ...] = ()) -> KnowledgeIndex | None:
+def load_index(kb_path: str, svd_dims: int, exclude_paths: tuple[str, ...] = (), *,
+               fresh: bool = False) -> KnowledgeIndex | None:
     """The cached index without `exclude_paths` (normalised prefixes), building it behind a progress bar (each
-    stage's real fraction and an estimate of the time left, see build_bar.py); a bad folder becomes an in-page error."""
+    stage's real fraction and an estimate of the time left, see build_bar.py); a bad folder becomes an in-page error.
+    `fresh`: files changed since the watcher's last look are taken in first."""
     bar = st.empty()
     try:
         return _index_slot(kb_path, svd_dims, exclude_paths).get(kb_path, svd_dims, build_bar.BuildBar(bar, kb_path),
-                                                                 exclude_paths)
+                                                                 exclude_paths, fresh=fresh)
     except KnowledgeBaseError as exc:
         st.error(f"Cannot open the knowledge base: {wording.for_page(str(exc))}")
     except (OSError, ValueError) as exc:
