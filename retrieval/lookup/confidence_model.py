@@ -1,5 +1,5 @@
 """The relevance confidence's fitted numbers, written by `python -m eval.fit_confidence`
-on 2026-12-07 from 1,429 questions of eval.answerability's fitting part
+on 2026-12-07 from 1,446 questions of eval.answerability's fitting part
 (the held-out part was not used).
 Do not edit by hand: refit."""
 
@@ -13,32 +13,32 @@ SIGNALS = (
     'query_terms',
 )
 MEAN = (
-    0.453754,
-    -0.0246887,
-    0.196127,
-    0.349206,
-    0.605582,
-    0.274929,
-    2.24468,
+    0.454118,
+    -0.0200856,
+    0.197963,
+    0.356584,
+    0.606892,
+    0.277194,
+    2.2367,
 )
 SCALE = (
-    0.246718,
-    0.159255,
-    0.186671,
-    0.476719,
-    0.324359,
-    0.250456,
-    0.4367,
+    0.247065,
+    0.162728,
+    0.187594,
+    0.47899,
+    0.323662,
+    0.251402,
+    0.44057,
 )
 WEIGHTS = (
-    0.198705,
-    -0.886462,
-    0.743158,
-    0.160223,
-    0.739779,
-    1.79561,
-    0.509496,
+    0.199059,
+    -0.861911,
+    0.813108,
+    0.0933056,
+    0.768986,
+    1.9735,
+    0.562878,
 )
-INTERCEPT = -2.69128
-HIGH = 0.8363  # confidence at or above: high
-MEDIUM = 0.2176  # at or above: medium; below: low (the result abstains)
+INTERCEPT = -2.79878
+HIGH = 0.8476  # confidence at or above: high
+MEDIUM = 0.1934  # at or above: medium; below: low (the result abstains)
