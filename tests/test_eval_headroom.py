@@ -272,10 +272,10 @@ def test_negative_headroom_is_explained_with_the_metrics_where_the_oracle_is_bel
 
 
 def test_unanswerable_questions_are_graded_not_dropped(tmp_path):
-    """data/queries.jsonl has 71 questions; 4 name no relevant page: the run scores 67 by rank and grades the 4."""
+    """data/queries.jsonl has 84 questions; 4 name no relevant page: the run scores 80 by rank and grades the 4."""
     traces = tmp_path / "t.duckdb"
     out = subprocess.run([sys.executable, "-m", "eval", "run", "--dataset", str(ROOT / "data"), "--traces",
                           str(traces), "--no-oracle", "--no-baseline", "--no-progress"], capture_output=True,
                          text=True, cwd=ROOT, check=True).stdout
-    assert "71 queries (67 scored by rank, 4 unanswerable graded)" in out
+    assert "84 queries (80 scored by rank, 4 unanswerable graded)" in out
     assert "answerability: 4 unanswerable question(s); graded high" in out and "not scored" not in out

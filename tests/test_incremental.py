@@ -106,8 +106,8 @@ def test_updates_answer_as_a_full_build_does(editable_kb):
     updated, full = open_index(kb, cache_dir=cache), open_index(kb, use_cache=False)
     assert updated.update is not None
     assert updated.kb.fingerprint == full.kb.fingerprint
-    # the full build refits the LSA basis (on 44 pages it moves, and with the LAPACK of the oldest versions
-    # allowed it moves differently: 67 of 71 top-5 sets held there): the head of every
+    # the full build refits the LSA basis (on the sample's pages it moves, and with the LAPACK of the oldest
+    # versions allowed it moves differently: 67 of 71 top-5 sets held there, on 44 pages): the head of every
     # ranking holds, the tail may not
     assert all(_sources(updated, q)[:1] == _sources(full, q)[:1] for q in QUERIES)
     assert sum(set(_sources(updated, q)[:5]) == set(_sources(full, q)[:5]) for q in QUERIES) >= 0.9 * len(QUERIES)

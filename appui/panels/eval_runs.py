@@ -24,8 +24,10 @@ try:
     from eval import oracle as eval_oracle
     from eval import runs as eval_runs
     from eval import ties as eval_ties
+    from eval.defaults import SAMPLE_GRID  # the comparison the README suggests first, a moving one on the sample
 except ImportError as exc:  # eval/ is optional for the Lookup and Traces pages
     eval_datasets = eval_depth = eval_judged = eval_oracle = eval_runs = eval_ties = None
+    SAMPLE_GRID = ""  # no sweep box without eval/
     EVAL_MISSING = f"{exc}"
 else:
     EVAL_MISSING = ""
@@ -175,7 +177,7 @@ def render(ctx: state.AppContext, config: LookupConfig | None) -> None:
     split_col.text_input("Split (blank: all)", key="eval_split")
     if st.session_state.get("eval_mode") == "Sweep":
         st.text_area("Grid: one setting per line, values separated by commas", key="eval_grid",
-                     value="l0_filter=true,false")
+                     value=SAMPLE_GRID)
     if st.button("Start", key="eval_start", type="primary", disabled=config is None):
         state.guarded(lambda: _start(ctx, config))
     runs = state.guarded(lambda: eval_runs.list_runs(ctx.store))
