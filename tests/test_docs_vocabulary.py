@@ -15,7 +15,7 @@ from retrieval.agent.mcp_output import EvidenceBlockOut, FilterOut, LookupOutput
 from retrieval.agent.tool import tool_definition
 from retrieval.lookup.domains import VoteBasis
 from retrieval.lookup.relevance import HIGH_CONFIDENCE, MEDIUM_CONFIDENCE
-from retrieval.lookup.statuses import FilterStatus, L1Status, Layer, RelevanceLevel
+from retrieval.lookup.statuses import FilterStatus, L1Status, Layer, RelevanceLevel, ShortfallLimit
 from tests.doc_text import backticked, between, page, row, values, worded
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,8 +32,9 @@ DETAILS = page("retrieval-details.md")
     (backticked(between(row(DETAILS, "filter"), "`decision`:", "; `l0_domains`")), FilterStatus),
     (backticked(between(row(DETAILS, "l1"), "`status`:", "; `error`")), L1Status),
     (backticked(between(row(DETAILS, "l0"), "`basis`", "; `rule`")), VoteBasis),
+    (backticked(between(row(DETAILS, "shortfall"), "`limit` (the binding cause:", ") and `reason`")), ShortfallLimit),
 ], ids=["result.relevance.level", "result.retrieval_layer", "details.retrieval_layer", "filter.decision",
-        "l1.status", "domain_evidence.basis"])
+        "l1.status", "domain_evidence.basis", "shortfall.limit"])
 def test_retrieval_details_lists_every_allowed_value(documented, literal):
     assert documented == values(literal), (f"docs/retrieval-details.md lists {sorted(documented)}; the code allows "
                                            f"{sorted(values(literal))}")

@@ -10,7 +10,7 @@ from typing import Any
 from retrieval.l1.results import L1Result
 from retrieval.lookup.evidence import EvidenceBlock
 from retrieval.lookup.filters import FilterDecision
-
+from retrieval.lookup.statuses import ShortfallLimit, check
 
 L1_DID_NOT_ANSWER = {"empty": "L1 found no section", "failed": "L1 failed", "timeout": "L1 timed out",
                      "disabled": "L1 is disabled", "unavailable": "L1 is unavailable"}  # by L1 status
@@ -24,8 +24,11 @@ class Shortfall:
 
     requested: int
     returned: int
-    limit: str
+    limit: ShortfallLimit
     reason: str
+
+    def __post_init__(self) -> None:
+        check(self.limit, ShortfallLimit, "shortfall limit")
 
     def to_dict(self) -> dict[str, Any]:
         return {"requested": self.requested, "returned": self.returned, "limit": self.limit,

@@ -8,6 +8,7 @@ Layer = Literal["L0+L1", "L0", "L1", "none"]
 FilterStatus = Literal["applied", "skipped_no_domain", "skipped_ambiguous", "disabled", "caller"]
 L1Status = Literal["ok", "empty", "failed", "timeout", "disabled", "unavailable"]
 RelevanceLevel = Literal["high", "medium", "low", "none"]
+ShortfallLimit = Literal["filter", "l1", "matches"]  # why fewer blocks came back than top_k asked for
 
 
 def check(value: Any, allowed: Any, name: str) -> None:
