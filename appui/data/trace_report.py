@@ -164,7 +164,8 @@ def l1_lines(details: Mapping[str, Any]) -> list[str]:
                  f"{cell_text(details.get('duplicates_merged'))}")
     shortfall = details.get("shortfall")
     if isinstance(shortfall, Mapping) and shortfall.get("reason"):
-        lines.append(f"Fewer blocks than asked for: {shortfall['reason']}")
+        lines.append(f"{'Fewer blocks than asked for' if details.get('evidence_count') else 'Why no blocks'}: "
+                     f"{shortfall['reason']}")
     timings = details.get("timings_ms")
     if isinstance(timings, Mapping) and timings:
         lines.append("Timings (ms): " + " · ".join(f"{k} {cell_text(_number(v), ms=True)}" for k, v in timings.items()))

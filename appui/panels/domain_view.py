@@ -109,6 +109,8 @@ def rule_caption(details: Mapping[str, Any]) -> str:
     evidence = _evidence(details)
     if not evidence:
         return ""
+    if evidence.get("basis") == "none":  # no vote took place: its rule ("top 3 pages of the none vote") says nothing
+        return "No vote: no page was ranked and L0 matched nothing, so no domain could be carried."
     basis = str(evidence.get("basis", "—")).replace("_", " ")
     thresholds = (f"basis {basis} · top {evidence.get('top_n', '—')} · temperature {evidence.get('temperature', '—')}"
                   f" · min share {_pct(evidence.get('min_share'))} · min coverage {_pct(evidence.get('min_coverage'))}"

@@ -67,16 +67,30 @@ def counts(details: Mapping[str, Any]) -> None:
         column.metric(label, value)
     shortfall = details.get("shortfall")
     if isinstance(shortfall, Mapping) and shortfall.get("reason"):
-        st.info(f"Fewer blocks than asked for: {shortfall['reason']}.")
+        if details.get("evidence_count", shortfall.get("returned")):
+            st.info(f"Fewer blocks than asked for: {shortfall['reason']}.")
+        else:  # no block at all: the lead sentence says so; the why is a footnote, not a fallback notice
+            st.caption(f"Why no blocks: {shortfall['reason']}.")
+
+
+NO_ANSWER = "the knowledge base does not seem to hold an answer"
 
 
 def relevance(result: Mapping[str, Any]) -> None:
+    """The grade, led by the plain sentence when the knowledge base holds no answer (abstained, or no block)."""
     rel = result.get("relevance") or {}
+    basis = str(rel.get("basis", ""))
+    why = basis.split(": ", 1)[1] if basis.startswith(NO_ANSWER + ": ") else basis
+    if not result.get("evidence_blocks"):  # the clearest "nothing answers": said first and plainly
+        st.markdown(f"**{NO_ANSWER.capitalize()}: nothing in it matches the question.**")
+        st.caption(f"Relevance: {rel.get('level')}" + (f" · {why}" if why else ""))
+        return
+    if rel.get("abstain"):
+        st.markdown(f"**{NO_ANSWER.capitalize()}.** The blocks below are the closest pages found, not an answer.")
     support = "with semantic support" if rel.get("semantic_support") else "without semantic support"
     layer = badge(str(result.get("retrieval_layer")), LAYER_COLOURS)
-    text = f"**Relevance: {rel.get('level')}** ({support}) · layer {layer}"
-    st.markdown(text)
-    st.caption(str(rel.get("basis", "")))
+    st.markdown(f"**Relevance: {rel.get('level')}** ({support}) · layer {layer}")
+    st.caption(why if rel.get("abstain") else basis)
 
 
 def evidence_cards(blocks: Sequence[Mapping[str, Any]], *, full: bool = True,
@@ -91,7 +105,7 @@ def evidence_cards(blocks: Sequence[Mapping[str, Any]], *, full: bool = True,
     relevant buttons (see marking.judge_buttons), the mark already made (`marks`) pressed, and Clear.
     """
     if not blocks:
-        st.info("No evidence blocks.")
+        st.caption("No evidence blocks.")
     shown = blocks if limit is None else blocks[:limit]
     for rank, block in enumerate(shown, start=1):
         with st.container(border=True):
