@@ -209,13 +209,14 @@ EXTERNAL = "external"  # the `system` in an imported run's config (eval.imported
 SIGNIFICANCE = 0.05  # p below this reads "significant"
 
 
-def significance_words(p: float | None, delta: float | None) -> str:
+def significance_words(p: float | None, delta: float | None, *, label: str = "p") -> str:
     """The one significance figure of a comparison, in words, wherever it is shown (the app, reports):
-    the two-sided paired randomisation test's p, e.g. 'B better, significant (p = 0.003)', 'no difference'."""
+    the two-sided paired randomisation test's p, e.g. 'B better, significant (p = 0.003)', 'no difference';
+    `label` names the p the words use where a table shows more than one ('Holm p = 1')."""
     if p is None or delta is None or pd.isna(p):
         return "not measured"
     if abs(delta) <= 1e-12:
         return "no difference"
     side = "B better" if delta > 0 else "B worse"
     verdict = "significant" if p < SIGNIFICANCE else "not significant"
-    return f"{side}, {verdict} (p = {p:.3g})"
+    return f"{side}, {verdict} ({label} = {p:.3g})"

@@ -22,10 +22,10 @@ def table_frame(table: FacetTable) -> pd.DataFrame:
 
 
 def significance_column(table: FacetTable) -> list[str]:
-    """Each value's Holm-corrected outcome in the comparison's words ('B worse, significant (p = 0.004)'); a
-    value with too few questions for a test says so."""
-    return [significance_words(r.p_holm, r.delta) if r.p_holm is not None else f"not tested (n < {MIN_TESTED})"
-            for r in table.rows]
+    """Each value's Holm-corrected outcome in the comparison's words, naming the p they use ('B worse, significant
+    (Holm p = 0.004)': the row's Holm p column, not its raw p); a value with too few questions for a test says so."""
+    return [significance_words(r.p_holm, r.delta, label="Holm p") if r.p_holm is not None
+            else f"not tested (n < {MIN_TESTED})" for r in table.rows]
 
 
 def explained(breakdown: FacetBreakdown) -> tuple[str, ...]:

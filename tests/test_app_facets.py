@@ -3,7 +3,9 @@ metric with n, A, B, Δ, p and Holm p, and a caption naming the fields left out.
 
 from __future__ import annotations
 
+from eval import compare, facets_report
 from eval.defaults import DEFAULT_METRICS
+from retrieval import TraceStore
 from tests.app_helpers import ok, page_text
 
 HEADERS = ["value", "n", "A", "B", "Δ (B − A)", "p", "Holm p", "significance"]
@@ -36,3 +38,18 @@ def test_picking_a_field_shows_a_table_per_metric_by_its_values(faceted_app):
 
 def test_the_page_names_the_fields_that_are_not_facets(faceted_app):
     assert "not a facet: note (a different value for every question: an id or free text)" in page_text(faceted_app)
+
+
+
+def test_a_facet_rows_words_name_the_holm_p_they_use(constructed_pair):
+    """Issue 49, item 9: 'B worse, not significant (p = 1)' beside a p column of 0.5052 read as a contradiction;
+    the words now name the Holm p they use, the column beside the raw p."""
+    comparison = compare.compare_runs(TraceStore(constructed_pair["traces"]), constructed_pair["a"],
+                                      constructed_pair["b"])
+    table = comparison.facets.table("category", "ndcg@10")
+    frame = facets_report.table_frame(table).assign(significance=facets_report.significance_column(table))
+    tested = frame[frame["significance"].str.startswith(("B better", "B worse"))]
+    assert len(tested) >= 2 and (tested["p"] != tested["Holm p"]).any()
+    for _, row in tested.iterrows():
+        assert f"(Holm p = {row['Holm p']:.3g})" in row["significance"], row.to_dict()
+        assert "(p = " not in row["significance"]
