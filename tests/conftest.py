@@ -25,6 +25,7 @@ from tests.kb_fixture import write_kb  # noqa: E402
 pytest_plugins = [
     "tests.fixtures.app_fixtures",
     "tests.fixtures.cache_fixtures",
+    "tests.fixtures.cli_fixtures",
     "tests.fixtures.browser_fixtures",
     "tests.fixtures.eval_fixtures",
     "tests.fixtures.explain_fixtures",

@@ -12,14 +12,9 @@ import sys
 from pathlib import Path
 
 import duckdb
-import pytest
 
-from eval.datasets import load_dataset
-from eval.runs import run_evaluation
-from retrieval import LookupConfig, TraceStore
 from retrieval.console import CLOSED_PIPE_STATUS
 from tests.conftest import settle_trace_file
-from tests.eval_helpers import write_dataset
 from tests.kb_fixture import write_kb
 
 TIMEOUT = 180
@@ -40,18 +35,6 @@ def _assert_quiet(done: subprocess.CompletedProcess) -> None:
     assert "Traceback" not in done.stderr and "BrokenPipeError" not in done.stderr, done.stderr
     assert "Exception ignored" not in done.stderr, done.stderr
     assert done.returncode == CLOSED_PIPE_STATUS, (done.returncode, done.stderr)
-
-
-@pytest.fixture(scope="module")
-def evaluated(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    """A trace file holding one small evaluation run, and the run's id."""
-    root = tmp_path_factory.mktemp("piped")
-    traces = root / "traces.duckdb"
-    with TraceStore(traces) as store:
-        run = run_evaluation(load_dataset(write_dataset(root / "set")), LookupConfig(svd_dims=16), store=store,
-                             baseline=False, oracle=False)
-    settle_trace_file(traces)
-    return traces, run.run_id
 
 
 def test_lookup_piped_into_head_prints_no_traceback(tmp_path: Path) -> None:
@@ -85,13 +68,14 @@ def test_console_script_piped_into_head_prints_no_traceback(tmp_path: Path) -> N
     _assert_quiet(done)
 
 
-def test_eval_report_trec_piped_into_head_prints_no_traceback(evaluated: tuple[Path, str], tmp_path: Path) -> None:
-    traces, run_id = evaluated
+def test_eval_report_trec_piped_into_head_prints_no_traceback(evaluated_traces: tuple[Path, str],
+                                                              tmp_path: Path) -> None:
+    traces, run_id = evaluated_traces
     done = _into_closed_pipe(["-m", "eval", "report", run_id, "--format", "trec", "--traces", str(traces)], tmp_path)
     _assert_quiet(done)
 
 
-def test_eval_runs_piped_into_head_prints_no_traceback(evaluated: tuple[Path, str], tmp_path: Path) -> None:
-    traces, _ = evaluated
+def test_eval_runs_piped_into_head_prints_no_traceback(evaluated_traces: tuple[Path, str], tmp_path: Path) -> None:
+    traces, _ = evaluated_traces
     done = _into_closed_pipe(["-m", "eval", "runs", "--traces", str(traces)], tmp_path)
     _assert_quiet(done)
