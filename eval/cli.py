@@ -30,7 +30,7 @@ from .defaults import DEFAULT_METRICS, FORMATS
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m eval", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m eval", description=" ".join(__doc__.split("\n\n")[0].split()))
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("run", help="evaluate one configuration on a dataset split")
     _dataset_flags(run)

@@ -14,11 +14,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from retrieval.agent.categories import check_category
 from retrieval.agent.tool import tool_definition
 from retrieval.config import LookupConfig, add_config_flags, config_flag, config_from_args  # noqa: F401 (re-exported)
-from retrieval.console import quiet_when_reader_leaves
+from retrieval.console.pipes import quiet_when_reader_leaves
 from retrieval.index.build import KnowledgeIndex, open_index
+from retrieval.kb.model import KnowledgeBaseNotFound
 from retrieval.lookup.explain_command import add_explain, run_explain
+from retrieval.lookup.invocation import Recorder, ToolInvocation
 from retrieval.lookup.orchestrator import lookup_knowledge
 from retrieval.lookup.recorders import combine
 from retrieval.otel.env import tracing_from_env
@@ -113,10 +116,14 @@ def add_kb_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def open_kb(args: argparse.Namespace, kb: Any, svd_dims: int) -> KnowledgeIndex:
-    """The index of `kb` as the knowledge-base flags (`add_kb_flags`) ask for it."""
-    return open_index(kb, svd_dims=svd_dims, strict=args.strict, use_cache=not args.no_cache,
-                      exclude_paths=args.exclude, rebuild=getattr(args, "rebuild", False),
-                      keep_fit=getattr(args, "keep_fit", False))
+    """The index of `kb` as the knowledge-base flags (`add_kb_flags`) ask for it (a missing base: an error that
+    says to pass --kb, where the library's names the function's argument)."""
+    try:
+        return open_index(kb, svd_dims=svd_dims, strict=args.strict, use_cache=not args.no_cache,
+                          exclude_paths=args.exclude, rebuild=getattr(args, "rebuild", False),
+                          keep_fit=getattr(args, "keep_fit", False))
+    except KnowledgeBaseNotFound as exc:
+        raise ValueError(exc.with_flag("--kb")) from None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -125,14 +132,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: Sequence[str] | None) -> int:
-    args = build_parser().parse_args(argv)
     tracing: list[Tracing] = []  # the lookup's export pipeline, stopped once the result is printed
     status, output = 0, None
     try:
+        args = build_parser().parse_args(argv)
         output = _run(args, tracing)
     except (ValueError, TraceStoreError) as exc:  # KnowledgeBaseError is a ValueError
         print(f"error: {exc}", file=sys.stderr)
         status = 2
+    finally:  # a helper prestarted for a command line refused before its lookup: no trace file is left
+        command_helper.release_prestarted()
     try:
         if output is not None:  # the mcp server has already used stdout for the protocol
             print(output, flush=True)
@@ -161,34 +170,7 @@ def _run(args: argparse.Namespace, tracing: list[Tracing]) -> str | None:
     if args.command == "explain":
         return run_explain(args, kb, config_from_args(args), open_kb)
     if args.command == "lookup":
-        if not args.query.strip():
-            raise ValueError('the query is empty; pass the question in quotes, e.g. lookup "reset my API token"')
-        config = config_from_args(args)
-        if not args.lock_timeout >= 0:
-            raise ValueError(f"--lock-timeout takes seconds, 0 or more, got {args.lock_timeout}")
-        store = None if args.no_trace else TraceStore(args.traces or default_traces(), open_now=False,
-                                                      lock_timeout=args.lock_timeout, background=False)
-        tracing.extend(filter(None, [tracing_from_env(args.otlp_endpoint, timeout_s=CLI_EXPORT_TIMEOUT)]))
-        recorder = combine(store, tracing[0].recorder if tracing else None)
-        helper = None if store is None else command_helper.take(store.path, store.lock_timeout)  # DuckDB loads
-        try:  # beside the lookup, in a helper process, which shows the row in the table before this one exits
-            index = open_kb(args, kb, config.svd_dims)
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                result = lookup_knowledge(args.query, index=index, config=config, category=args.category,
-                                          top_k=args.top_k, recorder=recorder)
-                if store is not None and helper is not None:
-                    _drain_at_exit(store, helper)
-        finally:
-            if helper is not None:
-                helper.close()
-        for warning in caught:
-            print(f"warning: {warning.message}", file=sys.stderr)
-        if index.kb.problems:  # the count is in retrieval_details.kb; the names go to stderr
-            named = "; ".join(f"{p.path}:{p.line}: {p.message}" for p in index.kb.problems[:3])
-            print(f"warning: {len(index.kb.problems)} knowledge-base file(s) or line(s) skipped ({named}"
-                  f"{'; …' if len(index.kb.problems) > 3 else ''}); `index` lists them all", file=sys.stderr)
-        return json.dumps(result.to_dict(), indent=None if args.compact else 2, ensure_ascii=False)
+        return _lookup(args, kb, tracing)
     index = open_kb(args, kb, getattr(args, "svd_dims", LookupConfig.svd_dims))
     if args.command == "index":
         summary: dict[str, Any] = index.kb.summary()
@@ -203,6 +185,62 @@ def _run(args: argparse.Namespace, tracing: list[Tracing]) -> str | None:
             summary["kept_fit"] = index.kept_fit.to_dict()
         return json.dumps(summary, indent=2)
     return json.dumps(tool_definition(index.kb.domains()), indent=2)
+
+
+def _lookup(args: argparse.Namespace, kb: Any, tracing: list[Tracing]) -> str:
+    """`lookup`: the result JSON. Input refused before the lookup (an empty query, a bad flag, a missing knowledge
+    base) records nothing and leaves no trace file behind; a category the base does not have is refused as the
+    MCP tool refuses it, and recorded as a failed call, as the library records the calls it refuses."""
+    if not args.query.strip():
+        raise ValueError('the query is empty; pass the question in quotes, e.g. lookup "reset my API token"')
+    config = config_from_args(args)
+    if not args.lock_timeout >= 0:
+        raise ValueError(f"--lock-timeout takes seconds, 0 or more, got {args.lock_timeout}")
+    path = None if args.no_trace else Path(args.traces or default_traces())
+    helper = None if path is None else command_helper.take(path, args.lock_timeout)  # DuckDB loads beside the
+    store: TraceStore | None = None  # lookup, in a helper process, which shows the row before this one exits
+    recorded: list[ToolInvocation] = []
+    caught: list[warnings.WarningMessage] = []
+    try:
+        index = open_kb(args, kb, config.svd_dims)
+        if path is not None:  # (made once the input is good: a refused command makes no folder)
+            store = TraceStore(path, open_now=False, lock_timeout=args.lock_timeout, background=False)
+        tracing.extend(filter(None, [tracing_from_env(args.otlp_endpoint, timeout_s=CLI_EXPORT_TIMEOUT)]))
+        recorder = combine(store, tracing[0].recorder if tracing else None)
+        record = None if recorder is None else _Noting(recorder, recorded)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                check_category(args.category, index.kb.domains(), {"query": args.query, "category": args.category,
+                                                                   "top_k": args.top_k}, config, record)
+                result = lookup_knowledge(args.query, index=index, config=config, category=args.category,
+                                          top_k=args.top_k, recorder=record)
+            finally:  # a refused call's row too: it is in the file when the command exits
+                if store is not None and helper is not None and recorded:
+                    _drain_at_exit(store, helper)
+    finally:
+        if helper is not None and not recorded:
+            helper.cancel()  # nothing recorded: a trace file the helper made is removed again
+        elif helper is not None:
+            helper.close()
+        for warning in caught:
+            print(f"warning: {warning.message}", file=sys.stderr)
+    if index.kb.problems:  # the count is in retrieval_details.kb; the names go to stderr
+        named = "; ".join(f"{p.path}:{p.line}: {p.message}" for p in index.kb.problems[:3])
+        print(f"warning: {len(index.kb.problems)} knowledge-base file(s) or line(s) skipped ({named}"
+              f"{'; …' if len(index.kb.problems) > 3 else ''}); `index` lists them all", file=sys.stderr)
+    return json.dumps(result.to_dict(), indent=None if args.compact else 2, ensure_ascii=False)
+
+
+class _Noting:
+    """A recorder that notes each invocation it passes on (the command drains only when it recorded a row)."""
+
+    def __init__(self, recorder: Recorder, noted: list[ToolInvocation]) -> None:
+        self.recorder, self.noted = recorder, noted
+
+    def __call__(self, invocation: ToolInvocation) -> None:
+        self.noted.append(invocation)
+        self.recorder(invocation)
 
 
 def _drain_at_exit(store: TraceStore, helper: CommandHelper) -> None:

@@ -20,6 +20,7 @@ from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 
 from retrieval import __version__
+from retrieval.agent.categories import check_category
 from retrieval.agent.mcp_output import LookupOutput, input_schema, render_text, structured_output
 from retrieval.agent.mcp_resources import URI_TEMPLATE, SourceRefused, find_entry, render_entry
 from retrieval.agent.tool import TOOL_DESCRIPTION, LookupTool
@@ -28,7 +29,6 @@ from retrieval.index.build import KnowledgeIndex
 from retrieval.index.live import LiveIndex, current_index
 from retrieval.lookup.invocation import Recorder, ToolInvocation
 from retrieval.lookup.orchestrator import TOOL_NAME, lookup_knowledge
-from retrieval.text.analysis import normalize_label
 
 SERVER_NAME = "lookup-knowledge"
 HTTP_HOST = "127.0.0.1"  # the HTTP transport never listens beyond this machine
@@ -67,7 +67,7 @@ def build_server(index: KnowledgeIndex | LiveIndex, config: LookupConfig, record
         client_recorder = None if recorder is None else ClientRecorder(recorder, *_client_info(ctx))
         answering = current_index(index)  # one index for the whole call, even if a rebuild lands meanwhile
         try:
-            _check_category(category, domains_of(answering),
+            check_category(category, domains_of(answering),
                             {"query": query, "category": category, "top_k": top_k}, config, client_recorder)
             result = lookup_knowledge(query, index=answering, config=config, category=category, top_k=top_k,
                                       recorder=client_recorder)
@@ -115,20 +115,6 @@ def close_recorder(recorder: Recorder | None) -> None:
         method = getattr(recorder, name, None)
         if callable(method):
             method()
-
-
-def _check_category(category: Any, domains: frozenset[str], arguments: dict[str, Any], config: LookupConfig,
-                    recorder: Recorder | None) -> None:
-    """The input schema's enum: a category outside the base's domains is refused (and recorded)."""
-    if not domains or not isinstance(category, str) or not normalize_label(category):
-        return  # no enum to enforce, or a value the library itself refuses
-    if normalize_label(category) in domains:
-        return
-    message = f"category must be one of {', '.join(sorted(domains))} or omitted, got {category!r}"
-    if recorder is not None:
-        recorder(ToolInvocation(TOOL_NAME, str(arguments["query"]), arguments, "error", 0.0, config.to_dict(), {},
-                                error=f"ValueError: {message}"))
-    raise ValueError(message)
 
 
 def _client_info(ctx: Context | None) -> tuple[str | None, str | None]:

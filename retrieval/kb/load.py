@@ -15,7 +15,7 @@ from pathlib import Path
 from retrieval.kb.entries import jsonl_entry, parse_markdown_entry
 from retrieval.kb.exclusions import ExcludePathError, normalize_prefixes
 from retrieval.kb.files import list_markdown
-from retrieval.kb.model import KnowledgeBase, KnowledgeBaseError
+from retrieval.kb.model import KnowledgeBase, KnowledgeBaseError, KnowledgeBaseNotFound
 from retrieval.kb.reading import (
     Prior,
     Reading,
@@ -55,8 +55,7 @@ def read_changes(path: str | Path, prior: Prior | None, *, strict: bool = False,
     root = Path(path)
     prefixes = exclude_prefixes(exclude_paths)
     if not root.exists():
-        raise KnowledgeBaseError(f"knowledge base not found: {root}; pass --kb with a folder of Markdown "
-                                 f"files or a corpus.jsonl")
+        raise KnowledgeBaseNotFound(root)
     excluded = frozenset(exclude_fields)
     if root.is_file() and root.suffix == ".jsonl":
         return read_jsonl(root, excluded, prefixes, max_chunk_words, prior), str(root)
@@ -67,8 +66,8 @@ def read_changes(path: str | Path, prior: Prior | None, *, strict: bool = False,
     reading = read_markdown(root, excluded, prefixes, max_chunk_words, prior)
     if strict and reading.problems:
         first = reading.problems[0]
-        raise KnowledgeBaseError(f"{first.path}:{first.line}: {first.message} (strict mode; fix the file or "
-                                 f"load without --strict to skip it)")
+        raise KnowledgeBaseError(f"{first.path}:{first.line}: {first.message} (strict mode; fix the file, or "
+                                 f"load without strict mode to skip it)")
     if not reading.files_seen:
         left_out = f" outside the excluded paths {', '.join(prefixes)}" if prefixes else ""
         raise KnowledgeBaseError(f"no Markdown files (*.md) under {root}{left_out}")

@@ -10,6 +10,7 @@ from abc import abstractmethod
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from pathlib import Path
 from typing import Any
 
 from retrieval.kb.files import LoadProblem
@@ -18,6 +19,26 @@ from retrieval.text.analysis import normalize_label
 
 class KnowledgeBaseError(ValueError):
     """The knowledge base cannot be loaded as asked (missing folder, no entries, strict-mode error)."""
+
+
+class KnowledgeBaseNotFound(KnowledgeBaseError):
+    """No file or folder at `path`. The message is the library's (what to pass to the function); a command line
+    or a page says it with its own flag or field (`with_flag`)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        super().__init__(f"knowledge base not found: {self.path}{self.relative_to()}; pass the path of a folder of "
+                         f"Markdown files or a corpus.jsonl, e.g. open_index(\"/path/to/kb\") or "
+                         f"load_knowledge_base(\"/path/to/kb\")")
+
+    def relative_to(self) -> str:
+        """' (relative to the working folder …)' for a relative path, which is read from there; else ''."""
+        return "" if self.path.is_absolute() else f" (relative to the working folder {Path.cwd()})"
+
+    def with_flag(self, flag: str) -> str:
+        """The same finding worded for a command line whose `flag` names the knowledge base (`--kb`)."""
+        return (f"knowledge base not found: {self.path}{self.relative_to()}; pass {flag} with a folder of Markdown "
+                f"files or a corpus.jsonl")
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,9 @@
 """`python -m retrieval explain "QUERY" --source PATH …`: where the lookup lost each expected page, as JSON.
 
-The flags are `lookup`'s (knowledge base, exclusions, `--category`, `--top-k` and every configuration flag);
-`--invocation ID` explains a recorded call instead, under its recorded query, category, top-k and settings,
-and says "could not reproduce" when the knowledge base or the result changed since (retrieval.lookup.explain).
+The flags are `lookup`'s (knowledge base, exclusions, `--category`, `--top-k`, `--no-trace` and every
+configuration flag; explain records nothing either way); `--invocation ID` explains a recorded call instead,
+under its recorded query, category, top-k and settings, and says "could not reproduce" when the knowledge base
+or the result changed since (retrieval.lookup.explain).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from retrieval.agent.categories import check_category
 from retrieval.config import LookupConfig
 from retrieval.index.build import KnowledgeIndex
 from retrieval.lookup.explain import explain_missing
@@ -32,6 +34,9 @@ def add_explain(commands: argparse._SubParsersAction, kb_flags: Callable[[argpar
     explain.add_argument("--invocation", default=None, metavar="ID",
                          help="explain a recorded call (its query, category, top-k and settings) from --traces")
     explain.add_argument("--traces", default=None, help="DuckDB trace file for --invocation (default: traces.duckdb)")
+    explain.add_argument("--no-trace", action="store_true",
+                         help="taken as lookup takes it, so a lookup's command line explains as it is: explain "
+                              "records nothing either way")
     explain.add_argument("--cutoff", type=int, default=None, metavar="N",
                          help="the rank a page must reach to count as returned (default: the top-k); an evaluation "
                               "run retrieves 100 and scores the first 10: --cutoff 10")
@@ -52,6 +57,8 @@ def run_explain(args: argparse.Namespace, kb: Any, config: LookupConfig, open_kb
         raise ValueError('the query is empty; pass the question in quotes, e.g. explain "reset my API token" '
                          "--source api/tokens.md")
     index = open_kb(args, kb, config.svd_dims)
+    check_category(category, index.kb.domains(), {"query": query, "category": category, "top_k": top_k}, config,
+                   None)  # refused as lookup refuses it (nothing recorded: explain records nothing)
     if args.cutoff is not None and args.cutoff < 1:
         raise ValueError(f"--cutoff takes a rank, 1 or more, got {args.cutoff}")
     report = explain_missing(query, args.source, index=index, config=config, category=category, top_k=top_k,

@@ -15,12 +15,19 @@ file for the lock timeout) or `error: …` (a file it cannot use); the command a
 spooled (or just goes away). After `drain` from a helper that was ready, the helper says `drained`, or
 `locked: …` when another process held the file all the while (the row then waits and arrives when it lets
 go). `lookup-knowledge` (the console script) starts the helper later, as a fresh interpreter (detached.py).
+
+A command that records nothing (its input was refused: an empty query, a bad flag, a missing knowledge base)
+must leave no trace file behind. When the file did not exist as the command started, it answers `cancel`
+instead (`CommandHelper.cancel`, `release_prestarted`): the helper removes what it made beside the file (the
+file, its log, its lock files, its folder if it made that too), says `cancelled` and exits.
 """
 
 from __future__ import annotations
 
 import contextlib
+import glob
 import os
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -32,6 +39,7 @@ from retrieval.traces.detached import detach_stdio, launch
 OK, LOCKED, ERROR, FAILED = "ok", "locked", "error", "failed"
 LOCK_TIMEOUT = 10.0  # the trace writer's default
 _prestarted: dict[tuple[str, float], CommandHelper] = {}
+_let_go: list[subprocess.Popen[str]] = []  # spawned helpers still at work after the command let them go
 
 
 @dataclass(frozen=True)
@@ -64,6 +72,13 @@ def prestart(argv: list[str]) -> None:
     _prestarted[(str(Path(flags["--traces"])), timeout)] = CommandHelper(Path(flags["--traces"]), timeout, fork=True)
 
 
+def release_prestarted() -> None:
+    """Cancel the prestarted helpers the command did not take (argparse or the command refused its input before
+    the lookup): nothing is recorded, so a trace file they made is removed again."""
+    while _prestarted:
+        _prestarted.popitem()[1].cancel()
+
+
 def take(path: Path, lock_timeout: float) -> CommandHelper:
     """The helper prestarted for `path` and `lock_timeout`, or a new one (spawned: this process may hold
     threads or DuckDB state, which a fork must not copy)."""
@@ -76,6 +91,7 @@ class CommandHelper:
 
     def __init__(self, path: Path, lock_timeout: float, *, fork: bool = False) -> None:
         self.path = path
+        self.fresh = not path.exists()  # made by this command's helper, if made: `cancel` removes it again
         self._pid, self._reader, self._writer = 0, None, None
         self._popen: subprocess.Popen[str] | None = None
         try:
@@ -124,6 +140,19 @@ class CommandHelper:
         self.close()
         return outcome
 
+    def cancel(self) -> None:
+        """The command recorded nothing: when the trace file did not exist as it started, wait for the helper
+        to remove what it made (the file did exist: just let the helper go); then close."""
+        if self.fresh and self._reader is not None and self._writer is not None:
+            try:
+                if _parsed(self._reader.readline().strip()).status != ERROR:  # (an error: it made nothing)
+                    self._writer.write("cancel\n")
+                    self._writer.flush()
+                    self._reader.readline()  # `cancelled`, or the end of a helper that stopped
+            except (OSError, ValueError):
+                pass
+        self.close()
+
     def close(self) -> None:
         """Let the helper go: it keeps working as the file's keeper, or exits, on its own (a helper that
         answered `error` exits at once and is collected if it has)."""
@@ -134,7 +163,8 @@ class CommandHelper:
         self._reader = self._writer = None
         pid, self._pid = self._pid, 0
         if self._popen is not None:
-            self._popen.poll()
+            if self._popen.poll() is None:  # working on as the keeper: kept referenced, so that dropping it
+                _let_go.append(self._popen)  # does not warn "subprocess … is still running" on the command's stderr
             self._popen = None
         elif pid:
             _reap(pid)
@@ -145,6 +175,34 @@ def _reap(pid: int) -> None:
     caller); a helper still working is left alone, and init collects it after this process."""
     with contextlib.suppress(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)
+
+
+class _Made:
+    """What the helper makes beside a trace file that did not exist: the folders it creates and every entry
+    named after the file (the file, `.wal`, `.drain.lock`, the spool, the live parts' folder)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.fresh = not path.exists()
+        missing = [folder for folder in (path.parent, *path.parent.parents) if not folder.exists()]
+        self.folders = missing  # deepest first
+        self.beside = set() if missing else {p.name for p in path.parent.glob(f"{glob.escape(path.name)}*")}
+
+    def remove(self) -> None:
+        """Remove what was made since (nothing when the file existed before); failures are left as they are."""
+        if not self.fresh:
+            return
+        for entry in sorted(self.path.parent.glob(f"{glob.escape(self.path.name)}*")):
+            if entry.name in self.beside:
+                continue
+            with contextlib.suppress(OSError):
+                if entry.is_dir() and not entry.is_symlink():
+                    shutil.rmtree(entry)
+                else:
+                    entry.unlink()
+        for folder in self.folders:
+            with contextlib.suppress(OSError):
+                folder.rmdir()  # only when empty
 
 
 def _parsed(line: str, done: str = "ready") -> Outcome:
@@ -178,6 +236,7 @@ def _serve(path: Path, lock_timeout: float, requests: TextIO, answers: TextIO) -
         answers.write(line + "\n")
         answers.flush()
 
+    made = _Made(path)  # what a cancelled command's helper removes again
     try:  # the folder, as the command's TraceWriter makes it: the forked helper may get here first
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -195,7 +254,13 @@ def _serve(path: Path, lock_timeout: float, requests: TextIO, answers: TextIO) -
     except TraceStoreError as exc:
         say(f"{ERROR}: {one_line(exc)}")
         return 0
-    asked = requests.readline().strip() == "drain"  # the row is spooled (or the command went away)
+    request = requests.readline().strip()
+    if request == "cancel":  # the command recorded nothing and the file was not there before it: leave none
+        if ready:  # (a file another process held was made by that process)
+            made.remove()
+        say("cancelled")
+        return 0
+    asked = request == "drain"  # the row is spooled (or the command went away)
     if ready and asked:
         spool = Spool(spool_path(path))
         try:

@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import get_args
 
+from retrieval.lookup.statuses import FilterStatus, L1Status, Layer
 from retrieval.paths import default_traces
 from retrieval.traces import db as trace_db
 from retrieval.traces.compact import STORAGE_VERSIONS, compact, storage_version_of
@@ -15,6 +18,10 @@ from retrieval.traces.export import FORMATS, export_traces
 from retrieval.traces.filters import MOMENT_HELP, SPAN_HELP, TraceFilter, parse_moment, parse_since, parse_span, utc_now
 from retrieval.traces.prune import file_size, prune
 
+DECISIONS: tuple[str, ...] = get_args(FilterStatus)
+SHORT_DECISIONS = {d.removeprefix("skipped_"): d for d in DECISIONS if d.startswith("skipped_")}  # ambiguous
+LAYERS: tuple[str, ...] = get_args(Layer)
+L1_STATUSES: tuple[str, ...] = get_args(L1Status)
 TRACES_HELP = "DuckDB trace file (default: $LOOKUP_KNOWLEDGE_TRACES, else traces.duckdb)"
 
 
@@ -40,11 +47,12 @@ def add_export(commands: argparse._SubParsersAction) -> None:
     filters.add_argument("--query-contains", default="", metavar="TEXT", help="the query contains TEXT (any case, "
                                                                              "taken literally)")
     filters.add_argument("--layer", action="append", default=[], metavar="LAYER",
-                         help="retrieval_layer is LAYER (repeatable: any of them), e.g. L0, L0+L1")
+                         help=f"retrieval_layer is LAYER (repeatable: any of them): {', '.join(LAYERS)}")
     filters.add_argument("--l1-status", action="append", default=[], metavar="STATUS",
-                         help="l1_status is STATUS (repeatable), e.g. ok, empty, failed")
+                         help=f"l1_status is STATUS (repeatable): {', '.join(L1_STATUSES)}")
     filters.add_argument("--filter-decision", action="append", default=[], metavar="DECISION",
-                         help="filter_decision is DECISION (repeatable), e.g. applied, caller, ambiguous")
+                         help=f"filter_decision is DECISION (repeatable): {', '.join(DECISIONS)} (the short "
+                              f"{', '.join(SHORT_DECISIONS)} say the same)")
 
 
 def add_prune(commands: argparse._SubParsersAction) -> None:
@@ -80,7 +88,9 @@ def run_export(args: argparse.Namespace) -> str:
         since=parse_since(args.since, flag="--since") if args.since is not None else None,
         until=parse_since(args.until, flag="--until") if args.until is not None else None,
         interactive=args.interactive, run_ids=tuple(args.run), query_contains=args.query_contains,
-        layers=tuple(args.layer), l1_statuses=tuple(args.l1_status), decisions=tuple(args.filter_decision))
+        layers=known_values(args.layer, LAYERS, "--layer"),
+        l1_statuses=known_values(args.l1_status, L1_STATUSES, "--l1-status"),
+        decisions=known_values(args.filter_decision, DECISIONS, "--filter-decision", SHORT_DECISIONS))
     traces = _existing(args.traces)
     if Path(args.output).is_file() and not args.overwrite:
         raise ValueError(f"the export's output {args.output} exists; pass another --output, or --overwrite")
@@ -109,6 +119,20 @@ def run_compact(args: argparse.Namespace) -> str:
         version = storage_version_of(con)
     return json.dumps({"traces": str(path), "bytes_before": before, "bytes_after": file_size(path),
                        "storage_version": version}, indent=2)
+
+
+def known_values(given: Sequence[str], allowed: tuple[str, ...], flag: str,
+                 short: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """`given` as the values stored (any case; a short name of `short` as its stored value); a ValueError naming
+    `flag` and every value it takes for one it does not know, as a filter on it would match no row."""
+    by_name = {value.lower(): value for value in allowed} | {k.lower(): v for k, v in (short or {}).items()}
+    known = []
+    for value in given:
+        stored = by_name.get(value.strip().lower())
+        if stored is None:
+            raise ValueError(f"{flag} takes one of {', '.join(allowed)}, got {value!r}: no row could match it")
+        known.append(stored)
+    return tuple(dict.fromkeys(known))
 
 
 def _existing(traces: str | None) -> Path:
