@@ -1,7 +1,8 @@
 """Labelled query sets: BEIR folders, Markdown knowledge bases with a JSONL query file, and known-item sets.
 
 A dataset names the knowledge base to index (`kb_path`, plus front-matter fields and path prefixes to
-leave out of every index) and its queries with graded relevant sources. Sources are what the core calls
+leave out of every index; its paths are absolute, so a run that records them is readable from any folder)
+and its queries with graded relevant sources. Sources are what the core calls
 source identity: the BEIR `_id`, or a Markdown file's path relative to the knowledge-base root.
 
 A query file row may state the answer's category (`category_of_first`, `category` or `categories`; a
@@ -50,6 +51,7 @@ def load_dataset(path: str | Path, *, split: str | None = None, known_item_field
     if not root.exists():
         raise DatasetError(f"dataset not found: {root}; pass --dataset with a BEIR folder (corpus.jsonl, "
                            f"queries.jsonl, qrels/) or a folder with kb/ and queries.jsonl")
+    root = root.resolve()  # a run records where its dataset is: readable from any folder later
     if known_item_field:
         if labels is not None:
             raise DatasetError("a known-item set labels itself (each page answers its field); leave out --qrels")
@@ -62,7 +64,8 @@ def load_dataset(path: str | Path, *, split: str | None = None, known_item_field
     if not queries.is_file():
         raise DatasetError(f"no query file {queries}; a Markdown dataset needs queries.jsonl with "
                            f'{{"_id", "text", "relevant": [sources]}} rows (or pass --known-item FIELD)')
-    return _named(_load_markdown(root, queries, _kb_root(root, kb_root), split, prefixes, labels), qrels_file)
+    return _named(_load_markdown(root, queries.resolve(), _kb_root(root, kb_root), split, prefixes, labels),
+                  qrels_file)
 
 
 def load_query_set(kb: str | Path, queries_file: str | Path, *, split: str | None = None,
@@ -79,6 +82,7 @@ def load_query_set(kb: str | Path, queries_file: str | Path, *, split: str | Non
     if not queries.is_file():
         raise DatasetError(f"no query file {queries}; pass --queries with a JSONL file of "
                            f'{{"_id", "text", "relevant": [paths relative to --kb]}} rows')
+    root, queries = root.resolve(), queries.resolve()  # recorded by a run: readable from any folder later
     dataset = _load_markdown(root, queries, root, split, prefixes, _qrels(qrels_file))
     return _named(replace(dataset, name=f"{root.name}:{queries.stem}"), qrels_file)
 
@@ -95,7 +99,7 @@ def _named(dataset: Dataset, qrels_file: str | Path | None) -> Dataset:
     if not qrels_file:
         return dataset
     return replace(dataset, name=f"{dataset.name}+{Path(qrels_file).name}",
-                   notes={**dataset.notes, "qrels_file": str(qrels_file)})
+                   notes={**dataset.notes, "qrels_file": str(Path(qrels_file).resolve())})
 
 
 def _prefixes(exclude_paths: Iterable[str] | str) -> tuple[str, ...]:

@@ -40,8 +40,8 @@ class Hole:
 @dataclass(frozen=True, eq=False)
 class JudgingQueue:
     """The holes of comparing `run_a` with `run_b`: how many paired questions, how many changed their top 10,
-    the unjudged pages in those top 10s (question by question, B's order first), and where the labels came
-    from."""
+    the unjudged pages in those top 10s (question by question, B's order first), where the labels came from, and
+    (`labels_warning`) why they are only the run's stored relevant pages, when they are: to show as a warning."""
 
     run_a: str
     run_b: str
@@ -49,6 +49,7 @@ class JudgingQueue:
     changed: int
     holes: tuple[Hole, ...]
     labels: str
+    labels_warning: str = ""  # the labels fell back to the stored relevant pages at grade 1: why (eval.run_labels)
 
     def frame(self) -> pd.DataFrame:
         """The holes as a table, one row per page (COLUMNS)."""
@@ -73,7 +74,7 @@ def judging_queue(store: TraceStore, run_a: str, run_b: str) -> JudgingQueue:
     """The judging queue of runs `run_a` and `run_b` (ids or unique prefixes) with the marks as they are now."""
     row_a, row_b = load_run_row(store, run_a), load_run_row(store, run_b)
     frame_a, frame_b = load_per_query(store, row_a["run_id"]), load_per_query(store, row_b["run_id"])
-    labels = run_labels(row_a, frame_a)
+    labels = run_labels(row_a, frame_a, store)
     marks = judged.judged_qrels(store)
     paired = frame_a.merge(frame_b, on="query_id", suffixes=("_a", "_b"))
     holes, changed = [], 0
@@ -86,7 +87,8 @@ def judging_queue(store: TraceStore, run_a: str, run_b: str) -> JudgingQueue:
         known = {**labels.qrels.get(str(row.query_id), {}), **marks.get(text.strip(), {})}
         holes.extend(_holes(str(row.query_id), text, top_a, top_b, known,
                             (_text(row.invocation_id_a), _text(row.invocation_id_b))))
-    return JudgingQueue(row_a["run_id"], row_b["run_id"], len(paired), changed, tuple(holes), labels.source)
+    return JudgingQueue(row_a["run_id"], row_b["run_id"], len(paired), changed, tuple(holes), labels.source,
+                        labels.warning)
 
 
 def _holes(query_id: str, query: str, top_a: list[str], top_b: list[str], known: Mapping[str, float],

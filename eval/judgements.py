@@ -96,4 +96,4 @@ def load_judged_set(kb: str | Path, traces_file: str | Path, *, split: str | Non
         queries = Path(folder) / "judgements.jsonl"
         queries.write_text(text, encoding="utf-8")
         dataset = load_query_set(kb, queries, split=split, exclude_paths=exclude_paths)
-    return replace(dataset, name=f"{Path(kb).name}:judgements", path=str(path))
+    return replace(dataset, name=f"{Path(kb).name}:judgements", path=str(path.resolve()))

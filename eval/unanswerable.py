@@ -60,6 +60,6 @@ def with_unanswerable(dataset: Dataset, path: str | Path | None) -> Dataset:
         raise DatasetError(f"{path}: question id(s) {', '.join(sorted(taken)[:5])} already name questions of "
                            f"{dataset.name}; give the file's questions other ids")
     queries = (*dataset.queries, *added)
-    notes = {**dataset.notes, "unanswerable_file": str(path), "unanswerable_from_file": len(added),
+    notes = {**dataset.notes, "unanswerable_file": str(Path(path).resolve()), "unanswerable_from_file": len(added),
              **unanswerable_notes(queries)}
     return replace(dataset, queries=queries, notes=notes)

@@ -83,7 +83,7 @@ def what_if_judged(store: TraceStore, comparison: Comparison, *, permutations: i
     names = list(comparison.metrics)
     parsed = metric_lib.parse_metrics(names)
     frames = {side: load_per_query(store, run) for side, run in (("a", comparison.run_a), ("b", comparison.run_b))}
-    labels = run_labels(load_run_row(store, comparison.run_a), frames["a"])
+    labels = run_labels(load_run_row(store, comparison.run_a), frames["a"], store)
     marks = judged.judged_qrels(store)
     table = comparison.per_query.copy()
     marked = table["query"].map(lambda q: bool(marks.get(str(q).strip())))
