@@ -40,7 +40,7 @@ TOLERANCE = 0.01  # library versions move scores in the third decimal; a changed
 NOISE_COSINE = 1e-2  # an LSA cosine below this, with no shared term, is numerical noise, not a match
 MARGIN = 5e-3  # every section's blended score and cosine must sit at least this far from a borderline
 NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?")
-BELOW_CLAUSE = re.compile(r"; (\d+) sections scored below l1_min_score")
+BELOW_CLAUSE = re.compile(r"; (\d+) sections? scored below l1_min_score")
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,7 @@ def _pin_below_counts(details: dict[str, Any], counts: BelowCounts) -> dict[str,
         assert (int(said.group(1)) if said else 0) == dropped, "the shortfall's count is not l1's count"
         reason = BELOW_CLAUSE.sub("", shortfall["reason"])
         if counts.clear:
-            reason += f"; {counts.clear} sections scored below l1_min_score"
+            reason += f"; {counts.clear} {'section' if counts.clear == 1 else 'sections'} scored below l1_min_score"
         details["shortfall"] = {**shortfall, "reason": reason}
     return details
 
