@@ -53,3 +53,10 @@ def test_a_facet_rows_words_name_the_holm_p_they_use(constructed_pair):
     for _, row in tested.iterrows():
         assert f"(Holm p = {row['Holm p']:.3g})" in row["significance"], row.to_dict()
         assert "(p = " not in row["significance"]
+
+
+def test_a_value_too_small_to_test_shows_a_dash_for_its_p_not_none(faceted_app):
+    """Issue 49, item 9: the p and Holm p of a value with too few questions read "None"."""
+    rows = [row for table in _facet_tables(faceted_app) for _, row in table.iterrows()
+            if row["significance"].startswith("not tested")]
+    assert rows and all(row["p"] == "—" and row["Holm p"] == "—" for row in rows)

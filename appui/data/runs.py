@@ -12,6 +12,7 @@ from typing import Any
 
 import pandas as pd
 
+from appui.data.cells import no_none
 from eval import storage
 from retrieval import TraceStore
 
@@ -128,13 +129,14 @@ def pair_table(per_query: pd.DataFrame, primary: str, truth: pd.DataFrame) -> pd
 
 def relevant_pages(row: pd.Series) -> pd.DataFrame:
     """One paired question's relevant pages: each one's rank and the stage that lost it, in A and in B (from the
-    runs' `relevant_stages`; empty for runs stored before they were attributed)."""
+    runs' `relevant_stages`; empty for runs stored before they were attributed). A cell with nothing to show is
+    an em dash, never "None": a rank, the page was not returned; a stage, the run did not record it."""
     a, b = row.get("relevant_stages_a"), row.get("relevant_stages_b")
     a, b = (a if isinstance(a, dict) else {}), (b if isinstance(b, dict) else {})
     rows = [{"relevant page": source, "rank A": (a.get(source) or {}).get("rank"),
              "stage A": (a.get(source) or {}).get("stage"), "rank B": (b.get(source) or {}).get("rank"),
              "stage B": (b.get(source) or {}).get("stage")} for source in sorted(set(a) | set(b))]
-    return pd.DataFrame(rows, columns=["relevant page", "rank A", "stage A", "rank B", "stage B"])
+    return no_none(pd.DataFrame(rows, columns=["relevant page", "rank A", "stage A", "rank B", "stage B"]))
 
 
 def _rank(value: Any) -> str:

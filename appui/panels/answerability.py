@@ -8,6 +8,12 @@ from typing import Any
 
 import streamlit as st
 
+from appui.data.cells import no_none
+
+EXTERNAL = "external"  # the `system` of an imported run's config (eval.compare.EXTERNAL)
+IMPORTED = ("it was imported from a TREC run file, which holds rankings only: the system graded nothing, so "
+            "there is nothing to measure")
+NOT_GRADED = "it was stored before runs graded their questions"
 CARD = (  # (key, label, help): the figures on a run's card, each a share or an AUROC
     ("unanswerable_high", "unanswerable graded high", "the agent would answer from a wrong page: lower is better"),
     ("unanswerable_abstained", "unanswerable abstained", "graded low or none, so the result says the knowledge "
@@ -26,7 +32,8 @@ def run_panel(run: Any) -> None:
     summary: Mapping[str, Any] | None = run.diagnostics.get("answerability")
     st.markdown("**Answerability**: does the relevance grade say when nothing answers?")
     if not summary or "levels" not in summary:
-        st.caption("Not measured: this run was stored before runs graded their questions.")
+        imported = (getattr(run, "config", None) or {}).get("system") == EXTERNAL
+        st.caption(f"Not measured: {IMPORTED if imported else NOT_GRADED}.")
         return
     if not summary["unanswerable"]:
         st.caption(summary.get("note", ""))
@@ -50,4 +57,10 @@ def comparison_panel(comparison: Any) -> None:
     if not (a and "levels" in a) and not (b and "levels" in b):
         return
     st.markdown("**Answerability, A vs B** (shares and AUROC; Δ = B − A)")
-    st.dataframe(abstention_report.comparison_table(a, b), hide_index=True, key="eval_answerability_compare")
+    st.dataframe(no_none(abstention_report.comparison_table(a, b)), hide_index=True, key="eval_answerability_compare")
+    systems = (comparison.config_diff or {}).get("system") or ["lookup", "lookup"]
+    unmeasured = [(side, system) for side, system, summary in zip("AB", systems, (a, b), strict=True)
+                  if not (summary and "levels" in summary)]
+    for side, system in unmeasured:
+        imported = str(system).startswith(f"{EXTERNAL} ")  # config_diff names an imported run "external <name>"
+        st.caption(f"— : not measured for run {side}: {IMPORTED if imported else NOT_GRADED}.")

@@ -9,6 +9,7 @@ from typing import Any
 import streamlit as st
 
 from appui.data import runs as runs_data
+from appui.data.cells import no_none
 
 DELTA = "Δ (B − A)"  # the deltas table's header, which runs_data.colour_significant colours
 
@@ -39,7 +40,9 @@ def panel(comparison: Any) -> None:
         frame = facets_report.table_frame(table).rename(columns={"delta": DELTA})
         frame["significance"] = facets_report.significance_column(table)
         st.markdown(f"**{metric} by {facet}** (overall Δ {table.overall_delta:+.4f})")
-        st.dataframe(frame.style.apply(runs_data.colour_significant, axis=1).format(precision=4, na_rep="—"),
+        # a value too small to test has no p: a dash (Streamlit draws any missing cell as "None", na_rep or not)
+        st.dataframe(no_none(frame, keep=(DELTA,)).style.apply(runs_data.colour_significant, axis=1)
+                     .format(precision=4),
                      hide_index=True, key=f"eval_facet_{metric}")
     st.caption(" · ".join(facets_report.explained(breakdown)[:1] + tuple(
         f"not a facet: {name} ({why})" for name, why in breakdown.skipped.items())))

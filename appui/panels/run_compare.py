@@ -17,6 +17,7 @@ import pandas as pd
 import streamlit as st
 
 from appui.data import runs as runs_data
+from appui.data.cells import DASH, no_none
 from appui.panels import answerability, facets, holes
 from appui.widgets import state, views
 
@@ -191,7 +192,8 @@ def _pairs(ctx: state.AppContext, comparison: Any) -> None:
     st.markdown(f"**Per query, largest loss on {comparison.primary_metric} first** (click a row to open both "
                 "lookups)")
     shown = table[runs_data.LEAD + extra]
-    selection = st.dataframe(shown.style.map(runs_data.colour_delta, subset=["Δ"]).format(precision=3, subset=["Δ"]),
+    selection = st.dataframe(no_none(shown, keep=("Δ",)).style.map(runs_data.colour_delta, subset=["Δ"])
+                             .format(precision=3, subset=["Δ"]),
                              hide_index=True, key="eval_pairs", on_select="rerun", selection_mode="single-row")
     rows = selection.selection.rows if selection else []
     focus = st.session_state.pop("eval_focus", None) or {}
@@ -210,6 +212,10 @@ def _pair_lookups(ctx: state.AppContext, comparison: Any, row: pd.Series) -> Non
     pages = runs_data.relevant_pages(row)
     if not pages.empty:  # where each relevant page stood in A and in B (docs/explain.md: the stages)
         st.dataframe(pages, hide_index=True, key="eval_pair_stages")
+        if (pages == DASH).any().any():
+            st.caption("—: a rank, the page was not in that run's results (its stage says where it was lost); a "
+                       "stage, not recorded for that run (an imported run, or one stored before pages were "
+                       "attributed).")
     top = st.number_input("Blocks per side", min_value=1, max_value=50, value=TOP_DEFAULT, key="eval_pair_top")
     columns = st.columns(2)
     for column, run_id, side in ((columns[0], comparison.run_a, "A"), (columns[1], comparison.run_b, "B")):
