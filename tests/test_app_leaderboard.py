@@ -68,3 +68,19 @@ def test_runs_of_another_knowledge_base_are_flagged_on_the_page(ranked_store, tm
     assert len(set(_board(at)["base"])) == 2
     assert [w.value.split(" (")[0] for w in at.warning if "knowledge bases" in w.value] == [
         "The runs of dataset twin were made on 2 different knowledge bases"]
+
+
+def test_the_metric_columns_come_first_beside_the_runs_label(app, stored):
+    """Issue 49, item 10: the metrics started off-screen, after the ids, the date, the sweep and the base."""
+    board = _board(app)
+    figures = [c for c in board.columns if "@" in c]  # every metric, and the BM25 baseline's
+    assert "ndcg@10" in figures and board.columns.tolist()[:len(figures) + 1] == ["label", *figures]
+    assert board.columns.tolist().index("run_id") > board.columns.tolist().index("n_queries")
+
+
+def test_a_single_runs_sweep_id_reads_a_dash_not_none(app, stored):
+    """Issue 49, item 9: a run made outside a sweep read "None" in the sweep_id column."""
+    at = ok(app.selectbox(key="lb_dataset").set_value("two").run())
+    board = _board(at)
+    assert board["sweep_id"].tolist() == ["—"]
+    assert not board.drop(columns=[c for c in board.columns if "@" in c]).isna().any().any()

@@ -3,10 +3,13 @@ settings that differ as columns, and a chosen metric over time. This module only
 
 from __future__ import annotations
 
+from typing import Any
+
 import altair as alt
 import pandas as pd
 import streamlit as st
 
+from appui.data.cells import no_none
 from appui.panels import eval_runs as eval_runs_panel
 from appui.widgets import state, wording
 
@@ -43,13 +46,26 @@ def render(ctx: state.AppContext) -> None:
     for note in board.notes:
         text = wording.for_page(note.removeprefix("warning: "))
         st.warning(text[0].upper() + text[1:])
-    st.dataframe(board.rows, hide_index=True, key="lb_table",
-                 column_config={"created_at": st.column_config.DatetimeColumn("created", format="YYYY-MM-DD HH:mm")})
+    st.dataframe(shown_rows(board), hide_index=True, key="lb_table", column_config={
+        "label": st.column_config.TextColumn(pinned=True, help="the settings the run changed, or the system"),
+        "created_at": st.column_config.DatetimeColumn("created", format="YYYY-MM-DD HH:mm"),
+        "sweep_id": st.column_config.TextColumn(help="the sweep the run was made in; —: a single run, no sweep")})
     metric = st.selectbox("Metric over time", list(board.metrics), key="lb_metric")
     trend = board.trend(metric)
     st.altair_chart(trend_chart(trend, metric), height=240)
     summary = board.trend_lines(metric)[0]
     st.caption(summary[0].upper() + summary[1:] + ".")
+
+
+def shown_rows(board: Any) -> pd.DataFrame:
+    """The board's rows as the page shows them: which run (its label), then every metric and the baseline's, so
+    the figures are on screen without scrolling, then the settings that differ and the run's ids; a missing cell
+    (a single run's sweep_id) an em dash, never "None"."""
+    rows = board.rows
+    figures = [c for c in rows.columns if c in board.metrics or c.startswith(f"{eval_leaderboard.BASELINE}:")]
+    first = ["label", *figures, "n_queries"]
+    ordered = rows[first + [c for c in rows.columns if c not in first]]
+    return no_none(ordered, keep=figures)
 
 
 def _pick(complete: pd.DataFrame) -> tuple[str, str | None]:
