@@ -58,3 +58,30 @@ def test_every_card_of_a_result_draws_its_parts_as_a_bar(env):
     assert cards and len(at.get("vega_lite_chart")) == len(cards)
     at = ok(at.selectbox(key="lookup_why_not").set_value("alerting/silences.md").run())
     assert len(at.get("vega_lite_chart")) == len(cards) + 1  # the missing page beside the last returned block
+
+
+def _legend(block: dict) -> dict[str, str]:
+    """The parts chart's legend: each label and its colour."""
+    scale = parts_chart.parts_chart([("#1", block)]).to_dict()["encoding"]["color"]["scale"]
+    return dict(zip(scale["domain"], scale["range"], strict=True))
+
+
+def _part(name: str, contribution: float) -> dict:
+    return {"part": name, "value": contribution, "weight": 1.0, "contribution": contribution}
+
+
+def test_each_part_in_the_legend_has_its_own_colour():
+    """Issue 49, item 10: "L1 lexical" and "L1" were drawn in one colour."""
+    assert len(set(parts_chart.COLOURS)) == len(parts_chart.ORDER)
+    split = _legend({"score_parts": [_part("L1 lexical", 0.4), _part("L1 LSA", 0.1), _part("page", 0.3)]})
+    whole = _legend({"score_parts": [_part("L1", 0.5), _part("page", 0.3)]})
+    assert split["L1 lexical"] != next(colour for label, colour in whole.items() if label.startswith("L1"))
+
+
+def test_the_legend_names_only_the_parts_drawn_and_the_floor_plainly():
+    """Issue 49, item 10: the legend listed an unexplained "L1 floor" on every card, floored or not."""
+    plain = _legend({"score_parts": [_part("L1 lexical", 0.4), _part("page", 0.3), _part("L0", 0.1)]})
+    assert list(plain) == ["L1 lexical", "page", "L0"]
+    floored = _legend({"score_parts": [_part("L1 lexical", 0.1), _part("L1 static", -0.3), _part("L1 floor", 0.2)]})
+    assert "L1 floor" not in floored
+    assert any(label.startswith("L1 cut back to 0") and "never goes below 0" in label for label in floored)
