@@ -14,6 +14,7 @@ from typing import Any
 
 import pandas as pd
 
+from appui.data.plain import plain_markdown
 from appui.panels import domain_view
 from retrieval.config import changed_settings
 from retrieval.export import Section, cell_text, html_document, json_object, markdown_document
@@ -182,8 +183,8 @@ def block_section(block: Mapping[str, Any], rank: int, *, level: int) -> Section
             lines.append(f"Hit reason ({reason.get('layer')} · {reason.get('field')}): {reason.get('reason')} "
                          f"(score {cell_text(_number(reason.get('score')))})")
     preview = block.get("content_preview", block.get("content"))
-    if preview:
-        lines.append(f"Preview: {preview}")
+    if preview:  # the page's words, without its Markdown marks (a report shows them as text)
+        lines.append(f"Preview: {plain_markdown(str(preview))}")
     table = pd.DataFrame([[p.get("part"), *(_number(p.get(c)) for c in PART_COLUMNS[1:])] for p in parts],
                          columns=PART_COLUMNS) if parts else None
     return Section(f"Block {rank}: {block.get('title') or block.get('source')}", tuple(lines), table=table,

@@ -12,6 +12,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from appui.data.plain import plain_markdown
 from appui.panels import domain_view
 from appui.widgets import marking, parts_chart
 from appui.widgets.score_parts import compare_two_blocks, parts_line
@@ -130,7 +131,7 @@ def evidence_cards(blocks: Sequence[Mapping[str, Any]], *, full: bool = True,
                 with st.expander("Content", expanded=rank == 1):
                     st.text(content)
             else:
-                preview = " ".join(content.split())
+                preview = " ".join(plain_markdown(content).split())  # the words, not their Markdown marks
                 st.text(preview[:160] + ("…" if len(preview) > 160 else ""))
     if len(shown) < len(blocks) or (returned or 0) > len(blocks):
         stored = (f"; the trace stores the first {len(blocks)} of the {returned} blocks the lookup returned"
