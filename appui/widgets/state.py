@@ -112,7 +112,7 @@ def load_index(kb_path: str, svd_dims: int, exclude_paths: tuple[str, ...] = (),
         return _index_slot(kb_path, svd_dims, exclude_paths).get(kb_path, svd_dims, build_bar.BuildBar(bar, kb_path),
                                                                  exclude_paths, fresh=fresh)
     except KnowledgeBaseError as exc:
-        st.error(f"Cannot open the knowledge base: {wording.for_page(str(exc))}")
+        st.error(f"Cannot open the knowledge base: {wording.for_error(exc)}")
     except (OSError, ValueError) as exc:
         st.error(f"Cannot index {kb_path}: {type(exc).__name__}: {exc}")
     finally:
@@ -190,7 +190,7 @@ def guarded(work: Callable[[], T]) -> T | None:
     except TraceStoreLocked as exc:  # an analyst's DuckDB shell holds the file: nothing is lost, say so
         st.warning(held_message(exc.holder))
     except (ValueError, KnowledgeBaseError, TraceStoreError, OSError, duckdb.Error) as exc:
-        st.error(f"{_kind(exc)}: {wording.for_page(str(exc))}")  # a KeyError is a bug: it is not caught
+        st.error(f"{_kind(exc)}: {wording.for_error(exc)}")  # a KeyError is a bug: it is not caught
     return None
 
 

@@ -19,3 +19,10 @@ def for_page(message: str) -> str:
     for flag, name in PAGE_NAMES:
         text = re.sub(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", name, text)
     return text
+
+
+def for_error(exc: Exception) -> str:
+    """An exception's message for the page: one that words itself for a command line's flag (a knowledge base
+    not found: `with_flag`) is asked for the `--kb` wording, which becomes the sidebar's Folder field."""
+    with_flag = getattr(exc, "with_flag", None)
+    return for_page(with_flag("--kb") if callable(with_flag) else str(exc))
