@@ -56,7 +56,7 @@ def test_applied_filter_shows_the_evidence_table_and_names_the_domain(env):
     assert billing["vote share"].endswith("%") and int(billing["vote share"][:-1]) >= 90
     line = _why(at)[0]
     assert line.startswith("**Why this domain:** One domain carried (billing, ") and line.endswith("→ filter applied")
-    assert "Rule: top 3 pages of the ranking vote" in _text(at) and "min share 10%" in _text(at)
+    assert "Rule: the top 3 pages of the unfiltered ranking vote" in _text(at) and "min share 10%" in _text(at)
 
 
 def test_applied_filter_says_what_it_changed_next_to_the_decision(env):

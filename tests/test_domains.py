@@ -57,6 +57,14 @@ def test_no_voters_and_no_coverage_vote_for_nothing():
     assert (vote.basis, vote.accepted, vote.evidence) == ("none", (), ())
 
 
+def test_a_vote_that_did_not_take_place_says_so_in_its_rule():
+    """Issue 49: "what is the capital of France" showed "top 3 pages of the none vote"."""
+    rule = vote_domains([], basis="ranking", **RULE).rule
+    assert rule.startswith("no vote: ") and "none vote" not in rule and "top 3" not in rule
+    ranked = vote_domains([_voter("a", 1.0, "alerting")], basis="ranking", **RULE).rule
+    assert ranked.startswith("the top 3 pages of the unfiltered ranking vote")
+
+
 def test_vote_details_name_the_rule_and_its_thresholds():
     payload = vote_domains([_voter("a", 1.0, "alerting")], basis="ranking", min_coverage=0.8, **RULE).to_dict()
     assert {"basis", "rule", "top_n", "temperature", "min_share", "min_coverage", "uncategorised_share",

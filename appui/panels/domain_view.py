@@ -109,7 +109,7 @@ def rule_caption(details: Mapping[str, Any]) -> str:
     evidence = _evidence(details)
     if not evidence:
         return ""
-    if evidence.get("basis") == "none":  # no vote took place: its rule ("top 3 pages of the none vote") says nothing
+    if evidence.get("basis") == "none":  # no vote took place (traces before issue 49 said "the none vote")
         return "No vote: no page was ranked and L0 matched nothing, so no domain could be carried."
     basis = str(evidence.get("basis", "—")).replace("_", " ")
     thresholds = (f"basis {basis} · top {evidence.get('top_n', '—')} · temperature {evidence.get('temperature', '—')}"

@@ -70,7 +70,10 @@ class DomainVote:
 
     @property
     def rule(self) -> str:
-        return (f"top {self.top_n} pages of the {self.basis.replace('_', ' ')} vote, weight "
+        if self.basis == "none":
+            return "no vote: no page was ranked and L0 matched nothing, so no domain is carried and no filter applies"
+        voters = "pages of the unfiltered ranking" if self.basis == "ranking" else "of L0's matches"
+        return (f"the top {self.top_n} {voters} vote, weight "
                 f"exp((score - best) / {self.temperature:g}); a domain with at least {self.min_share:.0%} "
                 f"of the vote is carried unless pages without a category hold as much, and so is the domain of "
                 f"an L0 match whose fields hold at least {self.min_coverage:.0%} of the query's IDF mass; "
