@@ -169,3 +169,13 @@ def test_only_significant_deltas_are_coloured_and_an_all_tied_comparison_says_so
     assert runs_data.tied_note(tied, "ndcg@10") == ("All 2 paired queries tie on ndcg@10: no query moved, so there "
                                                     "is nothing to chart.")
     assert runs_data.tied_note(tied.assign(**{"ndcg@10_delta": [0.0, 0.1]}), "ndcg@10") is None
+
+
+def test_the_stored_runs_table_and_the_headroom_table_never_read_none(shown_compare_page):
+    """Issue 49, item 9: a run made outside a sweep read "None" in the stored runs' sweep_id column."""
+    frames = [d.value for d in shown_compare_page.dataframe]
+    stored_runs = next(f for f in frames if {"sweep_id", "overrides"} <= set(f.columns))
+    headroom = next(f for f in frames if "oracle filter" in f.columns)
+    assert "—" in stored_runs["sweep_id"].tolist() and not stored_runs["sweep_id"].isna().any()
+    assert not headroom.isna().any().any()
+    assert any("a single run, not part of a sweep" in c.value for c in shown_compare_page.caption)

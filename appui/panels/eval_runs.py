@@ -13,6 +13,7 @@ import pandas as pd
 import streamlit as st
 
 from appui.data import runs as runs_data
+from appui.data.cells import no_none
 from appui.panels import answerability, run_compare
 from appui.widgets import build_bar, eval_inputs, state
 from retrieval import LookupConfig
@@ -105,8 +106,10 @@ def _headroom(ctx: state.AppContext, runs: pd.DataFrame) -> None:
     oracle = run.diagnostics.get("oracle") or {}
     st.markdown("**Headroom**: the lookup, the BM25 baseline, and the *oracle filter* (each query again with its "
                 "true category as the caller's filter); headroom = oracle filter − lookup")
-    st.dataframe(eval_oracle.headroom_table(run.metrics, run.baseline, run.diagnostics), hide_index=True,
-                 key="eval_headroom")
+    headroom = eval_oracle.headroom_table(run.metrics, run.baseline, run.diagnostics)
+    st.dataframe(no_none(headroom), hide_index=True, key="eval_headroom")
+    if headroom.isna().any().any():
+        st.caption("— : not measured for this run (no BM25 baseline, or no oracle filter: see below)")
     if "skipped" in oracle:
         st.caption(f"Oracle filter skipped: {oracle['skipped']}")
     elif oracle:
@@ -186,7 +189,9 @@ def render(ctx: state.AppContext, config: LookupConfig | None) -> None:
         return
     with st.expander(f"{len(runs)} stored run(s)"):
         settings = runs["overrides"].map(lambda o: runs_data.settings_label(o, "defaults"))  # one text column
-        st.dataframe(runs.assign(overrides=settings), hide_index=True, key="eval_runs")
+        st.dataframe(no_none(runs.assign(overrides=settings)), hide_index=True, key="eval_runs")
+        if "sweep_id" in runs and runs["sweep_id"].isna().any():
+            st.caption("sweep_id — : a single run, not part of a sweep")
     _headroom(ctx, runs)
     st.divider()
     st.subheader("Compare two runs")
