@@ -4,6 +4,9 @@ question with the judgement buttons, and the conclusions before and after the ma
 from __future__ import annotations
 
 import re
+from pathlib import Path
+
+import streamlit as st
 
 from eval import judgements
 from retrieval import TraceStore
@@ -62,3 +65,13 @@ def test_judging_bs_second_pages_relevant_flips_a_tie(holes_app, hole_runs):
     assert table.loc["recall@10", "before"] == "no difference"
     assert table.loc["recall@10", "after"].startswith("B better, significant")
     assert any("changed the conclusion on" in w.value and "recall@10" in w.value for w in at.warning)
+
+
+def test_the_queue_warns_when_the_runs_labels_cannot_be_read_again(holes_app, hole_runs):
+    """Issue 49 item 5: the queue fell back to "stored relevant pages, each at grade 1" without a word."""
+    assert not [w for w in holes_app.warning if "labels were not read again" in w.value]
+    (Path(hole_runs["dataset"].path) / "queries.jsonl").unlink()  # the labelled set is gone since the runs
+    st.cache_data.clear()  # the queue is cached per comparison and judgements' version
+    at = ok(holes_app.run())
+    warned = [w.value for w in at.warning if "labels were not read again" in w.value]
+    assert warned and "each at grade 1" in warned[0]

@@ -94,3 +94,18 @@ def test_run_stored_with_relative_paths_and_no_lookups_says_its_knowledge_base_i
     assert "each at grade 1" in labels.warning
     queue = holes.judging_queue(store, run_a, run_b)
     assert queue.labels_warning == labels.warning and "knowledge base is not found" in queue.sentence()
+
+
+def test_a_run_stored_with_relative_paths_compares_with_one_stored_since_on_the_same_folder(tmp_path: Path) -> None:
+    """The Compare page groups runs by dataset path: an old run's `set` and a new run's absolute path are one."""
+    from appui.data import runs as runs_data
+    from eval import runs
+
+    traces = tmp_path / "traces.duckdb"
+    run_a, run_b = _sweep_from(tmp_path / "work", traces)
+    store = TraceStore(traces)
+    _as_stored_before(store, run_a, tmp_path / "work")
+    table = runs_data.run_table(store, runs.list_runs(store))
+    runs_data.check_comparable(table, run_a, run_b)  # raised IncomparableRunsError before
+    paths = table.set_index("run_id")["dataset_path"]
+    assert paths[run_a] == paths[run_b] == str((tmp_path / "work" / "set").resolve())

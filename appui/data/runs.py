@@ -8,12 +8,14 @@ fingerprint recorded on their lookups); the run pickers only offer runs of one s
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from appui.data.cells import no_none
 from eval import storage
+from eval.run_paths import run_paths
 from retrieval import TraceStore
 
 LEAD = ["query", "rank A → B", "Δ", "filter A", "filter B", "true category"]
@@ -28,7 +30,9 @@ def run_table(store: TraceStore, runs: pd.DataFrame) -> pd.DataFrame:
     """`runs` (eval's list_runs) with dataset_path, kb_fingerprint and a `group` label naming dataset and base."""
     if runs.empty:
         return runs.assign(dataset_path=[], kb_fingerprint=[], group=[])
-    paths = store.query("SELECT run_id, dataset_path FROM eval_run")
+    paths = store.query("SELECT run_id, dataset_path, dataset_info FROM eval_run")
+    paths["dataset_path"] = [_absolute(store, r) for r in paths.to_dict("records")]
+    paths = paths.drop(columns=["dataset_info"])
     bases = storage.run_bases(store)
     table = runs.merge(paths, on="run_id", how="left").merge(bases, on="run_id", how="left")
     table["group"] = [_group(d, p, f) for d, p, f in zip(table["dataset"], table["dataset_path"],
@@ -40,6 +44,20 @@ def settings_label(overrides: Any, none: str) -> str:
     """A run's settings as its label reads them: the overrides as JSON, with text as written (a recorded run's
     `mixed: false ×2, true ×1`, not `\\u00d72`), or `none` when it ran with the defaults."""
     return json.dumps(overrides, ensure_ascii=False) if overrides else none
+
+
+def _absolute(store: TraceStore, row: dict[str, Any]) -> Any:
+    """A run's dataset path made absolute: a run stored before runs recorded absolute paths (`data`) groups with
+    one made since on the same folder (eval.run_paths finds where it was made)."""
+    path = row.get("dataset_path")
+    if not isinstance(path, str) or not path or Path(path).is_absolute():
+        return path
+    info = row.get("dataset_info")
+    try:
+        info = json.loads(info) if isinstance(info, str) else (info or {})
+    except ValueError:
+        info = {}
+    return run_paths({**row, "dataset_info": info}, store).dataset or path
 
 
 def _group(dataset: Any, path: Any, fingerprint: Any) -> str:

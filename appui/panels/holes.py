@@ -40,6 +40,8 @@ def render(ctx: state.AppContext, comparison: Any, labels: str) -> None:
         if queue is None:
             return
         st.caption(queue.sentence()[0].upper() + queue.sentence()[1:] + ".")
+        if queue.labels_warning:  # the labels fell back to the stored relevant pages: said, not silent
+            st.warning(queue.labels_warning)
         _conclusions(ctx, comparison, labels)  # above the queue: what the marks made so far changed
         grouped = list(queue.by_query().items())
         if not grouped:
