@@ -63,7 +63,7 @@ def test_single_trace_report_renders_hints_filter_rationale_and_every_blocks_par
     assert f"Entities: {', '.join(l0['entities']) or 'none'}" in shown.items
     assert "Decision: applied" in shown.items and 'Exact filter sent to L1: {"category": "billing"}' in shown.items
     assert any(item.startswith("Why: One domain carried (billing, ") for item in shown.items)
-    assert any(item.startswith("Rule: top ") for item in shown.items)
+    assert any(item.startswith("Rule: the top ") for item in shown.items)
     vote = shown.table("domain", "vote share", "best score", "L0 coverage", "accepted", "supporting pages")
     assert {"domain": "billing", "accepted": "yes"}.items() <= vote[0].items()
     assert any(item.startswith("L1 status: ok · searched ") for item in shown.items)
