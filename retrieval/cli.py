@@ -205,6 +205,8 @@ def _lookup(args: argparse.Namespace, kb: Any, tracing: list[Tracing]) -> str:
         index = open_kb(args, kb, config.svd_dims)
         if path is not None:  # (made once the input is good: a refused command makes no folder)
             store = TraceStore(path, open_now=False, lock_timeout=args.lock_timeout, background=False)
+            if helper is not None:
+                helper.open()  # the helper makes and checks the file beside the lookup
         tracing.extend(filter(None, [tracing_from_env(args.otlp_endpoint, timeout_s=CLI_EXPORT_TIMEOUT)]))
         recorder = combine(store, tracing[0].recorder if tracing else None)
         record = None if recorder is None else _Noting(recorder, recorded)
@@ -220,7 +222,7 @@ def _lookup(args: argparse.Namespace, kb: Any, tracing: list[Tracing]) -> str:
                     _drain_at_exit(store, helper)
     finally:
         if helper is not None and not recorded:
-            helper.cancel()  # nothing recorded: a trace file the helper made is removed again
+            helper.cancel()  # nothing recorded: the helper exits having made nothing
         elif helper is not None:
             helper.close()
         for warning in caught:

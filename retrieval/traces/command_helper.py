@@ -16,18 +16,15 @@ spooled (or just goes away). After `drain` from a helper that was ready, the hel
 `locked: …` when another process held the file all the while (the row then waits and arrives when it lets
 go). `lookup-knowledge` (the console script) starts the helper later, as a fresh interpreter (detached.py).
 
-A command that records nothing (its input was refused: an empty query, a bad flag, a missing knowledge base)
-must leave no trace file behind. When the file did not exist as the command started, it answers `cancel`
-instead (`CommandHelper.cancel`, `release_prestarted`): the helper removes what it made beside the file (the
-file, its log, its lock files, its folder if it made that too), says `cancelled` and exits.
+The helper touches nothing on disk until the command says `open`, which it does once its input passed its
+checks (the query, the flags, the knowledge base): a command that records nothing (its input was refused)
+says `cancel` instead, or just goes away, and the helper exits having made no file, no folder, no lock.
 """
 
 from __future__ import annotations
 
 import contextlib
-import glob
 import os
-import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -74,7 +71,7 @@ def prestart(argv: list[str]) -> None:
 
 def release_prestarted() -> None:
     """Cancel the prestarted helpers the command did not take (argparse or the command refused its input before
-    the lookup): nothing is recorded, so a trace file they made is removed again."""
+    the lookup): they exit having made nothing."""
     while _prestarted:
         _prestarted.popitem()[1].cancel()
 
@@ -91,7 +88,7 @@ class CommandHelper:
 
     def __init__(self, path: Path, lock_timeout: float, *, fork: bool = False) -> None:
         self.path = path
-        self.fresh = not path.exists()  # made by this command's helper, if made: `cancel` removes it again
+        self._opened = False
         self._pid, self._reader, self._writer = 0, None, None
         self._popen: subprocess.Popen[str] | None = None
         try:
@@ -123,12 +120,17 @@ class CommandHelper:
         self._pid, self._reader, self._writer = child.pid, child.stdout, child.stdin
         self._popen = child  # waited for by close()
 
+    def open(self) -> None:
+        """The command's input is good: the helper may make and check the trace file now (beside the lookup)."""
+        self._say("open")
+
     def finish(self) -> Outcome:
         """Read the helper's answer about the file, tell it the row is spooled and, when the file was ready, wait
         until the helper has drained it and the live view shows it."""
         if self._reader is None or self._writer is None:
             return Outcome(FAILED, "the drain helper did not start")
         try:
+            self.open()
             outcome = _parsed(self._reader.readline().strip())
             if outcome.status != ERROR:
                 self._writer.write("drain\n")
@@ -141,17 +143,19 @@ class CommandHelper:
         return outcome
 
     def cancel(self) -> None:
-        """The command recorded nothing: when the trace file did not exist as it started, wait for the helper
-        to remove what it made (the file did exist: just let the helper go); then close."""
-        if self.fresh and self._reader is not None and self._writer is not None:
-            try:
-                if _parsed(self._reader.readline().strip()).status != ERROR:  # (an error: it made nothing)
-                    self._writer.write("cancel\n")
-                    self._writer.flush()
-                    self._reader.readline()  # `cancelled`, or the end of a helper that stopped
-            except (OSError, ValueError):
-                pass
+        """The command recorded nothing: the helper, told before it made anything, exits; then close."""
+        if not self._opened:
+            self._say("cancel")
         self.close()
+
+    def _say(self, request: str) -> None:
+        """Send `open` (once) or `cancel`; a helper that is gone is left to `finish`, which reports it."""
+        if self._writer is None or (request == "open" and self._opened):
+            return
+        self._opened = self._opened or request == "open"
+        with contextlib.suppress(OSError, ValueError):
+            self._writer.write(request + "\n")
+            self._writer.flush()
 
     def close(self) -> None:
         """Let the helper go: it keeps working as the file's keeper, or exits, on its own (a helper that
@@ -175,34 +179,6 @@ def _reap(pid: int) -> None:
     caller); a helper still working is left alone, and init collects it after this process."""
     with contextlib.suppress(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)
-
-
-class _Made:
-    """What the helper makes beside a trace file that did not exist: the folders it creates and every entry
-    named after the file (the file, `.wal`, `.drain.lock`, the spool, the live parts' folder)."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.fresh = not path.exists()
-        missing = [folder for folder in (path.parent, *path.parent.parents) if not folder.exists()]
-        self.folders = missing  # deepest first
-        self.beside = set() if missing else {p.name for p in path.parent.glob(f"{glob.escape(path.name)}*")}
-
-    def remove(self) -> None:
-        """Remove what was made since (nothing when the file existed before); failures are left as they are."""
-        if not self.fresh:
-            return
-        for entry in sorted(self.path.parent.glob(f"{glob.escape(self.path.name)}*")):
-            if entry.name in self.beside:
-                continue
-            with contextlib.suppress(OSError):
-                if entry.is_dir() and not entry.is_symlink():
-                    shutil.rmtree(entry)
-                else:
-                    entry.unlink()
-        for folder in self.folders:
-            with contextlib.suppress(OSError):
-                folder.rmdir()  # only when empty
 
 
 def _parsed(line: str, done: str = "ready") -> Outcome:
@@ -236,7 +212,8 @@ def _serve(path: Path, lock_timeout: float, requests: TextIO, answers: TextIO) -
         answers.write(line + "\n")
         answers.flush()
 
-    made = _Made(path)  # what a cancelled command's helper removes again
+    if requests.readline().strip() != "open":  # `cancel`, or the command went away: nothing is made
+        return 0
     try:  # the folder, as the command's TraceWriter makes it: the forked helper may get here first
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -254,13 +231,7 @@ def _serve(path: Path, lock_timeout: float, requests: TextIO, answers: TextIO) -
     except TraceStoreError as exc:
         say(f"{ERROR}: {one_line(exc)}")
         return 0
-    request = requests.readline().strip()
-    if request == "cancel":  # the command recorded nothing and the file was not there before it: leave none
-        if ready:  # (a file another process held was made by that process)
-            made.remove()
-        say("cancelled")
-        return 0
-    asked = request == "drain"  # the row is spooled (or the command went away)
+    asked = requests.readline().strip() == "drain"  # the row is spooled (or the command went away)
     if ready and asked:
         spool = Spool(spool_path(path))
         try:
