@@ -21,7 +21,7 @@ READER_LOCK_TIMEOUT = 3.0  # as the app's Traces page (appui.widgets.state.LOCK_
 PLAIN_EVERY = 0.1  # seconds between the plain client's tries
 
 PLAIN_CLIENT = r"""
-import json, sys, time
+import json, re, sys, time
 import duckdb
 path, until, every = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
 ok, failed, errors = 0, 0, []
@@ -36,7 +36,15 @@ while time.time() < until:
         ok += 1
     except duckdb.Error as exc:
         failed += 1
-        errors.append(str(exc).splitlines()[0][:200])
+        first = str(exc).splitlines()[0]
+        holder = re.search(r"\(PID (\d+)\)", first)
+        try:  # who held the file: a writer (the test's command line), a keeper, a helper
+            with open(f"/proc/{holder.group(1)}/cmdline", "rb") as cmdline:
+                who = cmdline.read().replace(b"\0", b" ").decode(errors="replace")[:160]
+        except (AttributeError, OSError):
+            who = "?"
+        pid = holder.group(1) if holder else "?"
+        errors.append(f"at {time.time() - until:+.2f} s from the end, held by {pid} [{who}]: {first[:160]}")
     time.sleep(max(0.0, every - (time.monotonic() - started)))
 print(json.dumps({"ok": ok, "failed": failed, "errors": errors[:5]}))
 """
