@@ -112,6 +112,15 @@ def visible(page, locator) -> None:
     wait_for_app(page)
 
 
+def open_folder(page, folder: str) -> None:
+    """Sidebar: Folder path, then `folder` as the knowledge base (Enter), and the run it starts finished."""
+    page.locator(".st-key-kb_source").get_by_text("Folder path").click()
+    wait_for_app(page)
+    page.locator(".st-key-kb_path input").fill(folder)
+    page.locator(".st-key-kb_path input").press("Enter")
+    wait_for_app(page)
+
+
 def open_page(page, title: str) -> None:
     page.get_by_test_id("stSidebarNav").get_by_text(title, exact=True).click()
     visible(page, page.get_by_test_id("stHeading").filter(has_text=title).first)

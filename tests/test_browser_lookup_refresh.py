@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 from retrieval.paths import PROJECT_ROOT
-from tests.browser_helpers import CHROMIUM, sync_api, visible, wait_for_app
+from tests.browser_helpers import CHROMIUM, open_folder, sync_api, visible
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow,
               pytest.mark.skipif(not CHROMIUM.exists(), reason=f"Debian's Chromium is not installed at {CHROMIUM}")]
@@ -16,14 +16,6 @@ QUESTION = "which bird delivers invoices on Tuesdays"
 ADDED = ("\n## Pigeon delivery of invoices\n\n"
          "On Tuesdays every paper invoice is delivered by Percival, the billing team's carrier pigeon, "
          "to the billing contacts' office.\n")
-
-
-def _open_folder(page, folder: str) -> None:
-    page.locator(".st-key-kb_source").get_by_text("Folder path").click()
-    wait_for_app(page)
-    page.locator(".st-key-kb_path input").fill(folder)
-    page.locator(".st-key-kb_path input").press("Enter")
-    wait_for_app(page)
 
 
 def _fingerprint(page) -> str:
@@ -34,7 +26,7 @@ def _fingerprint(page) -> str:
 
 def test_enter_after_a_page_edit_shows_the_edited_page(server, flow_page):
     kb = shutil.copytree(PROJECT_ROOT / "data" / "kb", server["root"] / "kb-copy")
-    _open_folder(flow_page, str(kb))
+    open_folder(flow_page, str(kb))
     box = flow_page.locator(".st-key-lookup_query input")
     box.fill(QUESTION)
     box.press("Enter")

@@ -7,7 +7,16 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser_helpers import CHROMIUM, click_first_row, open_page, screenshot, sync_api, visible, wait_for_app
+from tests.browser_helpers import (
+    CHROMIUM,
+    click_first_row,
+    open_folder,
+    open_page,
+    screenshot,
+    sync_api,
+    visible,
+    wait_for_app,
+)
 from tests.conftest import shared_path
 from tests.kb_fixture import write_kb
 
@@ -38,20 +47,12 @@ def _lookup(page, query: str) -> None:
     visible(page, page.get_by_test_id("stMarkdownContainer").filter(has_text=f"“{query}”").first)
 
 
-def _open_folder(page, folder: str) -> None:
-    page.locator(".st-key-kb_source").get_by_text("Folder path").click()
-    wait_for_app(page)
-    page.locator(".st-key-kb_path input").fill(folder)
-    page.locator(".st-key-kb_path input").press("Enter")
-    wait_for_app(page)
-
-
 def test_a_very_long_title_chip_stays_inside_its_column(server, flow_page, flow_shots):
     kb = write_kb(server["root"] / "long-kb")
     (kb / "integrations" / "long-webhooks.md").write_text(
         f"---\ntitle: {LONG_TITLE}\ncategory: Integrations\nkeywords: [webhook notification endpoint]\n---\n"
         "Configure the webhook notification endpoint that receives alert routing events.\n")
-    _open_folder(flow_page, str(kb))
+    open_folder(flow_page, str(kb))
     _lookup(flow_page, "webhook notification endpoint configuration")
     chips, over = _overflowing(flow_page)
     long_chips = [c for c in chips if LONG_WORD in c["text"]]
@@ -70,7 +71,7 @@ def test_a_very_long_title_chip_stays_inside_its_column(server, flow_page, flow_
 
 def test_excluding_news_in_the_sidebar_keeps_release_notes_out_of_a_hugo_lookup(server, flow_page, flow_shots):
     hugo = shared_path("hugo_docs", "content", "en")
-    _open_folder(flow_page, str(hugo))
+    open_folder(flow_page, str(hugo))
     _lookup(flow_page, "how do I add a menu")
     sync_api.expect(flow_page.get_by_text("news/0.14-relnotes/index.md").first).to_be_visible()
     flow_page.locator(".st-key-kb_exclude input").fill("news")
