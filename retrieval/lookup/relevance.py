@@ -20,7 +20,7 @@ from retrieval.lookup.answerability import Signals
 from retrieval.lookup.answerability import signals as signals_of
 from retrieval.lookup.confidence import estimate, level_of
 from retrieval.lookup.evidence import EvidenceBlock
-from retrieval.lookup.statuses import RelevanceLevel, check
+from retrieval.lookup.statuses import L1_DID_NOT_ANSWER, RelevanceLevel, check
 
 HIGH_CONFIDENCE = confidence_model.HIGH  # confidence at or above: high
 MEDIUM_CONFIDENCE = confidence_model.MEDIUM  # at or above: medium; below: low, and `abstain`
@@ -63,9 +63,7 @@ def assess(blocks: Sequence[EvidenceBlock], hints: L0Hints, l1_status: str,
     confidence = estimate(signals)
     primary = blocks[0]
     if primary.l1_score is None:
-        why = {"empty": "L1 returned no candidates", "failed": "L1 failed", "timeout": "L1 timed out",
-               "disabled": "L1 is disabled", "unavailable": "L1 is unavailable"}.get(
-            l1_status, "L1 did not find this entry")
+        why = L1_DID_NOT_ANSWER.get(l1_status, "L1 did not find this entry")
         return Relevance("low", False, f"L0 only: {why}; the primary matched on {_l0_fields(primary)} without "
                                        f"semantic support (confidence {confidence.value:.2f})",
                          confidence.value, signals)

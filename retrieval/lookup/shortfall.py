@@ -10,10 +10,7 @@ from typing import Any
 from retrieval.l1.results import L1Result
 from retrieval.lookup.evidence import EvidenceBlock
 from retrieval.lookup.filters import FilterDecision
-from retrieval.lookup.statuses import ShortfallLimit, check
-
-L1_DID_NOT_ANSWER = {"empty": "L1 found no section", "failed": "L1 failed", "timeout": "L1 timed out",
-                     "disabled": "L1 is disabled", "unavailable": "L1 is unavailable"}  # by L1 status
+from retrieval.lookup.statuses import L1_DID_NOT_ANSWER, ShortfallLimit, check
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,8 @@ FilterStatus = Literal["applied", "skipped_no_domain", "skipped_ambiguous", "dis
 L1Status = Literal["ok", "empty", "failed", "timeout", "disabled", "unavailable"]
 RelevanceLevel = Literal["high", "medium", "low", "none"]
 ShortfallLimit = Literal["filter", "l1", "matches"]  # why fewer blocks came back than top_k asked for
+L1_DID_NOT_ANSWER = {"empty": "L1 returned no candidates", "failed": "L1 failed", "timeout": "L1 timed out",
+                     "disabled": "L1 is disabled", "unavailable": "L1 is unavailable"}  # each status but ok, in words
 
 
 def check(value: Any, allowed: Any, name: str) -> None:
