@@ -5,6 +5,7 @@ measured by bench/build_memory.py and bench/run.py (docs/benchmarks.md)."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from scipy import sparse
 
 from retrieval.l1.arrays import weight_columns
@@ -31,17 +32,22 @@ def test_count_parts_hold_eight_bytes_an_entry_and_join_into_the_same_matrix():
     assert (joined != expected).nnz == 0
 
 
-def test_bm25_weighted_where_the_counts_lie_equals_weighting_each_row():
+@pytest.mark.parametrize("length_mean", [None, 7.5])
+def test_bm25_weighted_where_the_counts_lie_equals_weighting_each_row(length_mean):
+    """The stored weights are BM25's term-frequency part (the query applies the idf), normalised by the rows'
+    mean length or by a kept one (a delta segment's: its base's)."""
     counts = _random_counts(120, 40, seed=5)
     k1, b = 1.2, 0.75
-    got = weight_columns(counts, k1, b)
+    got = weight_columns(counts, k1, b, length_mean)
     dense = counts.toarray().astype(np.float64)
     lengths = dense.sum(axis=1)
     doc_freq = (dense > 0).sum(axis=0)
     idf = np.log1p((dense.shape[0] - doc_freq + 0.5) / (doc_freq + 0.5))
     idf[doc_freq == 0] = 0.0
-    norm = k1 * (1 - b + b * lengths / lengths.mean())
-    expected = np.where(dense > 0, dense * (k1 + 1) / (dense + norm[:, None]) * idf[None, :], 0.0)
+    mean = lengths.mean() if length_mean is None else length_mean
+    norm = k1 * (1 - b + b * lengths / mean)
+    expected = np.where(dense > 0, dense * (k1 + 1) / (dense + norm[:, None]), 0.0)
+    assert got.length_mean == mean
     weights = sparse.csc_matrix((got.weights, got.rows, got.indptr), shape=counts.shape).toarray()
     assert np.allclose(weights, expected, rtol=1e-5, atol=1e-7)
     assert np.array_equal(got.idf, idf)

@@ -13,12 +13,10 @@ from pathlib import Path
 from retrieval import open_index
 from retrieval.index import cache_stamp
 from retrieval.index.cache import CacheWarning
-from retrieval.index.write_behind import forget
 
 
 def _folder(kb_dir: Path, cache: Path) -> Path:
     open_index(kb_dir, svd_dims=16, cache_dir=cache)
-    forget()  # the next open reads the folder, as a fresh process does
     [folder] = [p for p in cache.iterdir() if (p / "manifest.json").is_file()]
     return folder
 
@@ -27,7 +25,6 @@ def _open(kb_dir: Path, cache: Path):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         index = open_index(kb_dir, svd_dims=16, cache_dir=cache)
-    forget()
     return index, [str(w.message) for w in caught if issubclass(w.category, CacheWarning)]
 
 

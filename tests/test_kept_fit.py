@@ -36,7 +36,10 @@ def _edit_a_few_pages(kb) -> None:
 
 
 def _lsa_by_text(index) -> dict[tuple[str, str, str], np.ndarray]:
-    return {(c.source, c.breadcrumb, c.text): index.l1.arrays.lsa[row] for row, c in enumerate(index.l1.chunks)}
+    """Each live section's LSA vector, by its text (an updated index's tombstoned rows are not live)."""
+    rows = index.l1.pages.every_row()
+    return {(c.source, c.breadcrumb, c.text): vector
+            for c, vector in zip([index.l1.chunks[r] for r in rows.tolist()], index.l1.lsa.take(rows), strict=True)}
 
 
 def test_an_updated_index_ranks_as_a_full_rebuild_that_keeps_its_fit(editable_kb):

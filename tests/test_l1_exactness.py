@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 
 from retrieval.l1 import search as l1_module
-from retrieval.l1.bounded import LsaHeads
 from retrieval.l1.search import L1Index
 from tests.index_helpers import CATEGORIES
 
@@ -74,7 +73,7 @@ def test_a_filtered_search_after_the_probe_equals_a_fresh_one(generated):
 def test_cosine_bound_is_at_least_the_cosine(generated):
     index, _ = generated
     lsa = index.arrays.lsa
-    heads = LsaHeads.of(lsa)
+    heads = index.lsa_heads
     rng = np.random.default_rng(1)
     for _ in range(20):
         query = rng.normal(size=lsa.shape[1]).astype(np.float32)

@@ -11,5 +11,4 @@ __all__, __getattr__, __dir__ = lazy_exports(__name__, {
     "digest": "file_digest",
     "provenance": "LIBRARIES library_versions",
     "live": "LiveIndex current_index",
-    "write_behind": "wait_for_writes",
 })

@@ -2,8 +2,7 @@
 
 `write_array` writes what `np.save` writes (the same header and bytes), but in blocks of `WRITE_BLOCK`,
 feeding each block to the XXH3-128 digest the manifest records as it goes (the file is not read back to be
-hashed) and calling `checkpoint` before each block: the cache writer behind an update waits there while an
-update or a lookup runs (retrieval/index/foreground.py), so it never holds the process for more than a block.
+hashed).
 An array the build spilled (retrieval/index/spill.py) is already that file: it is linked (or copied by the
 kernel) rather than read back through its map into this process, then hashed a block at a time.
 """
@@ -13,7 +12,6 @@ from __future__ import annotations
 import io
 import os
 import shutil
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,24 +21,20 @@ import xxhash
 from retrieval.index.digest import file_digest
 from retrieval.index.spill import spilled_file
 
-WRITE_BLOCK = 2 * 2**20  # 2 MiB: 5-15 ms of writing on a busy machine, the longest a checkpoint is away
-
-Checkpoint = Callable[[], None]  # called between blocks; it may wait, or raise to abandon the write
+WRITE_BLOCK = 2 * 2**20  # 2 MiB written and hashed at a time
 
 
-def write_array(path: Path, array: np.ndarray, checkpoint: Checkpoint | None = None) -> dict[str, Any]:
+def write_array(path: Path, array: np.ndarray) -> dict[str, Any]:
     """Write `array` as the `.npy` file `path`; its manifest entry (file, dtype, shape, bytes, XXH3-128)."""
-    if checkpoint is not None:
-        checkpoint()
     if take_spilled(path, array):
-        digest = file_digest(path, checkpoint)
+        digest = file_digest(path)
     else:
-        digest = _save(path, array if array.flags.c_contiguous else array.copy(order="C"), checkpoint)
+        digest = _save(path, array if array.flags.c_contiguous else array.copy(order="C"))
     return {"file": path.name, "dtype": array.dtype.str, "shape": list(array.shape), "bytes": path.stat().st_size,
             "xxh3_128": digest}
 
 
-def _save(path: Path, array: np.ndarray, checkpoint: Checkpoint | None) -> str:
+def _save(path: Path, array: np.ndarray) -> str:
     """`np.save(path, array)` a block at a time; the XXH3-128 of the bytes written."""
     if array.dtype.hasobject or array.dtype.itemsize == 0:  # np.save says why it cannot (no pickles here)
         np.save(path, array, allow_pickle=False)
@@ -57,8 +51,6 @@ def _save(path: Path, array: np.ndarray, checkpoint: Checkpoint | None) -> str:
     with path.open("wb") as handle:
         handle.write(header.getvalue())
         for start in range(0, len(data), WRITE_BLOCK):
-            if checkpoint is not None and start:
-                checkpoint()
             block = data[start:start + WRITE_BLOCK]
             digest.update(block)
             handle.write(block)

@@ -10,22 +10,20 @@ import time
 import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from retrieval import __version__
-from retrieval.index import arena, block_making
 from retrieval.index import progress as bp
 from retrieval.index.cache import SPILL_PREFIX, CachedIndex, read_cache, write_cache
 from retrieval.index.chunk_store import ChunkRows, indexable
 from retrieval.index.config import IndexConfig
-from retrieval.index.foreground import Foreground
 from retrieval.index.incremental import UpdateFacts, newest_of_lineage, update_index
 from retrieval.index.lineage import Lineage
 from retrieval.index.spill import IN_MEMORY, Spill
-from retrieval.index.write_behind import forget, recalled, remember, wait_for_writes, write_behind, writing
+from retrieval.index.stacked_entries import ChunkPicks
 from retrieval.kb.load import exclude_prefixes, load_knowledge_base
 from retrieval.kb.model import KnowledgeBase
 from retrieval.kb.sources import stat_line
@@ -83,7 +81,6 @@ def build_index(kb: KnowledgeBase, *, svd_dims: int | None = None, config: Index
     return KnowledgeIndex(kb, l0, l1, reason, config.svd_dims, time.perf_counter() - started, False, config)
 
 
-@Foreground()  # the cache writer behind an earlier update waits meanwhile (retrieval/index/foreground.py)
 def open_index(path: str | Path, *, svd_dims: int | None = None, config: IndexConfig | None = None,
                cache_dir: str | Path | None = None, use_cache: bool = True, strict: bool = False,
                exclude_fields: Iterable[str] = (), exclude_paths: Iterable[str] = (),
@@ -91,9 +88,10 @@ def open_index(path: str | Path, *, svd_dims: int | None = None, config: IndexCo
                embedder: Embedder | LazyEmbedder | str | None = DEFAULT, rebuild: bool = False,
                keep_fit: bool = False) -> KnowledgeIndex:
     """Load and index a knowledge base, reusing the on-disk cache when the corpus content is unchanged, and
-    updating the newest cached index of the same base and options when some files changed
-    (retrieval/index/incremental.py; `rebuild` builds it whole instead, a new full fit; with `keep_fit`, a
-    full build on the LSA fit of the cached index, updated first if files changed: what an update equals).
+    updating the newest cached index of the same base and options when some files changed: the update writes
+    a delta beside the last full build (retrieval/index/incremental.py; `rebuild` builds it whole instead, a
+    new full fit; with `keep_fit`, a full build on the fit of the cached index, updated first if files
+    changed: what an update equals).
 
     `config` holds the index settings (`svd_dims` overrides its dimensions). `exclude_paths` (path
     prefixes relative to the root, see retrieval.kb.exclusions) are normalised and sorted, and are part of
@@ -114,40 +112,28 @@ def open_index(path: str | Path, *, svd_dims: int | None = None, config: IndexCo
     name = embedder.name if embedder else None
     lineage = cache_key(f"lineage|{Path(path).resolve()}|{excluded}|{name}", config, strict, prefixes)
     cache_root = Path(cache_dir or default_cache_dir())
-    recent = None if rebuild else recalled(cache_root, lineage)  # this process's last index of the lineage
     key = cache_key(f"{file_signature(path)}|{excluded}|{name}", config, strict, prefixes)
     folder = cache_root / key
-    if recent is None or (recent.folder != folder and writing(folder)):
-        wait_for_writes()  # what this process wrote is on disk before the cache is read
     with _collector_paused():
-        if recent is not None and recent.folder == folder:  # unchanged since: served from memory
-            cached = recent.cached
-        else:
-            cached = None if rebuild else read_cache(folder)
+        cached = None if rebuild else read_cache(folder)
         bp.report(progress, bp.HASHING, 1.0)
         if cached is not None:
             bp.report(progress, bp.CACHED, 1.0)
-            remember(folder, cached)
             return _from_cache(cached, embedder)
-        prior = None if rebuild else recent.cached if recent else newest_of_lineage(folder.parent, lineage)
-        del recent
+        prior = None if rebuild else newest_of_lineage(folder.parent, lineage)
         updated = prior and update_index(prior, path, strict=strict, exclude_fields=excluded, exclude_paths=prefixes,
                                          config=config, embedder=embedder)
-        if prior is not None and not updated:  # a full build follows: no block is made ahead for it, none kept
-            block_making.stop_ahead()
-            arena.release_pool()
         del prior
-        if updated:  # served now; its cache folder is written behind (retrieval/index/write_behind.py)
-            write_behind(folder, updated.cached)
-            block_making.reserve_behind(arena.last_sizes())  # the next update's memory, made once the process is quiet
-            remember(folder, replace(updated.cached, store=updated.kb.entries.store))
+        if updated:
+            bp.report(progress, bp.CACHING, 0.0)
+            write_cache(folder, updated.cached)  # the delta only: what changed since the base
+            bp.report(progress, bp.CACHING, 1.0)
             return KnowledgeIndex(updated.kb, updated.l0, updated.l1, None, config.svd_dims, updated.facts.seconds,
                                   False, config, updated.facts)
     kept = _current(path, folder.parent, lineage, dict(svd_dims=svd_dims, config=config, cache_dir=cache_dir,
                      strict=strict, exclude_fields=exclude_fields, exclude_paths=exclude_paths,
                      embedder=embedder)) if keep_fit else None
     fit = LsaFit.of(kept.arrays) if kept is not None and kept.arrays is not None and kept.lineage else None
-    forget()  # a full build: the next update starts from its folder, not from an index before it
     spill = Spill(folder.parent / f"{SPILL_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:8]}")
     try:  # the largest arrays go to the cache's disk as they are made, and the cache takes those files
         index = build_index(_read(path, strict, excluded, prefixes, progress), config=config, progress=progress,
@@ -157,8 +143,6 @@ def open_index(path: str | Path, *, svd_dims: int | None = None, config: IndexCo
         if embedder is not None and index.l1 is not None and index.l1.embedder_info is None:  # the embedder failed:
             folder = folder.parent / cache_key(f"{file_signature(path)}|{excluded}|None", config, strict, prefixes)
         rows = _l1_rows(index.kb)
-        # a folder written behind an update (held back while this build ran) is finished first: this write prunes
-        wait_for_writes()  # the cache root, where its half-written `.building-*` folder would be a leftover
         write_cache(folder, CachedIndex(index.kb, index.l1.arrays if index.l1 else None, rows,
                                         index.l1_unavailable_reason, config, index.build_seconds, l0=index.l0.arrays,
                                         lineage=index.kept_fit or Lineage(lineage, str(Path(path).resolve()),
@@ -173,10 +157,6 @@ def _current(path: str | Path, cache_root: Path, lineage: str, options: dict) ->
     """The cached index of the base at `path` as its files are now (updated first if they changed, built if
     there is none or it drifted past the bound: then its fit is a new one), to keep the fit of."""
     open_index(path, **options)
-    recent = recalled(cache_root, lineage)
-    if recent is not None:
-        return recent.cached
-    wait_for_writes()
     return newest_of_lineage(cache_root, lineage)
 
 
@@ -255,9 +235,12 @@ def _collector_paused() -> Iterator[None]:
 
 def _from_cache(cached: CachedIndex, embedder: Embedder | LazyEmbedder | None) -> KnowledgeIndex:
     l1 = None
+    delta = cached.delta
     if cached.arrays is not None and cached.l1_rows is not None and cached.store is not None:
-        l1 = L1Index(ChunkRows(cached.store, cached.l1_rows), cached.index_config, arrays=cached.arrays,
-                     embedder=embedder)
+        chunks = ChunkRows(cached.store, cached.l1_rows) if delta is None else ChunkPicks.end_to_end(
+            (cached.store, delta.entries.store), (cached.l1_rows, delta.l1_rows))
+        l1 = L1Index(chunks, cached.index_config, arrays=cached.arrays, embedder=embedder,
+                     delta=delta.l1 if delta is not None else None)
     return KnowledgeIndex(cached.kb, L0Index(cached.kb.entries, arrays=cached.l0), l1, cached.l1_unavailable_reason,
                           cached.index_config.svd_dims, cached.build_seconds, True, cached.index_config)
 

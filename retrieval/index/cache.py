@@ -36,23 +36,23 @@ from typing import Any
 import numpy as np
 
 from retrieval.index import cache_stamp
-from retrieval.index.array_files import Checkpoint, write_array
+from retrieval.index.array_files import write_array
 from retrieval.index.cache_check import MANIFEST, check_bytes
 from retrieval.index.chunk_store import ChunkStore, TextColumn
 from retrieval.index.config import IndexConfig
 from retrieval.index.entry_columns import EntryColumns
 from retrieval.index.lineage import Lineage, source_arrays, source_table
 from retrieval.index.spill import IN_MEMORY, Spill
+from retrieval.index.stacked_entries import StackedEntries
 from retrieval.kb.files import LoadProblem
 from retrieval.kb.model import Entry, KnowledgeBase
 from retrieval.kb.sources import SourceTable
 from retrieval.l0.arrays import L0Arrays
 from retrieval.l0.index import L0Index
 from retrieval.l1.arrays import L1Arrays
+from retrieval.l1.segments import Delta, Tombstones
 
-FORMAT = 7  # 7: L0 keeps its entries' term counts (an update reuses them); 6: the LSA fit sampled and started
-# by content keys (retrieval/l1/stable_sample.py)
-# 5: term counts, source table and lineage (4: L0 arrays, entry columns and XXH3-128 hashes)
+FORMAT = 8  # one number for every cache folder; 8: a base and a delta beside it (issue 50)
 KEEP_CACHED = 16
 DEFAULT_MAX_MB = 4096
 SPILL_PREFIX = ".spill-"  # a build's spilled arrays (retrieval/index/spill.py), until the cache takes them
@@ -78,6 +78,21 @@ class CachedIndex:
     store: ChunkStore | None = None  # set on read: the chunks' columns behind the base's entries
     l0: L0Arrays | None = None
     lineage: Lineage | None = None  # what it was built from and its drift (retrieval/index/lineage.py)
+    delta: IndexDelta | None = None  # what updates changed since the base (None: a full build's folder)
+    folder: Path | None = None  # set on read: the folder it was read from
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class IndexDelta:
+    """What updates changed since a full build (the base, in the cache folder named `base`): the entries added or
+    edited since, with their chunks; every entry's place (`picks`: base entry e, or len(base) + k for delta entry
+    k); L1's delta segment and tombstones (retrieval/l1/segments.py) and the delta's store rows L1 indexes."""
+
+    base: str
+    entries: EntryColumns
+    picks: np.ndarray
+    l1: Delta | None
+    l1_rows: np.ndarray
 
 
 def max_cache_bytes() -> int:
@@ -104,33 +119,49 @@ def read_cache(folder: Path) -> CachedIndex | None:
         return None
 
 
-def write_cache(folder: Path, cached: CachedIndex, checkpoint: Checkpoint | None = None) -> None:
-    """Write `cached` to `folder` atomically; a failure (read-only or full disk) is a warning, not an error.
-    `checkpoint` is called before each file and between the blocks of each (array_files.write_array)."""
+def write_cache(folder: Path, cached: CachedIndex) -> None:
+    """Write `cached` to `folder` atomically, a full build's arrays or (`cached.delta`) only the delta's beside
+    its base's folder; a failure (read-only or full disk) is a warning, not an error."""
+    def arrays(temporary: Path) -> dict[str, np.ndarray]:
+        found: dict[str, np.ndarray] = {}
+        l0 = cached.l0 if cached.l0 is not None else L0Index(cached.kb.entries).arrays
+        found.update({L0_PREFIX + f.name: getattr(l0, f.name) for f in dataclasses.fields(L0Arrays)})
+        delta = cached.delta
+        if delta is not None:
+            if cached.kb.source_table is not None:
+                found.update(source_arrays(cached.kb.source_table))
+            found.update({**_store_arrays(delta.entries.store), **delta.entries.arrays(), "picks": delta.picks,
+                          "delta_l1_rows": delta.l1_rows})
+            if delta.l1 is not None:
+                found.update(_delta_arrays(delta.l1))
+            return found
+        if cached.arrays is not None and cached.l1_rows is not None:
+            found.update({f.name: getattr(cached.arrays, f.name) for f in dataclasses.fields(L1Arrays)})
+            found["l1_rows"] = cached.l1_rows
+        spill = Spill(temporary / ".spill")  # a large base's text columns are written as they are encoded
+        found.update(_kb_arrays(cached.kb, spill))
+        return found
+
+    extra = {"base": cached.delta.base} if cached.delta is not None else {}
+    if cached.delta is not None and cached.delta.l1 is not None:
+        extra["dead_rows"] = cached.delta.l1.dead.rows
+    _write_folder(folder, arrays, {**extra, "lineage": cached.lineage.to_dict() if cached.lineage else None,
+                                   "kb": _kb_dict(cached.kb), "l1_unavailable_reason": cached.l1_unavailable_reason,
+                                   "index_config": cached.index_config.to_dict(),
+                                   "build_seconds": cached.build_seconds})
+
+
+def _write_folder(folder: Path, arrays, manifest: dict[str, Any]) -> None:
+    """Write the arrays `arrays(temporary folder)` gives and `manifest` as `folder`, under a temporary name
+    renamed into place; a failure is a warning."""
     temporary = None
     try:
         folder.parent.mkdir(parents=True, exist_ok=True)
         temporary = Path(tempfile.mkdtemp(dir=folder.parent, prefix=".building-"))
-        files: dict[str, Any] = {}
-
-        def write(name: str, array: np.ndarray) -> None:
-            files[name] = write_array(temporary / f"{name}.npy", array, checkpoint)
-
-        if cached.arrays is not None and cached.l1_rows is not None:
-            for field in dataclasses.fields(L1Arrays):
-                write(field.name, getattr(cached.arrays, field.name))
-            write("l1_rows", cached.l1_rows)
-        l0 = cached.l0 if cached.l0 is not None else L0Index(cached.kb.entries).arrays
-        for field in dataclasses.fields(L0Arrays):
-            write(L0_PREFIX + field.name, getattr(l0, field.name))
-        spill = Spill(temporary / ".spill")  # a large base's text columns are written as they are encoded
-        for name, value in _kb_arrays(cached.kb, spill).items():
-            write(name, value)
+        files = {name: write_array(temporary / f"{name}.npy", value) for name, value in arrays(temporary).items()}
         shutil.rmtree(temporary / ".spill", ignore_errors=True)
-        manifest = {"format": FORMAT, "files": files, "lineage": cached.lineage.to_dict() if cached.lineage else None,
-                    "kb": _kb_dict(cached.kb), "l1_unavailable_reason": cached.l1_unavailable_reason,
-                    "index_config": cached.index_config.to_dict(), "build_seconds": cached.build_seconds}
-        (temporary / MANIFEST).write_text(json.dumps(manifest), encoding="utf-8")
+        (temporary / MANIFEST).write_text(json.dumps({"format": FORMAT, "files": files, **manifest}),
+                                          encoding="utf-8")
         # the hashes were made from the bytes written, in a folder no one else knows yet: a stamp vouches for them
         at, states = cache_stamp.states(temporary / spec["file"] for spec in files.values())
         cache_stamp.record(temporary, states, at, cache_stamp.fine_clock(temporary))
@@ -141,10 +172,22 @@ def write_cache(folder: Path, cached: CachedIndex, checkpoint: Checkpoint | None
         prune(folder.parent, keep=KEEP_CACHED, max_bytes=max_cache_bytes())
     except OSError as exc:
         warnings.warn(f"could not write the index cache in {folder.parent} ({type(exc).__name__}: {exc}); "
-                      "the index works but will be rebuilt next time", CacheWarning, stacklevel=2)
+                      "the index works but will be rebuilt next time", CacheWarning, stacklevel=3)
     finally:
         if temporary is not None:
             shutil.rmtree(temporary, ignore_errors=True)
+
+
+DELTA_PREFIX = "delta_"
+DEAD_ARRAYS = ("pages", "section_columns", "section_counts", "page_columns", "page_counts")
+
+
+def _delta_arrays(delta: Delta) -> dict[str, np.ndarray]:
+    """The arrays of L1's delta segment and tombstones, as a delta folder stores them."""
+    found = {f"dead_{name}": getattr(delta.dead, name) for name in DEAD_ARRAYS}
+    if delta.arrays is not None:
+        found.update({DELTA_PREFIX + f.name: getattr(delta.arrays, f.name) for f in dataclasses.fields(L1Arrays)})
+    return found
 
 
 def prune(root: Path, *, keep: int, max_bytes: int) -> None:
@@ -159,11 +202,26 @@ def prune(root: Path, *, keep: int, max_bytes: int) -> None:
             stale.unlink(missing_ok=True)
     folders = sorted((p for p in root.iterdir() if (p / MANIFEST).is_file()),
                      key=lambda p: (p / MANIFEST).stat().st_mtime, reverse=True)
+    newest_base = _base_of(folders[0]) if folders else None  # the newest folder's base stays with it
     total = 0
+    removed: set[str] = set()
     for position, folder in enumerate(folders):
         total += sum(f.stat().st_size for f in folder.iterdir() if f.is_file())
-        if position > 0 and (position >= keep or total > max_bytes):
+        if position > 0 and folder.name != newest_base and (position >= keep or total > max_bytes):
             shutil.rmtree(folder, ignore_errors=True)
+            removed.add(folder.name)
+    for folder in folders:  # a delta whose base is gone can never be read
+        if folder.name not in removed and _base_of(folder) in removed:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _base_of(folder: Path) -> str | None:
+    """The base folder's name a delta folder's manifest names (None: a full build's folder, or unreadable)."""
+    try:
+        base = json.loads((folder / MANIFEST).read_text(encoding="utf-8")).get("base")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return base if isinstance(base, str) else None
 
 
 def _modified(path: Path, default: float) -> float:
@@ -176,6 +234,27 @@ def _modified(path: Path, default: float) -> float:
 
 
 def _read(folder: Path) -> CachedIndex:
+    manifest, arrays = _read_folder(folder)
+    base_name = manifest.get("base")
+    if base_name is not None:
+        return _read_delta(folder, manifest, arrays)
+    entries = _entries(arrays)
+    l0 = _l0(arrays, len(entries))
+    table = source_table(arrays, len(entries)) if "source_entries" in arrays else None
+    kb = _kb(manifest["kb"], entries, table)
+    l1, l1_rows = None, None
+    if "l1_rows" in arrays:
+        l1 = L1Arrays(**{f.name: arrays[f.name] for f in dataclasses.fields(L1Arrays)})
+        l1_rows = arrays["l1_rows"]
+        if l1_rows.size and (l1_rows.min() < 0 or l1_rows.max() >= len(entries.store)):
+            raise ValueError("l1_rows names chunks the base does not hold")
+    lineage = Lineage.of_dict(manifest["lineage"]) if manifest.get("lineage") else None
+    return CachedIndex(kb, l1, l1_rows, manifest["l1_unavailable_reason"], IndexConfig(**manifest["index_config"]),
+                       float(manifest["build_seconds"]), entries.store, l0, lineage, folder=folder)
+
+
+def _read_folder(folder: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """A folder's manifest and its arrays, every file checked against the manifest first."""
     manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise ValueError(f"manifest format is not {FORMAT}")
@@ -184,26 +263,58 @@ def _read(folder: Path) -> CachedIndex:
         raise ValueError("manifest names no files")
     paths = {name: _member(folder, spec["file"]) for name, spec in files.items()}
     check_bytes([(paths[name], spec) for name, spec in files.items()], folder)
-    arrays = {name: _read_array(paths[name], spec) for name, spec in files.items()}
-    entries = EntryColumns.of_arrays({n: arrays[n] for n in ENTRY_ARRAYS}, arrays["chunk_entry"],
-                                     arrays["chunk_position"],
-                                     TextColumn(arrays["breadcrumb_blob"], arrays["breadcrumb_offsets"]),
-                                     TextColumn(arrays["text_blob"], arrays["text_offsets"]))
+    return manifest, {name: _read_array(paths[name], spec) for name, spec in files.items()}
+
+
+def _read_delta(folder: Path, manifest: dict[str, Any], arrays: dict[str, np.ndarray]) -> CachedIndex:
+    """A delta folder read with its base's (which must be a full build's folder beside it)."""
+    base_name = manifest["base"]
+    if not isinstance(base_name, str) or Path(base_name).name != base_name or base_name in ("", ".", ".."):
+        raise ValueError(f"the delta names a base outside the cache: {base_name!r}")
+    base = _read(folder.parent / base_name)
+    if base.delta is not None or base.arrays is None or base.l1_rows is None:
+        raise ValueError("the delta's base is not a full build with L1")
+    delta_entries = _entries(arrays)
+    picks = arrays["picks"]
+    n_base = len(base.kb.entries)
+    if picks.ndim != 1 or (picks.size and (picks.min() < 0 or picks.max() >= n_base + len(delta_entries))):
+        raise ValueError("the delta's entry order names entries it does not hold")
+    entries = StackedEntries(base.kb.entries, delta_entries, picks)
+    l0 = _l0(arrays, len(entries))
+    table = source_table(arrays, len(entries)) if "source_entries" in arrays else None
+    l1_rows = arrays["delta_l1_rows"]
+    if l1_rows.size and (l1_rows.min() < 0 or l1_rows.max() >= len(delta_entries.store)):
+        raise ValueError("delta_l1_rows names chunks the delta does not hold")
+    l1 = None
+    if "dead_pages" in arrays:
+        dead = Tombstones(*(arrays[f"dead_{name}"] for name in DEAD_ARRAYS), int(manifest["dead_rows"]))
+        delta_arrays = None
+        if DELTA_PREFIX + "lsa" in arrays:
+            delta_arrays = L1Arrays(**{f.name: arrays[DELTA_PREFIX + f.name] for f in dataclasses.fields(L1Arrays)})
+            if delta_arrays.page_of_chunk.size != l1_rows.size:
+                raise ValueError("the delta's L1 rows and arrays disagree")
+        if dead.pages.size and dead.pages.max() >= base.arrays.page_row_starts.size - 1:
+            raise ValueError("the delta tombstones pages the base does not hold")
+        l1 = Delta(delta_arrays, dead)
+    kb = _kb(manifest["kb"], entries, table)
+    lineage = Lineage.of_dict(manifest["lineage"]) if manifest.get("lineage") else None
+    return CachedIndex(kb, base.arrays, base.l1_rows, manifest["l1_unavailable_reason"],
+                       IndexConfig(**manifest["index_config"]), float(manifest["build_seconds"]), base.store, l0,
+                       lineage, IndexDelta(base_name, delta_entries, picks, l1, l1_rows), folder)
+
+
+def _entries(arrays: dict[str, np.ndarray]) -> EntryColumns:
+    return EntryColumns.of_arrays({n: arrays[n] for n in ENTRY_ARRAYS}, arrays["chunk_entry"], arrays["chunk_position"],
+                                  TextColumn(arrays["breadcrumb_blob"], arrays["breadcrumb_offsets"]),
+                                  TextColumn(arrays["text_blob"], arrays["text_offsets"]))
+
+
+def _l0(arrays: dict[str, np.ndarray], n_entries: int) -> L0Arrays:
     l0 = L0Arrays(**{f.name: arrays[L0_PREFIX + f.name] for f in dataclasses.fields(L0Arrays)})
     l0.check()
-    if l0.n_docs != len(entries):
+    if l0.n_docs != n_entries:
         raise ValueError("the L0 arrays and the entries disagree on the number of entries")
-    table = source_table(arrays, len(entries)) if "source_entries" in files else None
-    kb = _kb(manifest["kb"], entries, table)
-    l1, l1_rows = None, None
-    if "l1_rows" in files:
-        l1 = L1Arrays(**{f.name: arrays[f.name] for f in dataclasses.fields(L1Arrays)})
-        l1_rows = arrays["l1_rows"]
-        if l1_rows.size and (l1_rows.min() < 0 or l1_rows.max() >= len(entries.store)):
-            raise ValueError("l1_rows names chunks the base does not hold")
-    lineage = Lineage.of_dict(manifest["lineage"]) if manifest.get("lineage") else None
-    return CachedIndex(kb, l1, l1_rows, manifest["l1_unavailable_reason"], IndexConfig(**manifest["index_config"]),
-                       float(manifest["build_seconds"]), entries.store, l0, lineage)
+    return l0
 
 
 def _kb_arrays(kb: KnowledgeBase, spill: Spill = IN_MEMORY) -> dict[str, np.ndarray]:

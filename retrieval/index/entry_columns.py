@@ -151,6 +151,10 @@ class EntryColumns(EntrySequence):
         i = self._source_index.get(source)
         return self[i] if i >= 0 else None
 
+    def index_of(self, source: str) -> int:
+        """The position of the entry with this source (-1: none)."""
+        return self._source_index.get(source)
+
     @cached_property
     def _source_index(self) -> TermIndex:
         return TermIndex(self.sources, self.source_hashes, self.source_ids)
@@ -158,10 +162,14 @@ class EntryColumns(EntrySequence):
     def chunk_count(self) -> int:
         return len(self.store)
 
-    def domains(self) -> set[str]:
+    def domains(self, live: np.ndarray | None = None) -> set[str]:
+        """The domains of every entry (`live`: of the entries where it is True)."""
         # the kind of each label: its slot (4 * entry + kind) is the last start at or before it
         slots = np.searchsorted(self.label_starts, np.arange(len(self.labels)), side="right") - 1
-        return set(self.labels.take(np.flatnonzero(slots % len(LABEL_KINDS) == LABEL_KINDS.index("domains"))))
+        wanted = slots % len(LABEL_KINDS) == LABEL_KINDS.index("domains")
+        if live is not None:
+            wanted &= live[slots // len(LABEL_KINDS)]
+        return set(self.labels.take(np.flatnonzero(wanted)))
 
     def all_chunks(self) -> Sequence[Chunk]:
         return ChunkRows(self.store, np.arange(len(self.store)))

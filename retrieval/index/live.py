@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 from retrieval.index.build import KnowledgeIndex, file_signature, open_index
-from retrieval.index.incremental import reserve_for_next_update
 
 CHECK_EVERY = 0.25  # seconds between two looks at the files, at least
 SETTLE = 0.15  # seconds a changed signature must stay the same before it is rebuilt
@@ -65,7 +64,6 @@ class LiveIndex:
             self._thread = threading.Thread(target=_watch, args=(weakref.ref(self), self._stop),
                                             name="lookup-knowledge-live-index", daemon=True)
             self._thread.start()
-            reserve_for_next_update(self._index.kb, self._index.l1)  # its memory made while the process is quiet
         return self
 
     def stop(self) -> None:

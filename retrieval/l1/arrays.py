@@ -8,7 +8,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from retrieval.index import arena
 from retrieval.index import progress as bp
 from retrieval.index.chunk_store import TextColumn
 from retrieval.index.config import IndexConfig
@@ -32,11 +31,11 @@ class L1Arrays:
     unigram_hashes: np.ndarray  # int64, sorted (see terms.TermIndex)
     unigram_ids: np.ndarray  # int64: the unigram id of each sorted hash
     pair_keys: np.ndarray  # int64, sorted: first * number of unigrams + second
-    section_indptr: np.ndarray  # CSC by unigram: BM25 weights per chunk
+    section_indptr: np.ndarray  # CSC by unigram: BM25's term-frequency part per chunk (the idf is the query's)
     section_rows: np.ndarray
     section_weights: np.ndarray
-    section_idf: np.ndarray  # float64, per unigram
-    page_indptr: np.ndarray  # CSC by unigram-then-pair: BM25 weights per page
+    section_idf: np.ndarray  # float64, per unigram: this segment's own (a query weighs terms across segments)
+    page_indptr: np.ndarray  # CSC by unigram-then-pair: BM25's term-frequency part per page
     page_rows: np.ndarray
     page_weights: np.ndarray
     page_idf: np.ndarray
@@ -50,8 +49,11 @@ class L1Arrays:
     static_vectors: np.ndarray  # float16 (chunks, d), unit rows: the static part (retrieval/l1/static.py); d = 0: none
     static_embedder: np.ndarray  # uint8: the name of the embedder that made them, UTF-8 (empty: none)
     static_pages: np.ndarray  # float16 (pages, d), unit rows: each page's whole text (its sections' vectors summed)
-    section_tf: np.ndarray  # float32: the term counts behind `section_weights`, entry for entry (an update reweights)
+    section_tf: np.ndarray  # float32: the term counts behind `section_weights`, entry for entry
     page_tf: np.ndarray  # float32: the term counts behind `page_weights`, likewise
+    lengths_mean: np.ndarray  # float64 [section, page]: the mean lengths BM25 normalised by (an update keeps them)
+    lsa_head: np.ndarray  # float32 (chunks, HEAD_DIMS): the LSA rows' first dimensions, contiguous (bounded search)
+    lsa_tail: np.ndarray  # float32 (chunks,): the norm of each LSA row's other dimensions
 
 
 def build_arrays(chunks: Sequence[Chunk], config: IndexConfig, progress: bp.Progress | None = None,
@@ -60,8 +62,8 @@ def build_arrays(chunks: Sequence[Chunk], config: IndexConfig, progress: bp.Prog
     `embedder` (no static part without one); `progress` gets each stage's fractions (retrieval.index.progress).
     The LSA rows and static vectors go to `spill` as they are made (retrieval/index/spill.py), and every large
     intermediate is let go as soon as the next stage has what it needs: at 1M chunks they are what sets the
-    build's peak memory (docs/benchmarks.md, bench/build_memory.py). With `fit`, the LSA space is that fit's
-    (retrieval/l1/kept_fit.py), not a new one."""
+    build's peak memory (docs/benchmarks.md, bench/build_memory.py). With `fit`, the LSA space and BM25's mean
+    lengths are that fit's (retrieval/l1/kept_fit.py), not new ones: what an update's delta segment is built on."""
     sources = [c.source for c in chunks]
     page_number: dict[str, int] = {}
     page_of_chunk = np.fromiter((page_number.setdefault(s, len(page_number)) for s in sources), dtype=np.int64,
@@ -80,9 +82,10 @@ def build_arrays(chunks: Sequence[Chunk], config: IndexConfig, progress: bp.Prog
     # the static part first: its word table is made while the fewest arrays are held
     static, name, static_pages = _static_part(embedder, chunks, surface, page_of_chunk, len(page_number), spill)
     del surface
-    pages = weight_columns(page_counts, config.k1, config.page_b)
+    lengths = (None, None) if fit is None else fit.lengths_mean
+    pages = weight_columns(page_counts, config.k1, config.page_b, lengths[1])
     del page_counts
-    sections = weight_columns(chunk_counts, config.k1, config.b)
+    sections = weight_columns(chunk_counts, config.k1, config.b, lengths[0])
     release_freed_memory()
     bp.report(progress, bp.WEIGHTING, 1.0)
     if fit is None:
@@ -98,10 +101,25 @@ def build_arrays(chunks: Sequence[Chunk], config: IndexConfig, progress: bp.Prog
     starts = np.r_[0, np.cumsum(np.bincount(page_of_chunk, minlength=len(page_number)))].astype(np.int64)
     terms = TermIndex.of(unigrams)
     column = TextColumn.of(unigrams)
+    head, tail = lsa_heads(lsa)
     return L1Arrays(column.blob, column.offsets, terms.hashes, terms.ids, pair_keys,
                     sections.indptr, sections.rows, sections.weights, sections.idf,
                     pages.indptr, pages.rows, pages.weights, pages.idf, lsa_idf, projection, projection_row, lsa,
-                    page_of_chunk, starts, order.astype(np.int64), static, name, static_pages, sections.tf, pages.tf)
+                    page_of_chunk, starts, order.astype(np.int64), static, name, static_pages, sections.tf, pages.tf,
+                    np.array([sections.length_mean, pages.length_mean], dtype=np.float64), head, tail)
+
+
+HEAD_DIMS = 16  # LSA dimensions kept contiguous for the bounded search's cosine bound: 64 bytes, one cache line
+
+
+def lsa_heads(lsa: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every LSA row's first HEAD_DIMS dimensions (contiguous) and the norm of the rest: what the bounded
+    search bounds a cosine with (retrieval/l1/bounded.py), made once at build and stored beside the rows."""
+    tail = np.empty(lsa.shape[0], dtype=np.float32)
+    for start in range(0, lsa.shape[0], 65_536):  # bounded temporaries at 1M rows
+        part = lsa[start:start + 65_536, HEAD_DIMS:]
+        tail[start:start + part.shape[0]] = np.sqrt(np.einsum("ij,ij->i", part, part))
+    return np.ascontiguousarray(lsa[:, :HEAD_DIMS]), tail
 
 
 PROJECTED_ROWS = 50_000  # rows weighted and projected at a time
@@ -210,54 +228,60 @@ def loaded(embedder: Embedder | LazyEmbedder | None) -> Embedder | None:
 
 @dataclass(frozen=True, eq=False)
 class WeightColumns:
-    """BM25 weights as CSC arrays by term (indptr, rows, weights), the idf per term, and the term counts
-    behind the weights (`tf`, entry for entry: what an update reweights from)."""
+    """BM25's term-frequency part as CSC arrays by term (indptr, rows, weights), the idf per term (applied by
+    the query: retrieval/l1/query_stats.py), the term counts behind the weights (`tf`, entry for entry) and the
+    mean row length the weights were normalised by."""
 
     indptr: np.ndarray
     rows: np.ndarray
     weights: np.ndarray
     idf: np.ndarray
     tf: np.ndarray
+    length_mean: float
 
 
-def weight_columns(counts, k1: float, b: float) -> WeightColumns:
+def weight_columns(counts, k1: float, b: float, length_mean: float | None = None) -> WeightColumns:
     """BM25 weights of a scipy CSR count matrix, with the counts in the same (CSC) order: one conversion to
     CSC, weighted where it lies (`weight_columns_of`: the same weights, entry for entry, as weighting the CSR
     rows; converting the counts and the weights each cost a copy of every entry at 1M chunks)."""
     columns = counts.tocsc()
     tf = columns.data if columns.data.dtype == np.float32 else columns.data.astype(np.float32)
-    return weight_columns_of(columns.indptr.astype(np.int64), columns.indices, tf, counts.shape[0], k1, b)
+    return weight_columns_of(columns.indptr.astype(np.int64), columns.indices, tf, counts.shape[0], k1, b,
+                             length_mean)
+
+
+def bm25_idf(doc_freq: np.ndarray, n_rows: int) -> np.ndarray:
+    """BM25's idf, log(1 + (N - df + 0.5) / (df + 0.5)), 0 for a term no row holds (float64)."""
+    doc_freq = np.asarray(doc_freq, dtype=np.float64)
+    idf = np.log1p((n_rows - doc_freq + 0.5) / (doc_freq + 0.5))
+    idf[doc_freq <= 0] = 0.0
+    return idf
 
 
 def weight_columns_of(indptr: np.ndarray, rows: np.ndarray, tf: np.ndarray, n_rows: int, k1: float,
-                      b: float) -> WeightColumns:
-    """`weight_columns` of counts held as CSC arrays (an update's): the same weights, entry for entry, without
-    a conversion (a row's length summed from its counts, a term's document frequency its column's size).
-    Weighted a run of columns at a time, so no temporary is as long as all the entries."""
+                      b: float, length_mean: float | None = None) -> WeightColumns:
+    """`weight_columns` of counts held as CSC arrays: a row's length summed from its counts, a term's document
+    frequency its column's size; lengths normalised by `length_mean` when given (a delta segment keeps its
+    base's), else by their own mean. Weighted a run of columns at a time, so no temporary is as long as all
+    the entries."""
     lengths = np.zeros(n_rows, dtype=np.float64)
     step = max(WEIGHTED_ENTRIES, 4 * n_rows)  # each part's sums are a vector of n_rows: parts a few times longer
     for start in range(0, tf.size, step):  # counts are whole numbers: sums in parts are exact
         lengths += np.bincount(rows[start:start + step], weights=tf[start:start + step], minlength=n_rows)
-    average = lengths.mean() if lengths.sum() else 1.0
-    doc_freq = np.diff(indptr)
-    idf = np.log1p((n_rows - doc_freq + 0.5) / (doc_freq + 0.5))
-    idf[doc_freq == 0] = 0.0
-    norm = (k1 * (1 - b + b * lengths / average)).astype(np.float32)
+    if length_mean is None:
+        length_mean = float(lengths.mean()) if lengths.sum() else 1.0
+    idf = bm25_idf(np.diff(indptr), n_rows)
+    norm = (k1 * (1 - b + b * lengths / length_mean)).astype(np.float32)
     del lengths
-    idf32 = idf.astype(np.float32)
-    values = arena.empty(tf.size, np.float32)  # pooled in an update (retrieval/index/arena.py)
-    cuts = np.unique(np.r_[np.searchsorted(indptr, np.arange(0, tf.size, WEIGHTED_ENTRIES), side="right") - 1,
-                           indptr.size - 1])
+    values = np.empty(tf.size, dtype=np.float32)
     scale = np.float32(k1 + 1)
-    for first, last in zip(cuts[:-1].tolist(), cuts[1:].tolist(), strict=True):
-        a, z = int(indptr[first]), int(indptr[last])
-        part = np.multiply(tf[a:z], scale, out=values[a:z])  # tf * (k1 + 1) / (tf + norm) * idf, written in place
+    for a in range(0, tf.size, WEIGHTED_ENTRIES):  # tf * (k1 + 1) / (tf + norm), written in place
+        z = min(a + WEIGHTED_ENTRIES, tf.size)
+        part = np.multiply(tf[a:z], scale, out=values[a:z])
         below = norm[rows[a:z]]
-        below += tf[a:z]  # float addition commutes exactly: the weights are the same to the bit
+        below += tf[a:z]
         part /= below
-        part *= np.repeat(idf32[first:last], doc_freq[first:last])
-    return WeightColumns(indptr, rows, values, idf, tf)
+    return WeightColumns(indptr, rows, values, idf, tf, float(length_mean))
 
 
-WEIGHTED_ENTRIES = 1 << 18  # entries weighted at a time: each temporary ~1 MB, reused from the heap instead of
-# new memory the kernel maps and zeroes (8M-entry blocks cost a one-page update at 100k chunks ~45k page faults)
+WEIGHTED_ENTRIES = 1 << 18  # entries weighted at a time: each temporary ~1 MB, reused from the heap

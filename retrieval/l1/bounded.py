@@ -16,12 +16,12 @@ from typing import Protocol
 
 import numpy as np
 
-from retrieval.l1.arrays import L1Arrays
+from retrieval.l1.arrays import HEAD_DIMS
 from retrieval.l1.page_ranking import PageRanking
 from retrieval.l1.results import L1Scores
+from retrieval.l1.stacked import Stacked
 from retrieval.l1.universe import Universe
 
-HEAD_DIMS = 16  # 64 bytes of float32: one cache line per row
 TOP_VALUE_SAMPLE = 4096  # bounds sampled to pick the first block's threshold
 COSINE_SLACK = 1e-4  # float32 rounding of a 256-term dot product is ~1e-6; the bound stays above it
 
@@ -30,11 +30,9 @@ class SearchSpace(Protocol):
     """What the bounded selection reads of an L1 index (`L1Index` is one), named here so this module does
     not import the index that calls it."""
 
-    arrays: L1Arrays
+    page_of_chunk: np.ndarray
     n_pages: int
-
-    @property
-    def lsa_heads(self) -> LsaHeads: ...
+    lsa_heads: LsaHeads
 
     def lsa_scores(self, scores: L1Scores, rows: np.ndarray) -> np.ndarray: ...
 
@@ -43,24 +41,17 @@ class SearchSpace(Protocol):
 
 @dataclass(frozen=True, eq=False)
 class LsaHeads:
-    """The first HEAD_DIMS dimensions of every LSA row, contiguous, and the norm of the rest."""
+    """The first HEAD_DIMS dimensions of every LSA row, contiguous, and the norm of the rest (made at build:
+    retrieval/l1/arrays.py `lsa_heads`), over every segment's rows."""
 
-    head: np.ndarray  # float32 (rows, HEAD_DIMS)
-    tail_norm: np.ndarray  # float32 (rows,)
-
-    @classmethod
-    def of(cls, lsa: np.ndarray) -> LsaHeads:
-        tail = np.empty(lsa.shape[0], dtype=np.float32)
-        for start in range(0, lsa.shape[0], 65_536):  # bounded temporaries at 1M rows
-            part = lsa[start:start + 65_536, HEAD_DIMS:]
-            tail[start:start + part.shape[0]] = np.sqrt(np.einsum("ij,ij->i", part, part))
-        return cls(np.ascontiguousarray(lsa[:, :HEAD_DIMS]), tail)
+    head: Stacked  # float32 (rows, HEAD_DIMS)
+    tail_norm: Stacked  # float32 (rows,)
 
     def cosine_bound(self, rows: np.ndarray, query_vector: np.ndarray) -> np.ndarray:
         """An upper bound of each row's cosine with the unit `query_vector`, at most 1."""
-        head_dot = self.head[rows] @ query_vector[:HEAD_DIMS]
+        head_dot = self.head.take(rows) @ query_vector[:HEAD_DIMS]
         tail = float(np.linalg.norm(query_vector[HEAD_DIMS:]))
-        return np.minimum(head_dot + self.tail_norm[rows] * tail + COSINE_SLACK, 1.0)
+        return np.minimum(head_dot + self.tail_norm.take(rows) * tail + COSINE_SLACK, 1.0)
 
 
 @dataclass(frozen=True)
@@ -116,7 +107,7 @@ class _Query:
         pages = np.flatnonzero(self.page_bound > threshold if above else self.page_bound >= threshold)
         if int(universe.sizes[pages].sum()) > DENSE_SHARE * self.lexical.size:  # most rows: one pass over all
             positions = np.arange(self.lexical.size, dtype=np.int64)
-            page_part = (self.page_part[self.index.arrays.page_of_chunk] if universe.rows is None
+            page_part = (self.page_part[self.index.page_of_chunk] if universe.rows is None
                          else self.universe_page_part[universe.page_of_position])
         else:
             positions = universe.positions_of(pages)
@@ -148,7 +139,7 @@ class _Query:
         minimum)."""
         cosine = np.clip(self.index.lsa_heads.cosine_bound(rows, self.scores.query_vector), 0.0, None)
         blend = self.w * self.scores.lexical[rows] + self.cap * cosine
-        fused = blend + self.page_part[self.index.arrays.page_of_chunk[rows]]
+        fused = blend + self.page_part[self.index.page_of_chunk[rows]]
         fused[~((blend >= self.floor) & (blend > 0))] = -np.inf
         return fused
 
@@ -162,7 +153,7 @@ class _Query:
             self.proved_below += int(np.count_nonzero((fused == -np.inf) & (self.scores.lexical[rows] > 0)))
             return rows[fused >= threshold]
         blend = self.w * self.scores.lexical[rows] + self.cap
-        fused = blend + self.page_part[self.index.arrays.page_of_chunk[rows]]
+        fused = blend + self.page_part[self.index.page_of_chunk[rows]]
         return rows[(blend >= self.floor) & (blend > 0) & (fused >= threshold)]
 
     def fused(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -170,7 +161,7 @@ class _Query:
         rows, lsa = np.concatenate(self.rows), np.concatenate(self.lsa)
         blended = self.w * self.scores.lexical[rows] + (1 - self.w) * np.clip(lsa, 0.0, None)
         kept = (blended > 0) & (blended >= self.floor)
-        return rows, lsa, blended + self.page_part[self.index.arrays.page_of_chunk[rows]], kept
+        return rows, lsa, blended + self.page_part[self.index.page_of_chunk[rows]], kept
 
 
 DENSE_SHARE = 0.25  # past this share of the universe's rows, a threshold's rows are found in one pass over all
@@ -186,7 +177,7 @@ def bounded_rows(index: SearchSpace, scores: L1Scores, page_relative: np.ndarray
         todo = query.unscored(query.reaching_positions(kth))  # tight bound can
         query.score(query.reaching(todo, kth, tight=True))
     rows, lsa, fused, kept = query.fused()
-    ranking = PageRanking.of(rows[kept], fused[kept], index.arrays.page_of_chunk, top_k)
+    ranking = PageRanking.of(rows[kept], fused[kept], index.page_of_chunk, top_k)
     extra = _section_rows(query, ranking, sections)
     if extra.size:
         query.score(extra)
@@ -199,7 +190,7 @@ def _first_round(query: _Query, top_k: int, first: int) -> tuple[float, float]:
     every possible row is scored); the `top_k`-th best page's score, and a bound of every unscored row's.
     The threshold is read off the page bounds: about the bound of the page at which the best pages hold
     `first` rows."""
-    page_bound, page_of_chunk = query.page_bound, query.index.arrays.page_of_chunk
+    page_bound, page_of_chunk = query.page_bound, query.index.page_of_chunk
     rows_per_page = max(1.0, query.lexical.size / max(page_bound.size, 1))
     while True:
         threshold = _top_value(page_bound, max(1, int(first / rows_per_page)))
@@ -235,7 +226,7 @@ def _top_value(bound: np.ndarray, count: int) -> float:
 def _section_rows(query: _Query, ranking: PageRanking, sections: int) -> np.ndarray:
     """Unscored rows of the chosen pages whose tight bound reaches their page's `sections`-th best."""
     index = query.index
-    page_of_chunk = index.arrays.page_of_chunk
+    page_of_chunk = index.page_of_chunk
     if ranking.rows.size == 0:
         return np.empty(0, dtype=np.int64)
     leader_pages = ranking.pages[ranking.starts]

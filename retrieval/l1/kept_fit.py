@@ -1,5 +1,6 @@
-"""An index's LSA fit, kept for a full build of the same base: the terms the SVD saw, each one's idf and
-row of the projection, found again by the term's text in the new build's vocabulary.
+"""An index's fit, kept for a full build of the same base: the terms the SVD saw, each one's idf and row of
+the projection, found again by the term's text in the new build's vocabulary, and the mean lengths BM25
+normalised sections and pages by (frozen until the next refit, as the LSA idf is: docs/l1.md).
 
 A full build that keeps the fit (`open_index(..., rebuild=True, keep_fit=True)`) recomputes everything
 else from the files, so it is what an update should equal: the update folds new sections into the same
@@ -9,21 +10,24 @@ whose scores are 1e-4 apart.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from retrieval.index.chunk_store import TextColumn
+from retrieval.l1.terms import TermIndex
 
 
 @dataclass(frozen=True, eq=False)
 class LsaFit:
-    """The fit: `rows[term]` is the term's row of `projection` (terms x dims), `idf[row]` its idf."""
+    """The fit: `rows[term]` is the term's row of `projection` (terms x dims), `idf[row]` its idf, and BM25's
+    mean section and page lengths."""
 
-    rows: dict[str, int]
+    rows: Mapping[str, int] | _SeenRows  # term -> its row of `projection`
     idf: np.ndarray  # float32 per projection row
     projection: np.ndarray  # float32 (terms the SVD saw, dims)
+    lengths_mean: tuple[float | None, float | None] = (None, None)  # None: the build's own
 
     @classmethod
     def of(cls, arrays) -> LsaFit | None:
@@ -31,13 +35,19 @@ class LsaFit:
         projection = arrays.projection
         if projection.ndim != 2 or projection.shape[1] == 0:
             return None
-        column = TextColumn(arrays.unigram_blob, arrays.unigram_offsets)
+        return cls.frozen(arrays)
+
+    @classmethod
+    def frozen(cls, arrays) -> LsaFit:
+        """The fit of `arrays` (an L1Arrays), an empty LSA space included: what a delta segment is built on."""
+        projection = arrays.projection
+        vocabulary = TermIndex(TextColumn(arrays.unigram_blob, arrays.unigram_offsets), arrays.unigram_hashes,
+                               arrays.unigram_ids)
         seen = np.flatnonzero(arrays.projection_row >= 0)
-        rows = arrays.projection_row[seen]
         idf = np.zeros(projection.shape[0], dtype=np.float32)
-        idf[rows] = arrays.lsa_idf[seen]
-        return cls({column[int(t)]: int(r) for t, r in zip(seen.tolist(), rows.tolist(), strict=True)},
-                   idf, projection)
+        idf[arrays.projection_row[seen]] = arrays.lsa_idf[seen]
+        section_mean, page_mean = (float(v) for v in arrays.lengths_mean)
+        return cls(_SeenRows(vocabulary, arrays.projection_row), idf, projection, (section_mean, page_mean))
 
     def for_terms(self, unigrams: Sequence[str], idf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """`idf` (a new build's, per unigram) with the fit's idf for every term it saw, and each unigram's
@@ -48,3 +58,14 @@ class LsaFit:
         known = projection_row >= 0
         idf[known] = self.idf[projection_row[known]]
         return idf, projection_row
+
+
+class _SeenRows:
+    """term -> its row of the projection (-1: a term the fit never saw), read off a stored vocabulary."""
+
+    def __init__(self, vocabulary: TermIndex, projection_row: np.ndarray) -> None:
+        self._vocabulary, self._projection_row = vocabulary, projection_row
+
+    def get(self, term: str, default: int = -1) -> int:
+        term_id = self._vocabulary.get(term)
+        return int(self._projection_row[term_id]) if term_id >= 0 else default

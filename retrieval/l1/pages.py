@@ -16,16 +16,25 @@ KEPT_FILTERS = 64  # filters whose rows are kept for their next query; a lookup 
 
 
 class PageSets:
-    """The pages of an L1 index, grouped the ways a filter names them, and the rows of each page."""
+    """The pages of an L1 index, grouped the ways a filter names them, and the rows of each page. Tombstoned
+    pages (`dead`: a base's pages an update removed or replaced) are in no group and in no universe."""
 
     def __init__(self, page_sources: Sequence[str], page_domains: Iterable[Sequence[str]],
-                 page_row_starts: np.ndarray, page_row_order: np.ndarray) -> None:
+                 page_row_starts: np.ndarray, page_row_order: np.ndarray, dead: np.ndarray | None = None) -> None:
         self._starts, self._order = page_row_starts, page_row_order
-        self._by_domain = _pages_by(page_domains)
-        self._by_source = {source: page for page, source in enumerate(page_sources)}
         self.sizes = np.diff(page_row_starts)
-        rows_by_page = bool(np.array_equal(page_row_order, np.arange(len(page_row_order))))
-        self.everything = Universe(None if rows_by_page else page_row_order, None, self.sizes)
+        live = np.ones(self.sizes.size, dtype=bool)
+        if dead is not None:
+            live[dead] = False
+        self._by_domain = _pages_by(page_domains, live)
+        self._by_source = {source: page for page, source in enumerate(page_sources) if live[page]}
+        self.live_pages = np.flatnonzero(live)
+        self.live_rows = int(self.sizes[live].sum())
+        if self.live_pages.size == self.sizes.size:
+            rows_by_page = bool(np.array_equal(page_row_order, np.arange(len(page_row_order))))
+            self.everything = Universe(None if rows_by_page else page_row_order, None, self.sizes)
+        else:
+            self.everything = Universe(self.rows_of(self.live_pages), self.live_pages, self.sizes[self.live_pages])
         self._universes: dict[tuple[tuple[str, str], ...], Universe] = {}
         self._lock = threading.Lock()
 
@@ -61,6 +70,11 @@ class PageSets:
                 self._universes[key] = universe
         return universe
 
+    def every_row(self) -> np.ndarray:
+        """The rows of every live page, page by page (every row when no page is tombstoned)."""
+        universe = self.everything
+        return np.arange(self.sizes.sum(), dtype=np.int64) if universe.rows is None else universe.rows
+
     def rows_of(self, pages: np.ndarray) -> np.ndarray:
         """The rows of `pages`, page by page."""
         starts, ends = self._starts[pages], self._starts[pages + 1]
@@ -89,9 +103,11 @@ def check_filter_keys(filters: Mapping[str, str]) -> None:
         raise ValueError(f"unknown L1 filter key(s) {unknown}; supported: {', '.join(FILTER_KEYS)}")
 
 
-def _pages_by(domains_per_page: Iterable[Sequence[str]]) -> dict[str, np.ndarray]:
+def _pages_by(domains_per_page: Iterable[Sequence[str]], live: np.ndarray) -> dict[str, np.ndarray]:
     pages: dict[str, list[int]] = {}
     for page, domains in enumerate(domains_per_page):
+        if not live[page]:
+            continue
         for domain in domains:
             pages.setdefault(domain, []).append(page)
     return {k: np.asarray(v, dtype=np.int64) for k, v in pages.items()}

@@ -15,7 +15,6 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from retrieval.index import progress as bp
-from retrieval.index.chunk_store import TextColumn
 from retrieval.index.config import IndexConfig
 from retrieval.index.postings import postings_sum
 from retrieval.index.spill import IN_MEMORY, Spill
@@ -26,9 +25,10 @@ from retrieval.l1.embedder import Embedder, EmbedderInfo, LazyEmbedder
 from retrieval.l1.page_ranking import PageRanking
 from retrieval.l1.pages import PageSets, check_filter_keys, page_heads
 from retrieval.l1.results import L1Candidate, L1Result, L1Scores, LsaMemo, Probe
+from retrieval.l1.segments import Delta, QueryTerms, QueryWeights, Segment, Tombstones
+from retrieval.l1.stacked import Stacked
 from retrieval.l1.static import pool_boosts
 from retrieval.l1.static import query_vector as static_query_vector  # `_score` has an LSA `query_vector`
-from retrieval.l1.terms import TermIndex, query_terms
 
 SECTIONS_PER_PAGE = 3  # sections of one page L1 returns; the rest stay out of the pool
 FIRST_BLOCK_ROWS = 256  # rows with the best bounds scored first, at least ROWS_PER_PAGE per requested page: the
@@ -38,11 +38,14 @@ FULL_PASS_SHARE = 0.2  # past this share of the rows, one pass over all of them 
 
 
 class L1Index:
-    """Vectors of every chunk; LSA dimensions are capped by the corpus so tiny knowledge bases work."""
+    """Vectors of every chunk; LSA dimensions are capped by the corpus so tiny knowledge bases work. With a
+    `delta` (retrieval/l1/segments.py), `arrays` are the base's and `chunks` run over the base's rows then the
+    delta's; every row and page is numbered across both."""
 
     def __init__(self, chunks: Sequence[Chunk], config: IndexConfig | None = None, *, svd_dims: int | None = None,
                  arrays: L1Arrays | None = None, progress: bp.Progress | None = None,
-                 embedder: Embedder | LazyEmbedder | None = None, spill: Spill = IN_MEMORY) -> None:
+                 embedder: Embedder | LazyEmbedder | None = None, spill: Spill = IN_MEMORY,
+                 delta: Delta | None = None) -> None:
         if not chunks:
             raise ValueError("L1 needs at least one chunk with text")
         config = config or IndexConfig()
@@ -52,15 +55,32 @@ class L1Index:
         self.config = config
         self.arrays = arrays if arrays is not None else build_arrays(chunks, config, progress, loaded(embedder), spill)
         a = self.arrays
+        self.delta = delta
+        self.dead = delta.dead if delta is not None else Tombstones.none()
+        segments = [Segment(a, 0, 0)]
+        if delta is not None and delta.arrays is not None:
+            segments.append(Segment(delta.arrays, segments[0].n_rows, segments[0].n_pages))
+        self.segments = tuple(segments)
+        self.n_rows = sum(s.n_rows for s in segments)
+        if self.n_rows != len(chunks):
+            raise ValueError(f"L1's segments hold {self.n_rows} rows and {len(chunks)} chunks were given")
+        self.page_of_chunk, starts, order = _page_rows(self.segments)
+        self.lsa = Stacked([s.arrays.lsa for s in segments])
+        self.static_vectors = Stacked([s.arrays.static_vectors for s in segments])
+        self.static_pages = Stacked([s.arrays.static_pages for s in segments])
+        self._dead_rows = np.empty(0, dtype=np.int64)
         dimensions = int(a.static_vectors.shape[1])
         self.embedder = embedder if dimensions else None  # a lazy one loads at the first static search
         self.embedder_info = EmbedderInfo(bytes(a.static_embedder).decode("utf-8"), dimensions) if dimensions else None
-        self.vocabulary = TermIndex(TextColumn(a.unigram_blob, a.unigram_offsets), a.unigram_hashes, a.unigram_ids)
-        sources, domains = page_heads(chunks, a.page_row_order[a.page_row_starts[:-1]])
+        self.vocabulary = segments[0].vocabulary
+        sources, domains = page_heads(chunks, order[starts[:-1]])
         self.page_sources, self.n_pages = sources, len(sources)
-        self.pages = PageSets(sources, domains, a.page_row_starts, a.page_row_order)
+        self.pages = PageSets(sources, domains, starts, order, self.dead.pages if self.dead.pages.size else None)
+        if self.dead.pages.size:
+            self._dead_rows = self.pages.rows_of(self.dead.pages)
         self._last_scores: tuple[tuple[str, float], L1Scores] | None = None
-        self._lsa_heads: LsaHeads | None = None
+        self.lsa_heads = LsaHeads(Stacked([s.arrays.lsa_head for s in segments]),
+                                  Stacked([s.arrays.lsa_tail for s in segments]))
 
     @property
     def dimensions(self) -> int:
@@ -80,29 +100,37 @@ class L1Index:
 
     def _score(self, query: str, tfidf_weight: float, static_weight: float) -> L1Scores:
         a = self.arrays
-        ids, counts = query_terms(query, self.vocabulary, a.pair_keys)
-        if ids.size == 0:
+        weights = QueryWeights.of(QueryTerms.of(query), self.segments, self.dead, k1=self.config.k1,
+                                  pair_weight=self.config.page_pair_weight)
+        if not weights.any_term:
             return L1Scores(None, None, None, tfidf_weight)
-        words = ids < len(self.vocabulary)
-        word_ids, word_counts = ids[words], counts[words]
-        if word_ids.size:
-            bound = float(word_counts @ a.section_idf[word_ids]) * (self.config.k1 + 1)
-            lexical = postings_sum(a.section_indptr, a.section_rows, a.section_weights, word_ids,
-                                    word_counts / bound, len(self.chunks), np.float32)
-        else:  # only adjacent pairs matched: pages score, chunks do not
-            lexical = np.zeros(len(self.chunks), dtype=np.float32)
-        page_counts = np.where(words, counts, counts * self.config.page_pair_weight)
-        pages = postings_sum(a.page_indptr, a.page_rows, a.page_weights, ids, page_counts, self.n_pages)
+        lexical = np.zeros(self.n_rows, dtype=np.float32)
+        pages = np.zeros(self.n_pages, dtype=np.float64)
+        for segment, (word_ids, word_weights), (page_columns, page_weights) in zip(
+                self.segments, weights.sections, weights.pages, strict=True):
+            s = segment.arrays
+            if word_ids.size:  # only adjacent pairs matched: pages score, chunks do not
+                rows = slice(segment.first_row, segment.first_row + segment.n_rows)
+                postings_sum(s.section_indptr, s.section_rows, s.section_weights, word_ids, word_weights,
+                             segment.n_rows, np.float32, out=lexical[rows])
+            if page_columns.size:
+                at = slice(segment.first_page, segment.first_page + segment.n_pages)
+                postings_sum(s.page_indptr, s.page_rows, s.page_weights, page_columns, page_weights, segment.n_pages,
+                             out=pages[at])
+        if self._dead_rows.size:  # a tombstoned page scores nothing
+            lexical[self._dead_rows] = 0.0
+            pages[self.dead.pages] = 0.0
         query_vector = None
-        if self.dimensions and word_ids.size:
+        if self.dimensions and weights.lsa_ids.size:
             # the sublinear TF-IDF of the query, projected (its L2 norm cancels in the final normalisation); a
-            # term no chunk holds any more (an update keeps its id) counts as in a build: not at all
-            query_tfidf = ((1.0 + np.log(word_counts)) * a.lsa_idf[word_ids]).astype(np.float32)
-            rows = np.where(a.section_indptr[word_ids + 1] > a.section_indptr[word_ids], a.projection_row[word_ids], -1)
+            # term no live row holds counts as in a build: not at all
+            ids = weights.lsa_ids
+            query_tfidf = ((1.0 + np.log(weights.lsa_counts)) * a.lsa_idf[ids]).astype(np.float32)
+            rows = a.projection_row[ids]
             projected = query_tfidf[rows >= 0] @ a.projection[rows[rows >= 0]]
             norm = float(np.linalg.norm(projected))
             query_vector = projected / norm if norm > 0 else None
-        memo = LsaMemo.of(len(self.chunks)) if query_vector is not None else None
+        memo = LsaMemo.of(self.n_rows) if query_vector is not None else None
         static_vector = None
         if static_weight > 0 and self.embedder_info is not None:
             static_vector = static_query_vector(loaded(self.embedder), query)
@@ -115,14 +143,14 @@ class L1Index:
             return np.zeros(rows.size, dtype=np.float32)
         memo = scores.lsa_memo
         if memo is None:
-            return _cosines(self.arrays.lsa, rows, scores.query_vector)
+            return self.lsa.dots(rows, scores.query_vector)
         values, known = memo.values[rows], memo.known[rows]
         if not known.all():
             fresh = rows[~known]
             if fresh.size > FULL_PASS_SHARE * memo.known.size:  # one pass over the contiguous matrix is cheaper
-                memo.values[:], memo.known[:] = _cosines(self.arrays.lsa, slice(None), scores.query_vector), True
+                memo.values[:], memo.known[:] = self.lsa.dots(None, scores.query_vector), True
                 return memo.values[rows]
-            values[~known] = memo.values[fresh] = _cosines(self.arrays.lsa, fresh, scores.query_vector)
+            values[~known] = memo.values[fresh] = self.lsa.dots(fresh, scores.query_vector)
             memo.known[fresh] = True
         return values
 
@@ -132,7 +160,7 @@ class L1Index:
         ranked by their score plus `page_weight` times their page's score relative to the best allowed page.
         `exact` scores every allowed chunk (the reference the bounded selection must equal)."""
         allowed = self.pages.allowed(filters or {})
-        searched = len(self.chunks) if allowed is None else int(self.pages.sizes[allowed].sum())
+        searched = self.pages.live_rows if allowed is None else int(self.pages.sizes[allowed].sum())
         if scores.lexical is None or searched == 0:
             return L1Result((), searched, 0, 0)
         page_relative = _relative(scores.pages, allowed)
@@ -141,7 +169,7 @@ class L1Index:
         if derived is not None:
             return derived
         if exact:
-            rows = (np.arange(len(self.chunks)) if allowed is None else self.pages.rows_of(allowed))
+            rows = self.pages.every_row() if allowed is None else self.pages.rows_of(allowed)
             lsa = self.lsa_scores(scores, rows)
             proved_below = 0
         else:
@@ -158,8 +186,8 @@ class L1Index:
         # (ties by position): a page with many matching sections cannot crowd other pages out of the pool
         ranking = None if exact else bounded.ranking  # the bounded selection's, when its rows are these
         if ranking is None:
-            fused = blended + page_weight * page_relative[self.arrays.page_of_chunk[rows]]
-            ranking = PageRanking.of(rows[kept], fused[kept], self.arrays.page_of_chunk, top_k)
+            fused = blended + page_weight * page_relative[self.page_of_chunk[rows]]
+            ranking = PageRanking.of(rows[kept], fused[kept], self.page_of_chunk, top_k)
         chosen = ranking.chosen(SECTIONS_PER_PAGE)
         dropped = int(positive.sum() - kept.sum()) + proved_below
         candidates = self._candidates(chosen, rows, blended, lsa if scores.query_vector is not None else None,
@@ -168,7 +196,7 @@ class L1Index:
         if static:
             candidates = self._with_static(candidates, chosen, scores, page_weight)
         if allowed is None and not exact:
-            chosen_pages = np.unique(self.arrays.page_of_chunk[chosen])
+            chosen_pages = np.unique(self.page_of_chunk[chosen])
             scores.probes[(top_k, min_score, page_weight)] = Probe(rows, blended, chosen_pages, candidates)
         return L1Result(candidates, searched, dropped, int(rows.size), self.embedder_info if static else None)
 
@@ -199,7 +227,7 @@ class L1Index:
         inside[allowed] = True
         if not inside[probe.chosen_pages].all():
             return None
-        rows_inside = inside[self.arrays.page_of_chunk[probe.rows]]
+        rows_inside = inside[self.page_of_chunk[probe.rows]]
         blended = probe.blended[rows_inside]
         dropped = int(np.count_nonzero((blended > 0) & (blended < min_score - 1e-9)))
         w = scores.tfidf_weight
@@ -207,7 +235,7 @@ class L1Index:
         if not (cap > 0 and cap - 1e-6 >= max(min_score - 1e-9, 0.0)):  # matched rows proved below, unscored
             blend_bound = w * scores.lexical + cap
             proved = (scores.lexical > 0) & ~((blend_bound >= min_score - 1e-9) & (blend_bound > 0))
-            dropped += int(np.count_nonzero(proved & inside[self.arrays.page_of_chunk]))
+            dropped += int(np.count_nonzero(proved & inside[self.page_of_chunk]))
         static = scores.static_vector is not None and scores.static_weight > 0
         return L1Result(probe.candidates, searched, dropped, int(np.count_nonzero(rows_inside)),
                         self.embedder_info if static else None)
@@ -222,7 +250,7 @@ class L1Index:
         positions = order[np.searchsorted(rows[order], chosen)]
         chunks = _chunks_of(self.chunks, chosen.tolist(), scores.chunks)
         lsa_values = lsa[positions].tolist() if lsa is not None else [None] * chosen.size
-        page_values = page_relative[self.arrays.page_of_chunk[chosen]].tolist()
+        page_values = page_relative[self.page_of_chunk[chosen]].tolist()
         return tuple(map(L1Candidate, chunks, blended[positions].tolist(), scores.lexical[chosen].tolist(),
                          lsa_values, page_values))
 
@@ -241,10 +269,10 @@ class L1Index:
         (of the up to SECTIONS_PER_PAGE the pool holds), as L1's own score joins a section's and its page's."""
         if not candidates:
             return candidates
-        pages, position = np.unique(self.arrays.page_of_chunk[chosen], return_inverse=True)
-        page_cosines = self.arrays.static_pages[pages].astype(np.float32) @ scores.static_vector
+        pages, position = np.unique(self.page_of_chunk[chosen], return_inverse=True)
+        page_cosines = self.static_pages.take(pages).astype(np.float32) @ scores.static_vector
         best = np.full(pages.size, -np.inf, dtype=np.float32)
-        np.maximum.at(best, position, self.arrays.static_vectors[chosen].astype(np.float32) @ scores.static_vector)
+        np.maximum.at(best, position, self.static_vectors.take(chosen).astype(np.float32) @ scores.static_vector)
         fused = np.full(pages.size, -np.inf)
         np.maximum.at(fused, position, [c.score + page_weight * c.page_score for c in candidates])
         static_scores = 0.5 * (page_cosines + best)
@@ -259,21 +287,19 @@ class L1Index:
         """The rows of `pages`, page by page."""
         return self.pages.rows_of(pages)
 
-    @property
-    def lsa_heads(self) -> LsaHeads:
-        """The LSA rows' first dimensions and tail norms (the bounded selection's cheap cosine bound), made
-        on first use: a cache load stays a few array reads."""
-        heads = self._lsa_heads
-        if heads is None:
-            heads = self._lsa_heads = LsaHeads.of(self.arrays.lsa)  # racing callers make equal copies
-        return heads
 
 
-def _cosines(lsa: np.ndarray, rows: np.ndarray | slice, query_vector: np.ndarray) -> np.ndarray:
-    """Each row's dot product with the query, the same whichever other rows come with it: a BLAS product's
-    last bits depend on the batch (254 of 700 rows differed), so a cosine kept from the probe could differ
-    from the one a fresh search computes. einsum sums each row alone, and is no slower here."""
-    return np.einsum("ij,j->i", lsa[rows], query_vector)
+def _page_rows(segments: tuple[Segment, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each row's page, where each page's rows start and the rows page by page, across the segments (the base's
+    own arrays when there is no other: nothing is copied)."""
+    if len(segments) == 1:
+        a = segments[0].arrays
+        return a.page_of_chunk, a.page_row_starts, a.page_row_order
+    page_of_chunk = np.concatenate([s.arrays.page_of_chunk + s.first_page for s in segments])
+    starts = np.concatenate([segments[0].arrays.page_row_starts]
+                            + [s.arrays.page_row_starts[1:] + s.first_row for s in segments[1:]])
+    order = np.concatenate([s.arrays.page_row_order + s.first_row for s in segments])
+    return page_of_chunk, starts, order
 
 
 def _chunks_of(chunks: Sequence[Chunk], rows: list[int], known: dict[int, Chunk]) -> list[Chunk]:

@@ -45,13 +45,13 @@ def page_standing(l1: L1Index, query: str, source: str, *, filters: Mapping[str,
     scores = l1.score(query, tfidf_weight=tfidf_weight, static_weight=static_weight)
     if scores.lexical is None:  # no term of the query is indexed: nothing scores
         return PageStanding(source, indexed=True, allowed=inside)
-    rows = np.arange(len(l1.chunks)) if allowed is None else l1.pages.rows_of(allowed)
+    rows = l1.pages.every_row() if allowed is None else l1.pages.rows_of(allowed)
     if not inside:  # its rows too, so its own score is known
         rows = np.concatenate([rows, l1.pages.rows_of(np.array([page]))])
     lsa = l1.lsa_scores(scores, rows)
     w = scores.tfidf_weight
     blended = w * scores.lexical[rows] + (1 - w) * np.clip(lsa, 0.0, None)
-    page_of_row = l1.arrays.page_of_chunk[rows]
+    page_of_row = l1.page_of_chunk[rows]
     relative = _relative(scores.pages, allowed)
     fused = blended + page_weight * relative[page_of_row]
     kept = (blended > 0) & (blended >= min_score - 1e-9)

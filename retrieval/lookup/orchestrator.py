@@ -16,7 +16,6 @@ from typing import Any
 from retrieval.config import LookupConfig
 from retrieval.index import provenance
 from retrieval.index.build import KnowledgeIndex
-from retrieval.index.foreground import Foreground
 from retrieval.l0.index import L0Hints
 from retrieval.l1.results import L1Candidate
 from retrieval.lookup.details import Counts, L1Outcome, RetrievalDetails, best_score, overall_layer
@@ -87,7 +86,6 @@ class _Ranked:
     merged: int
 
 
-@Foreground(settle=0.0)  # a cache folder written behind an update waits (retrieval/index/foreground.py)
 def lookup_knowledge(query: str, *, index: KnowledgeIndex, config: LookupConfig | None = None,
                      category: str | None = None, top_k: int | None = None, recorder: Recorder | None = None,
                      run_id: str | None = None, query_id: str | None = None) -> LookupResult:
