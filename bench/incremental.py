@@ -1,27 +1,23 @@
 """Benchmark (not a test): `python bench/incremental.py --chunks 100000`.
 
-Incremental index updates (issue 35, item 1) on bench/realtext.py's real-text base, copied to a scratch
-folder so its pages can be edited: one full build, then, one after the other, an edit of 1 page, of 10
-pages, a deleted page, an added page and an edit of 1% of the pages, each followed by `open_index` (which
-updates the newest cached index) and the next lookup, timed together. An edit appends a section of another
-page's text and opens the page with a new paragraph. After the 1% edit, two full builds of the same files, and
-the top 10 of every bench query by each against the updated index's: one that keeps the LSA fit the update
-folded its rows into (`open_index(..., rebuild=True, keep_fit=True)`, `index --rebuild --keep-fit`: what an
-update should equal, everything else recomputed from the files), and one with a new fit
+Incremental index updates (issue 50) on bench/realtext.py's real-text base, copied to a scratch folder so its
+pages can be edited: one full build (the base), then, one after the other, an edit of 1 page, of 10 pages, a
+deleted page, an added page and an edit of 1% of the pages, each followed by `open_index` (which writes a delta
+beside the base: retrieval/index/incremental.py) and the next lookup, timed together. An edit appends a section
+of another page's text and opens the page with a new paragraph. Each update prints its seconds and their ratio
+to the full build's (measured in this run), and the bytes it wrote (its cache folder: the delta) against the
+base's folder. After the 1% edit, two full builds of the same files, and the top 10 of every bench query by each
+against the updated index's: one that keeps the fit the update's delta was built in (`open_index(...,
+rebuild=True, keep_fit=True)`, `index --rebuild --keep-fit`: the LSA projection and BM25's mean lengths kept,
+everything else recomputed from the files: what an update should equal), and one with a new fit
 (`open_index(..., use_cache=False)`); then the fit's own spread: a third full build of the same files whose SVD
-starts from another random_state, against the new fit's. Prints each update's seconds and its ratio to the full
-build's, measured in this run. `--pause 3` waits for the cache writes and 3 s before each update (updates
-spaced like a server's; docs/benchmarks.md); `LOOKUP_KNOWLEDGE_UPDATE_POOL_MB=0` runs without the update pool.
-Each update's page faults are printed too, of the whole process and of the updating thread (the update pool
-makes blocks on another: retrieval/index/block_making.py): an update's time on a host slow to back new memory
-follows them.
+starts from another random_state, against the new fit's.
 """
 
 from __future__ import annotations
 
 import argparse
 import random
-import resource
 import shutil
 import sys
 import tempfile
@@ -34,7 +30,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from realtext import build_corpus, queries_from
 
 from retrieval import IndexConfig, LookupConfig, lookup_knowledge, open_index
-from retrieval.index import wait_for_writes
 
 TOP = 10
 
@@ -43,9 +38,6 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chunks", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=200)
-    parser.add_argument("--pause", type=float, default=0.0,
-                        help="seconds to wait, with the cache writes done, between a change and its update: "
-                             "updates spaced like a server's instead of back to back")
     parser.add_argument("--corpus-dir", type=Path, default=Path(tempfile.gettempdir()) / "lookup-knowledge-bench")
     args = parser.parse_args()
     corpus = build_corpus(args.chunks, args.corpus_dir)
@@ -69,25 +61,24 @@ def main() -> None:
                  ("delete 1 page", lambda: _delete(pages, rng)),
                  ("add 1 page", lambda: _add(kb, pages, rng)),
                  (f"edit 1% of pages ({one_percent})", lambda: _edit(rng.sample(pages, one_percent), pages, rng))]
-        print("| change | update + next lookup | of a full build | files parsed | rows added / removed | drift "
-              "| page faults (first touches of memory) | of them on the updating thread |")
+        base_bytes = _folder_bytes(_newest(cache))
+        print(f"the base's cache folder: {base_bytes / 2**20:,.1f} MiB")
+        print("| change | update + next lookup | of a full build | bytes written (the delta) | of the base's folder "
+              "| files parsed | rows added / removed | drift |")
         print("| --- | --- | --- | --- | --- | --- | --- | --- |")
         for number, (name, change) in enumerate(steps):
             change()
-            if args.pause:
-                wait_for_writes()
-                time.sleep(args.pause)
-            faults, own = _faults()
             started = time.perf_counter()
             index = open_index(kb, cache_dir=cache)
             lookup_knowledge(queries[number + 1], index=index, config=config)
             seconds = time.perf_counter() - started
-            faults, own = (now - before for now, before in zip(_faults(), (faults, own), strict=True))
             facts = index.update
             if facts is None:
                 raise SystemExit(f"{name}: open_index built the index whole instead of updating it")
-            print(f"| {name} | {seconds:.2f} s | {seconds / full:.3f} | {facts.parsed} | {facts.rows_added:,} / "
-                  f"{facts.rows_removed:,} | {facts.lineage.drift:.4f} | {faults:,} | {own:,} |")
+            written = _folder_bytes(_newest(cache))
+            print(f"| {name} | {seconds:.2f} s | {seconds / full:.3f} | {written / 2**20:,.2f} MiB | "
+                  f"{written / base_bytes:.2%} | {facts.parsed} | {facts.rows_added:,} / {facts.rows_removed:,} | "
+                  f"{facts.lineage.drift:.4f} |")
         updated = [_top(index, q, config) for q in queries]
         tops = {}
         for name, rebuild in (("a full rebuild keeping the LSA fit (--rebuild --keep-fit)",
@@ -107,13 +98,17 @@ def main() -> None:
                  "the new fit's (random_state 0)", seconds, tops["a full rebuild with a new LSA fit (--rebuild)"],
                  [_top(reseeded, q, config) for q in queries], "the new fit's rebuild")
         del reseeded
-        wait_for_writes()  # the last update's cache folder, written behind, is done before the scratch folder goes
 
 
-def _faults() -> tuple[int, int]:
-    """Page faults so far of the whole process (the update pool's threads too) and of this thread alone."""
-    thread = getattr(resource, "RUSAGE_THREAD", resource.RUSAGE_SELF)  # Linux counts a thread's own
-    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt, resource.getrusage(thread).ru_minflt
+def _newest(cache: Path) -> Path:
+    """The cache folder written last (a full build's, or an update's delta)."""
+    folders = [p for p in cache.iterdir() if (p / "manifest.json").is_file()]
+    return max(folders, key=lambda p: (p / "manifest.json").stat().st_mtime)
+
+
+def _folder_bytes(folder: Path) -> int:
+    """The bytes of a cache folder's files (a delta's own: its base is another folder)."""
+    return sum(f.stat().st_size for f in folder.iterdir() if f.is_file())
 
 
 def _compare(name: str, seconds: float, updated: list[list[tuple[str, str]]],

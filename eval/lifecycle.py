@@ -14,7 +14,8 @@ from typing import Any
 import pandas as pd
 
 from retrieval import LookupConfig, TraceStore
-from retrieval.index import file_signature, library_versions
+from retrieval.index import file_signature
+from retrieval.lookup.provenance import library_versions
 
 from . import depth, judged
 from . import metrics as metric_lib

@@ -1,4 +1,4 @@
-"""The library versions a run recorded (retrieval.index.library_versions), compared between two runs.
+"""The library versions a run recorded (retrieval.lookup.provenance.library_versions), compared between two runs.
 
 A run's `library_versions` are those of the process that planned it (the serial run, the parent of a fan-out,
 the process that saved a replay); runs stored before they were recorded, and the `recorded-…` side of a
@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from retrieval.index import LIBRARIES
+from retrieval.lookup.provenance import LIBRARIES
 
 WORKERS_KEY = "worker_library_versions"  # the diagnostics key of a fan-out's workers' other versions
 

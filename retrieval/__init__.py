@@ -52,7 +52,7 @@ __all__, __getattr__, __dir__ = lazy_exports(__name__, {
     "config": "LookupConfig parse_assignments",
     "kb.model": "Chunk Entry KnowledgeBase KnowledgeBaseError",
     "kb.load": "load_knowledge_base",
-    "index.config": "IndexConfig",
+    "l1.config": "IndexConfig",
     "index.build": "KnowledgeIndex build_index open_index",
     "lookup.orchestrator": "LookupResult lookup_knowledge",
     "lookup.explain": "explain_missing explain_result MissingReport Explanation MISSING_STAGES=STAGES",

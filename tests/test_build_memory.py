@@ -52,20 +52,3 @@ def test_bm25_weighted_where_the_counts_lie_equals_weighting_each_row(length_mea
     assert np.allclose(weights, expected, rtol=1e-5, atol=1e-7)
     assert np.array_equal(got.idf, idf)
     assert np.array_equal(sparse.csc_matrix((got.tf, got.rows, got.indptr), shape=counts.shape).toarray(), dense)
-
-
-def test_an_update_runs_without_numpys_huge_page_advice_and_restores_it_after():
-    from retrieval.index.heap import huge_page_advice, small_pages
-
-    before = huge_page_advice(True)  # the switch returns the setting it replaces
-    assert before is not None, "numpy has no huge-page switch: small_pages() would do nothing"
-    try:
-        with small_pages():
-            assert huge_page_advice(False) is False  # off while held
-        assert huge_page_advice(True) is True  # back on after
-        huge_page_advice(False)
-        with small_pages():
-            pass
-        assert huge_page_advice(False) is False  # a setting that was off stays off
-    finally:
-        huge_page_advice(before)

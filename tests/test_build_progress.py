@@ -11,10 +11,10 @@ from scipy import sparse
 from sklearn.decomposition import TruncatedSVD
 
 from retrieval import load_knowledge_base, open_index
-from retrieval.index import progress as bp
+from retrieval import progress as bp
 from retrieval.index.build import cache_key, file_signature, indexable
-from retrieval.index.config import IndexConfig
 from retrieval.l1.arrays import build_arrays
+from retrieval.l1.config import IndexConfig
 from retrieval.l1.embedder import wordllama_name
 from retrieval.l1.lsa_fit import STEPS, fit_components
 from tests.kb_fixture import write_kb

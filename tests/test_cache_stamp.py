@@ -1,4 +1,4 @@
-"""The cache folder's stamp (retrieval/index/cache_stamp.py): files unchanged since their hashes were known
+"""The cache folder's stamp (retrieval/index/integrity.py): files unchanged since their hashes were known
 good are not hashed again; any write to one (same bytes, or a flipped byte with its times set back) has it
 hashed, and a damaged one still fails; on a coarse clock only files changed well before the stamp are
 trusted. Real cache folders on disk."""
@@ -11,7 +11,7 @@ import warnings
 from pathlib import Path
 
 from retrieval import open_index
-from retrieval.index import cache_stamp
+from retrieval.index import integrity
 from retrieval.index.cache import CacheWarning
 
 
@@ -33,14 +33,14 @@ def test_the_writers_stamp_spares_the_first_open_the_hashing(kb_dir, tmp_path, h
     hashed.clear()
     index, warned = _open(kb_dir, tmp_path)
     assert index.from_cache and not warned
-    stamp = json.loads((folder / cache_stamp.STAMP).read_text())
+    stamp = json.loads((folder / integrity.STAMP).read_text())
     if stamp["fine_clock"]:  # a later write always gets a new change time: the stamp is trusted at once
         assert hashed == []
     else:  # a coarse clock: files written within RACY_NS of the stamp are hashed, then the stamp is refreshed
         assert hashed
         hashed.clear()
         _open(kb_dir, tmp_path)
-        assert hashed == [] or (json.loads((folder / cache_stamp.STAMP).read_text())["at_ns"] > stamp["at_ns"])
+        assert hashed == [] or (json.loads((folder / integrity.STAMP).read_text())["at_ns"] > stamp["at_ns"])
 
 
 def test_a_file_written_again_with_the_same_bytes_is_hashed_alone_and_trusted_after(kb_dir, tmp_path, hashed):
@@ -51,7 +51,7 @@ def test_a_file_written_again_with_the_same_bytes_is_hashed_alone_and_trusted_af
     index, warned = _open(kb_dir, tmp_path)
     assert index.from_cache and not warned
     assert "text_blob.npy" in hashed
-    if json.loads((folder / cache_stamp.STAMP).read_text())["fine_clock"]:
+    if json.loads((folder / integrity.STAMP).read_text())["fine_clock"]:
         assert hashed == ["text_blob.npy"]
         hashed.clear()
         _open(kb_dir, tmp_path)
@@ -74,21 +74,21 @@ def test_a_flipped_byte_with_its_times_set_back_is_still_found(kb_dir, tmp_path)
 def test_on_a_coarse_clock_only_files_changed_well_before_the_stamp_are_trusted(tmp_path):
     path = tmp_path / "a.npy"
     path.write_bytes(b"x" * 10)
-    state = cache_stamp.state_of(path)
+    state = integrity.state_of(path)
     ctime = state[3]
     for at, fine, trusted in ((ctime + 1, True, True), (ctime + 1, False, False),
-                              (ctime + cache_stamp.RACY_NS + 1, False, True)):
-        cache_stamp.record(tmp_path, {"a.npy": state}, at, fine)
-        assert cache_stamp.vouched(tmp_path, {"a.npy": state}) == ({"a.npy"} if trusted else set())
+                              (ctime + integrity.RACY_NS + 1, False, True)):
+        integrity.record(tmp_path, {"a.npy": state}, at, fine)
+        assert integrity.vouched(tmp_path, {"a.npy": state}) == ({"a.npy"} if trusted else set())
     other = (state[0] + 1, *state[1:])  # another inode: a file replaced by one of the same size and times
-    assert cache_stamp.vouched(tmp_path, {"a.npy": other}) == set()
+    assert integrity.vouched(tmp_path, {"a.npy": other}) == set()
 
 
 def test_a_stamp_that_is_not_ours_vouches_for_nothing(tmp_path):
     path = tmp_path / "a.npy"
     path.write_bytes(b"x")
-    state = cache_stamp.state_of(path)
+    state = integrity.state_of(path)
     for text in ("not json", json.dumps({"files": {}}), json.dumps([1, 2]),
                  json.dumps({"at_ns": "soon", "fine_clock": True, "files": {"a.npy": list(state)}})):
-        (tmp_path / cache_stamp.STAMP).write_text(text)
-        assert cache_stamp.vouched(tmp_path, {"a.npy": state}) == set()
+        (tmp_path / integrity.STAMP).write_text(text)
+        assert integrity.vouched(tmp_path, {"a.npy": state}) == set()

@@ -11,7 +11,7 @@ import pytest
 
 from retrieval import LookupConfig, lookup_knowledge, open_index
 from retrieval.index.cache import CacheWarning, prune
-from retrieval.index.digest import file_digest
+from retrieval.index.integrity import file_digest
 
 
 def _folder(cache):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from retrieval.index import postings
-from retrieval.index.postings import COMPILED_MIN_POSTINGS, columns_from_triples, postings_sum
+from retrieval.l1 import postings
+from retrieval.l1.postings import COMPILED_MIN_POSTINGS, columns_from_triples, postings_sum
 
 
 def _columns(n_rows: int, n_columns: int, seed: int, dtype: type) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

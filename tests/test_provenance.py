@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from retrieval import TraceStore, lookup_knowledge
-from retrieval.index import provenance
+from retrieval.lookup import provenance
 from retrieval.lookup.invocation import ToolInvocation
 from retrieval.traces.schema import MIGRATIONS
 

@@ -1,4 +1,4 @@
-"""A large build's arrays spilled to disk as they are made (retrieval/index/spill.py): the same index as one
+"""A large build's arrays spilled to disk as they are made (retrieval/storage/spill.py): the same index as one
 built in memory, file-backed, taken by the cache as written, and nothing left behind."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from retrieval import LookupConfig, lookup_knowledge, open_index
 from retrieval.index.build import build_index
 from retrieval.index.cache import SPILL_PREFIX
 from retrieval.index.chunk_store import TextColumn
-from retrieval.index.spill import SPILL_MIN_ENV, Spill, spilled_file
 from retrieval.kb.load import load_knowledge_base
 from retrieval.paths import SAMPLE_KB
+from retrieval.storage.spill import SPILL_MIN_ENV, Spill, spilled_file
 
 QUERIES = ("how do I silence alerts", "rotate the api keys", "invoice currency")
 

@@ -9,8 +9,8 @@ import pytest
 
 from retrieval import load_knowledge_base
 from retrieval.index.chunk_store import indexable
-from retrieval.index.config import IndexConfig
 from retrieval.l1.arrays import build_arrays
+from retrieval.l1.config import IndexConfig
 from retrieval.l1.stable_sample import content_keys, sample_rows, start_matrix
 from retrieval.paths import SAMPLE_KB
 

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from retrieval import KnowledgeIndex, LookupConfig, ToolInvocation, TraceWriter, lookup_knowledge
-from retrieval.index import library_versions, open_index
+from retrieval.index import open_index
+from retrieval.lookup.provenance import library_versions
 from retrieval.traces import write_part
 
 from .. import metrics as metric_lib
@@ -87,7 +88,7 @@ class Shard:
 class ShardResult:
     """A shard's rows as the serial path makes them: per-question rows, lookup and oracle metric rows, how
     many lookups it ran (the others were recorded before), which worker ran it (`host:pid`) and the worker's
-    library versions (retrieval.index.library_versions: on a Dask cluster they may not be the parent's)."""
+    library versions (retrieval.lookup.provenance.library_versions: on a Dask cluster they may not be the parent's)."""
 
     run_id: str
     number: int

@@ -6,9 +6,6 @@ from retrieval import lazy_exports
 
 __all__, __getattr__, __dir__ = lazy_exports(__name__, {
     "build": "KnowledgeIndex build_index default_cache_dir file_signature open_index",
-    "config": "IndexConfig",
-    "progress": "BUILD_STAGES=STAGES build_share=overall",
-    "digest": "file_digest",
-    "provenance": "LIBRARIES library_versions",
+    "integrity": "file_digest",
     "live": "LiveIndex current_index",
 })

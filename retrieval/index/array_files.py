@@ -3,7 +3,7 @@
 `write_array` writes what `np.save` writes (the same header and bytes), but in blocks of `WRITE_BLOCK`,
 feeding each block to the XXH3-128 digest the manifest records as it goes (the file is not read back to be
 hashed).
-An array the build spilled (retrieval/index/spill.py) is already that file: it is linked (or copied by the
+An array the build spilled (retrieval/storage/spill.py) is already that file: it is linked (or copied by the
 kernel) rather than read back through its map into this process, then hashed a block at a time.
 """
 
@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 import xxhash
 
-from retrieval.index.digest import file_digest
-from retrieval.index.spill import spilled_file
+from retrieval.index.integrity import file_digest
+from retrieval.storage.spill import spilled_file
 
 WRITE_BLOCK = 2 * 2**20  # 2 MiB written and hashed at a time
 

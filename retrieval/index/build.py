@@ -16,24 +16,24 @@ from pathlib import Path
 import numpy as np
 
 from retrieval import __version__
-from retrieval.index import progress as bp
+from retrieval import progress as bp
 from retrieval.index.cache import SPILL_PREFIX, CachedIndex, read_cache, write_cache
 from retrieval.index.chunk_store import ChunkRows, indexable
-from retrieval.index.config import IndexConfig
 from retrieval.index.incremental import UpdateFacts, newest_of_lineage, update_index
 from retrieval.index.lineage import Lineage
-from retrieval.index.spill import IN_MEMORY, Spill
 from retrieval.index.stacked_entries import ChunkPicks
 from retrieval.kb.load import exclude_prefixes, load_knowledge_base
 from retrieval.kb.model import KnowledgeBase
 from retrieval.kb.sources import stat_line
 from retrieval.l0.index import L0Index
 from retrieval.l1.arrays import build_arrays, loaded
+from retrieval.l1.config import IndexConfig
 from retrieval.l1.embedder import Embedder, LazyEmbedder, default_embedder
 from retrieval.l1.kept_fit import LsaFit
 from retrieval.l1.search import L1Index
+from retrieval.storage.spill import IN_MEMORY, Spill
 
-Progress = bp.Progress  # progress(stage, fraction): see retrieval.index.progress
+Progress = bp.Progress  # progress(stage, fraction): see retrieval.progress
 _FORMAT = 2
 DEFAULT = "default"  # `embedder=DEFAULT`: the packaged static embedder (retrieval.l1.embedder.default_embedder)
 
@@ -63,7 +63,7 @@ def build_index(kb: KnowledgeBase, *, svd_dims: int | None = None, config: Index
                 embedder: Embedder | LazyEmbedder | str | None = DEFAULT, fit: LsaFit | None = None) -> KnowledgeIndex:
     """Index `kb`; an L1 index that cannot be built leaves L1 `unavailable` with the reason, not an error.
     `svd_dims` overrides `config.svd_dims` (the older keyword); `progress(stage, fraction)` follows the
-    stages of retrieval.index.progress. `embedder` gives L1 its static part (None: none; DEFAULT: the
+    stages of retrieval.progress. `embedder` gives L1 its static part (None: none; DEFAULT: the
     packaged one, when installed). `fit` is an LSA fit to keep instead of fitting one (retrieval/l1/kept_fit.py)."""
     config = _with_dims(config, svd_dims)
     embedder = _embedder(embedder)

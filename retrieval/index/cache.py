@@ -9,7 +9,7 @@ written under a temporary name and renamed into place, so a reader never sees ha
 On load every file is checked, whole, before any of it is used: its size (a truncated file fails here,
 before it is read), then the XXH3-128 hash of all its bytes (a flipped or overwritten byte anywhere fails
 here) unless the folder's stamp vouches that the file was not written since its hash was known good
-(retrieval/index/cache_stamp.py: any write changes a file's ctime), then its dtype and shape against the
+(retrieval/index/integrity.py: any write changes a file's ctime), then its dtype and shape against the
 manifest; then the arrays are checked against each other
 (offsets within their bytes, positions in range, chunks in their entries' order, sorted hash arrays).
 Any mismatch is a warning and a rebuild, never a wrong index. The hash guards against damage, not
@@ -35,14 +35,12 @@ from typing import Any
 
 import numpy as np
 
-from retrieval.index import cache_stamp
+from retrieval.index import integrity
 from retrieval.index.array_files import write_array
-from retrieval.index.cache_check import MANIFEST, check_bytes
 from retrieval.index.chunk_store import ChunkStore, TextColumn
-from retrieval.index.config import IndexConfig
 from retrieval.index.entry_columns import EntryColumns
+from retrieval.index.integrity import MANIFEST, check_bytes
 from retrieval.index.lineage import Lineage, source_arrays, source_table
-from retrieval.index.spill import IN_MEMORY, Spill
 from retrieval.index.stacked_entries import StackedEntries
 from retrieval.kb.files import LoadProblem
 from retrieval.kb.model import Entry, KnowledgeBase
@@ -50,12 +48,14 @@ from retrieval.kb.sources import SourceTable
 from retrieval.l0.arrays import L0Arrays
 from retrieval.l0.index import L0Index
 from retrieval.l1.arrays import L1Arrays
+from retrieval.l1.config import IndexConfig
 from retrieval.l1.segments import Delta, Tombstones
+from retrieval.storage.spill import IN_MEMORY, Spill
 
 FORMAT = 8  # one number for every cache folder; 8: a base and a delta beside it (issue 50)
 KEEP_CACHED = 16
 DEFAULT_MAX_MB = 4096
-SPILL_PREFIX = ".spill-"  # a build's spilled arrays (retrieval/index/spill.py), until the cache takes them
+SPILL_PREFIX = ".spill-"  # a build's spilled arrays (retrieval/storage/spill.py), until the cache takes them
 L0_PREFIX = "l0_"
 
 
@@ -163,8 +163,8 @@ def _write_folder(folder: Path, arrays, manifest: dict[str, Any]) -> None:
         (temporary / MANIFEST).write_text(json.dumps({"format": FORMAT, "files": files, **manifest}),
                                           encoding="utf-8")
         # the hashes were made from the bytes written, in a folder no one else knows yet: a stamp vouches for them
-        at, states = cache_stamp.states(temporary / spec["file"] for spec in files.values())
-        cache_stamp.record(temporary, states, at, cache_stamp.fine_clock(temporary))
+        at, states = integrity.states(temporary / spec["file"] for spec in files.values())
+        integrity.record(temporary, states, at, integrity.fine_clock(temporary))
         if folder.exists():
             shutil.rmtree(folder, ignore_errors=True)
         os.replace(temporary, folder)

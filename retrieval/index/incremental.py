@@ -23,7 +23,6 @@ import numpy as np
 
 from retrieval.index.cache import MANIFEST, CachedIndex, CacheWarning, IndexDelta, read_cache
 from retrieval.index.chunk_store import ChunkRows, ChunkStore, TextColumn, indexable
-from retrieval.index.config import IndexConfig
 from retrieval.index.entry_columns import EntryColumns
 from retrieval.index.lineage import REFIT_SHARE, Lineage
 from retrieval.index.stacked_entries import ChunkPicks, StackedEntries
@@ -33,6 +32,7 @@ from retrieval.kb.reading import Prior
 from retrieval.l0.arrays import updated_arrays as updated_l0
 from retrieval.l0.index import L0Index
 from retrieval.l1.arrays import loaded
+from retrieval.l1.config import IndexConfig
 from retrieval.l1.delta import delta_of
 from retrieval.l1.embedder import Embedder, LazyEmbedder
 from retrieval.l1.search import L1Index

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from retrieval.index.chunk_store import TextColumn
-from retrieval.index.postings import columns_from_triples
 from retrieval.kb.model import Entry
+from retrieval.l1.postings import columns_from_triples
 from retrieval.l1.terms import TermIndex
+from retrieval.storage.text_column import TextColumn
 from retrieval.text.analysis import tokenize
 
 

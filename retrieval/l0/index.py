@@ -14,12 +14,12 @@ from typing import Any
 
 import numpy as np
 
-from retrieval.index.chunk_store import TextColumn
-from retrieval.index.postings import postings_sum
 from retrieval.kb.model import Entry
 from retrieval.l0.arrays import L0Arrays, build_arrays
+from retrieval.l1.postings import postings_sum
 from retrieval.l1.terms import TermIndex
 from retrieval.lookup.domains import DomainVote
+from retrieval.storage.text_column import TextColumn
 from retrieval.text.analysis import tokenize
 
 

@@ -8,18 +8,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from retrieval.index import progress as bp
-from retrieval.index.chunk_store import TextColumn
-from retrieval.index.config import IndexConfig
-from retrieval.index.heap import release_freed_memory
-from retrieval.index.spill import IN_MEMORY, Spill
+from retrieval import progress as bp
 from retrieval.kb.model import Chunk
+from retrieval.l1.config import IndexConfig
 from retrieval.l1.embedder import Embedder, EmbedderWarning, LazyEmbedder, is_static
 from retrieval.l1.kept_fit import LsaFit
 from retrieval.l1.lsa_fit import fit_components
 from retrieval.l1.stable_sample import content_keys, sample_rows, term_keys
 from retrieval.l1.static import composed_with_pages, embedded_vectors, page_vectors
 from retrieval.l1.terms import SurfaceWords, TermIndex, count_terms
+from retrieval.storage.heap import release_freed_memory
+from retrieval.storage.spill import IN_MEMORY, Spill
+from retrieval.storage.text_column import TextColumn
 
 
 @dataclass(frozen=True, eq=False)
@@ -59,8 +59,8 @@ class L1Arrays:
 def build_arrays(chunks: Sequence[Chunk], config: IndexConfig, progress: bp.Progress | None = None,
                  embedder: Embedder | None = None, spill: Spill = IN_MEMORY, fit: LsaFit | None = None) -> L1Arrays:
     """Count terms, weight them (BM25 for sections and pages), fit the LSA space and embed every chunk with
-    `embedder` (no static part without one); `progress` gets each stage's fractions (retrieval.index.progress).
-    The LSA rows and static vectors go to `spill` as they are made (retrieval/index/spill.py), and every large
+    `embedder` (no static part without one); `progress` gets each stage's fractions (retrieval.progress).
+    The LSA rows and static vectors go to `spill` as they are made (retrieval/storage/spill.py), and every large
     intermediate is let go as soon as the next stage has what it needs: at 1M chunks they are what sets the
     build's peak memory (docs/benchmarks.md, bench/build_memory.py). With `fit`, the LSA space and BM25's mean
     lengths are that fit's (retrieval/l1/kept_fit.py), not new ones: what an update's delta segment is built on."""

@@ -9,17 +9,18 @@ last full build, never the base (retrieval/l1/segments.py is how a search reads 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 
-from retrieval.index.chunk_store import TextColumn
-from retrieval.index.config import IndexConfig
 from retrieval.kb.model import Chunk
 from retrieval.l1.arrays import L1Arrays, build_arrays
+from retrieval.l1.config import IndexConfig
 from retrieval.l1.embedder import Embedder
 from retrieval.l1.kept_fit import LsaFit
 from retrieval.l1.segments import Delta, Tombstones
 from retrieval.l1.terms import TermIndex, count_terms
+from retrieval.storage.text_column import TextColumn
 
 
 def delta_of(base: L1Arrays, chunks: Sequence[Chunk], dead_pages: np.ndarray, dead_chunks: Sequence[Chunk],
@@ -35,6 +36,8 @@ def delta_of(base: L1Arrays, chunks: Sequence[Chunk], dead_pages: np.ndarray, de
         arrays = build_arrays(chunks, config, embedder=embedder if dims else None, fit=LsaFit.frozen(base))
         if arrays.static_vectors.shape[1] != dims or arrays.lsa.shape[1] != base.lsa.shape[1]:
             raise ValueError("the delta's vectors do not match the base's (another embedder or LSA space)")
+        # the projection is the base's (a query is projected with it): the delta keeps none of its own
+        arrays = replace(arrays, projection=np.zeros((0, base.projection.shape[-1]), dtype=np.float32))
     return Delta(arrays, tombstones(base, np.asarray(dead_pages, dtype=np.int64), dead_chunks))
 
 

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from retrieval.index.chunk_store import TextColumn
 from retrieval.l1.terms import TermIndex
+from retrieval.storage.text_column import TextColumn
 
 
 @dataclass(frozen=True, eq=False)

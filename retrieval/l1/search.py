@@ -14,21 +14,21 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from retrieval.index import progress as bp
-from retrieval.index.config import IndexConfig
-from retrieval.index.postings import postings_sum
-from retrieval.index.spill import IN_MEMORY, Spill
+from retrieval import progress as bp
 from retrieval.kb.model import Chunk
 from retrieval.l1.arrays import L1Arrays, build_arrays, loaded
 from retrieval.l1.bounded import LsaHeads, bounded_rows
+from retrieval.l1.config import IndexConfig
 from retrieval.l1.embedder import Embedder, EmbedderInfo, LazyEmbedder
 from retrieval.l1.page_ranking import PageRanking
 from retrieval.l1.pages import PageSets, check_filter_keys, page_heads
+from retrieval.l1.postings import postings_sum
 from retrieval.l1.results import L1Candidate, L1Result, L1Scores, LsaMemo, Probe
 from retrieval.l1.segments import Delta, QueryTerms, QueryWeights, Segment, Tombstones
 from retrieval.l1.stacked import Stacked
 from retrieval.l1.static import pool_boosts
 from retrieval.l1.static import query_vector as static_query_vector  # `_score` has an LSA `query_vector`
+from retrieval.storage.spill import IN_MEMORY, Spill
 
 SECTIONS_PER_PAGE = 3  # sections of one page L1 returns; the rest stay out of the pool
 FIRST_BLOCK_ROWS = 256  # rows with the best bounds scored first, at least ROWS_PER_PAGE per requested page: the

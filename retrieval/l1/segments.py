@@ -15,9 +15,9 @@ from functools import cached_property
 
 import numpy as np
 
-from retrieval.index.chunk_store import TextColumn
 from retrieval.l1.arrays import L1Arrays, bm25_idf
 from retrieval.l1.terms import TermIndex
+from retrieval.storage.text_column import TextColumn
 from retrieval.text.analysis import tokenize
 
 

@@ -23,9 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from retrieval.index.spill import IN_MEMORY, Spill
 from retrieval.l1.embedder import Embedder, StaticEmbedder, is_static, unit_rows
 from retrieval.l1.terms import SurfaceWords
+from retrieval.storage.spill import IN_MEMORY, Spill
 from retrieval.text.analysis import WORD
 
 TEXT_BLOCK = 65_536  # texts composed at a time (bounds a block's float32 vectors to 64 MB at 256 dims)

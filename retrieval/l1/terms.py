@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from retrieval.index.heap import release_freed_memory
 from retrieval.l1.count_parts import csr_of_parts, packed_counts
+from retrieval.storage.heap import release_freed_memory
 from retrieval.text.analysis import STEMMER, STOP_WORDS, WORD, tokenize
 
 _UNSEEN = -2

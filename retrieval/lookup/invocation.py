@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
 from typing import Any
 
-from retrieval.index.provenance import COLUMNS as PROVENANCE_COLUMNS
+from retrieval.lookup.provenance import COLUMNS as PROVENANCE_COLUMNS
 
 
 @dataclass(frozen=True)

@@ -14,10 +14,10 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from retrieval.config import LookupConfig
-from retrieval.index import provenance
 from retrieval.index.build import KnowledgeIndex
 from retrieval.l0.index import L0Hints
 from retrieval.l1.results import L1Candidate
+from retrieval.lookup import provenance
 from retrieval.lookup.details import Counts, L1Outcome, RetrievalDetails, best_score, overall_layer
 from retrieval.lookup.domains import DomainVote, Voter, vote_domains
 from retrieval.lookup.evidence import (

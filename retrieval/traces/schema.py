@@ -16,7 +16,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from retrieval.index.provenance import COLUMNS as PROVENANCE_COLUMNS
+from retrieval.lookup.provenance import COLUMNS as PROVENANCE_COLUMNS
 from retrieval.traces.db import ADVICE, TraceStoreError, file_error
 
 if TYPE_CHECKING:
@@ -111,7 +111,7 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
             created_at TIMESTAMP NOT NULL, invocation_id VARCHAR, kb_fingerprint VARCHAR,
             cleared_at TIMESTAMP NOT NULL)""",
     )),
-    # v8 (library versions): the versions of the libraries that decide a run's numbers (retrieval.index.provenance
+    # v8 (library versions): the versions of the libraries that decide a run's numbers (retrieval.lookup.provenance
     # LIBRARIES), recorded with each evaluation run; runs stored before read null ("not recorded")
     (8, (
         "ALTER TABLE eval_run ADD COLUMN IF NOT EXISTS library_versions JSON",
