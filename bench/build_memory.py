@@ -1,7 +1,7 @@
 """Benchmark (not a test): `python bench/build_memory.py --chunks 1000000`.
 
 Where an index build's memory goes: builds bench/realtext.py's base (`open_index`, no cache) while a thread
-samples the process's resident set every 10 ms, and prints, per build stage (retrieval.progress), the
+samples the process's resident set every 10 ms, and prints, per build stage (retrieval.index.progress), the
 RSS when it started and its peak within it, then the build's peak (VmHWM) and the cached open's seconds.
 """
 

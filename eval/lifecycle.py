@@ -15,7 +15,7 @@ import pandas as pd
 
 from retrieval import LookupConfig, TraceStore
 from retrieval.index import file_signature
-from retrieval.lookup.provenance import library_versions
+from retrieval.lookup import library_versions
 
 from . import depth, judged
 from . import metrics as metric_lib

@@ -28,7 +28,7 @@ import pandas as pd
 from retrieval import KnowledgeIndex, TraceStore
 from retrieval.config import changed_settings
 from retrieval.export import json_object
-from retrieval.lookup.provenance import library_versions
+from retrieval.lookup import library_versions
 
 from . import judged
 from . import oracle as oracle_lib

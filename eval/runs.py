@@ -98,7 +98,7 @@ class RunResult:
 def open_dataset_index(dataset: Dataset, svd_dims: int,
                        progress: Callable[[str, float], None] | None = None) -> KnowledgeIndex:
     """The (disk-cached) index of the dataset's knowledge base, without the fields and paths it excludes;
-    `progress(stage, fraction)` follows the build (retrieval.progress)."""
+    `progress(stage, fraction)` follows the build (retrieval.index.progress)."""
     return open_index(dataset.kb_path, svd_dims=svd_dims, exclude_fields=dataset.exclude_fields,
                       exclude_paths=dataset.exclude_paths, progress=progress)
 

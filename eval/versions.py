@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from retrieval.lookup.provenance import LIBRARIES
+from retrieval.lookup import LIBRARIES
 
 WORKERS_KEY = "worker_library_versions"  # the diagnostics key of a fan-out's workers' other versions
 

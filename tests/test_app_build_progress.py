@@ -8,7 +8,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from appui.widgets import build_bar
-from retrieval import progress as bp
+from retrieval.index import progress as bp
 from tests.app_helpers import APP, QUERIES, ok
 from tests.kb_fixture import write_kb
 

@@ -11,7 +11,7 @@ from scipy import sparse
 from sklearn.decomposition import TruncatedSVD
 
 from retrieval import load_knowledge_base, open_index
-from retrieval import progress as bp
+from retrieval.index import progress as bp
 from retrieval.index.build import cache_key, file_signature, indexable
 from retrieval.l1.arrays import build_arrays
 from retrieval.l1.config import IndexConfig

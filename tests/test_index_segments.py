@@ -9,38 +9,10 @@ import json
 from pathlib import Path
 
 import numpy as np
-import pytest
 
-from retrieval import IndexConfig, open_index
+from retrieval import open_index
 from retrieval.index.lineage import REFIT_SHARE
-from tests.index_helpers import CATEGORIES
-from tests.test_l1_exactness import _pruned_with_fast_equal_to_exact
-
-CONFIG = IndexConfig(svd_dims=48)
-PAGES = 600
-
-
-def _write_base(root: Path, pages: int = PAGES, seed: int = 5) -> list[str]:
-    """Markdown pages of 1-6 sections over a Zipf-like vocabulary; queries over its words."""
-    rng = np.random.default_rng(seed)
-    vocabulary = [f"w{i}" for i in range(2000)]
-    weights = 1.0 / np.arange(1, len(vocabulary) + 1) ** 0.9
-    weights /= weights.sum()
-    root.mkdir(parents=True)
-    for page in range(pages):
-        sections = "".join(f"## Section {s} of page {page}\n{' '.join(rng.choice(vocabulary, 30, p=weights))}\n\n"
-                           for s in range(int(rng.integers(1, 7))))
-        (root / f"p{page}.md").write_text(f"---\ntitle: Page {page}\ncategory: {CATEGORIES[page % 4]}\n---\n"
-                                          f"{sections}", encoding="utf-8")
-    return [" ".join(rng.choice(vocabulary[:500], size=int(rng.integers(1, 5)))) for _ in range(20)] + [
-        "w1999 w1998", "brandnewword w3"]
-
-
-def _edit(root: Path, numbers, marker: str = "brandnewword") -> None:
-    for number in numbers:
-        page = root / f"p{number}.md"
-        page.write_text(page.read_text(encoding="utf-8") + f"## Revised\n{marker} w7 w8 and more w9\n",
-                        encoding="utf-8")
+from tests.index_helpers import CONFIG, PAGES, edit_generated_pages, fast_equals_exact, write_generated_base
 
 
 def _folders(cache: Path) -> dict[str, dict]:
@@ -52,29 +24,15 @@ def _bytes(folder: Path) -> int:
     return sum(f.stat().st_size for f in folder.iterdir() if f.is_file())
 
 
-@pytest.fixture(scope="module")
-def segmented(tmp_path_factory):
-    """A generated base, built, then updated: pages edited, one deleted, one added."""
-    root = tmp_path_factory.mktemp("segments")
-    kb, cache = root / "kb", root / "cache"
-    queries = _write_base(kb)
-    open_index(kb, cache_dir=cache, config=CONFIG)
-    _edit(kb, range(0, PAGES, 50))
-    (kb / "p3.md").unlink()
-    (kb / "added.md").write_text("---\ntitle: Added\ncategory: ops\n---\n## Added\nbrandnewword w1 w2 w3\n",
-                                 encoding="utf-8")
-    return kb, cache, open_index(kb, cache_dir=cache, config=CONFIG), queries
-
-
 def test_a_one_page_edit_writes_a_delta_of_at_most_a_twentieth_of_the_base_and_leaves_the_base_untouched(tmp_path):
     kb, cache = tmp_path / "kb", tmp_path / "cache"
-    _write_base(kb, pages=1500)
+    write_generated_base(kb, pages=1500)
     open_index(kb, cache_dir=cache, config=CONFIG)
     (base_name, _), = _folders(cache).items()
     base = cache / base_name
     before = {f.name: (f.stat().st_ino, f.stat().st_size, f.stat().st_mtime_ns) for f in base.iterdir()
               if f.suffix == ".npy"}
-    _edit(kb, [7])
+    edit_generated_pages(kb, [7])
     updated = open_index(kb, cache_dir=cache, config=CONFIG)
     assert updated.update is not None
     deltas = {name: m for name, m in _folders(cache).items() if m.get("base")}
@@ -89,8 +47,7 @@ def test_a_one_page_edit_writes_a_delta_of_at_most_a_twentieth_of_the_base_and_l
 def test_a_search_across_the_base_and_the_delta_equals_the_exact_scan(segmented):
     _, _, index, queries = segmented
     assert len(index.l1.segments) == 2 and index.l1.dead.pages.size == len(range(0, PAGES, 50)) + 1
-    pruned = _pruned_with_fast_equal_to_exact(index.l1, queries,
-                                              (None, {"category": "ops"}, {"source": "p50.md"}))
+    pruned = fast_equals_exact(index.l1, queries, (None, {"category": "ops"}, {"source": "p50.md"}))
     assert pruned >= 20
 
 
@@ -117,12 +74,12 @@ def test_an_update_reopened_from_the_cache_answers_as_it_did(segmented):
 
 def test_a_second_update_replaces_the_delta_beside_the_same_base(tmp_path):
     kb, cache = tmp_path / "kb", tmp_path / "cache"
-    _write_base(kb, pages=200)
+    write_generated_base(kb, pages=200)
     open_index(kb, cache_dir=cache, config=CONFIG)
     (base_name, _), = _folders(cache).items()
-    _edit(kb, [1])
+    edit_generated_pages(kb, [1])
     open_index(kb, cache_dir=cache, config=CONFIG)
-    _edit(kb, [2], marker="secondmarker")
+    edit_generated_pages(kb, [2], marker="secondmarker")
     second = open_index(kb, cache_dir=cache, config=CONFIG)
     assert second.update is not None and second.update.lineage.updates == 2
     assert {m.get("base") for m in _folders(cache).values()} == {None, base_name}
@@ -150,9 +107,9 @@ def test_frozen_mean_lengths_move_a_lexical_score_no_more_than_the_mean_length_m
     """At the refit share, an update's lexical scores (mean lengths kept from the base) against a full build's
     (its own mean lengths): each differs by at most the mean length's relative change (docs/l1.md)."""
     kb, cache = tmp_path / "kb", tmp_path / "cache"
-    queries = _write_base(kb, pages=300)
+    queries = write_generated_base(kb, pages=300)
     open_index(kb, cache_dir=cache, config=CONFIG)
-    _edit(kb, range(0, int(300 * REFIT_SHARE / 4)))  # each edit adds a long section: the mean length grows
+    edit_generated_pages(kb, range(0, int(300 * REFIT_SHARE / 4)))  # each adds a section: the mean length moves
     updated = open_index(kb, cache_dir=cache, config=CONFIG)
     full = open_index(kb, use_cache=False, config=CONFIG)
     assert updated.update is not None

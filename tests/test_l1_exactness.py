@@ -7,34 +7,15 @@ import pytest
 
 from retrieval.l1 import search as l1_module
 from retrieval.l1.search import L1Index
-from tests.index_helpers import CATEGORIES
+from tests.index_helpers import CATEGORIES, fast_equals_exact
 
 
 @pytest.mark.parametrize(("first_block", "least_pruned"), [(1, 50), (512, 1)])
 def test_bounded_selection_equals_the_exact_scan_on_a_generated_base(generated, monkeypatch, first_block,
                                                                      least_pruned):
     monkeypatch.setattr(l1_module, "FIRST_BLOCK_ROWS", first_block)
-    pruned = _pruned_with_fast_equal_to_exact(*generated, (None, {"category": "ops"}, {"source": "p7.md"}))
+    pruned = fast_equals_exact(*generated, (None, {"category": "ops"}, {"source": "p7.md"}))
     assert pruned >= least_pruned
-
-
-def _pruned_with_fast_equal_to_exact(index, queries, filter_sets) -> int:
-    """Assert the bounded search gives the exact scan's candidates for every query, filter and setting; how
-    many of those searches scored fewer rows than the scan."""
-    pruned = 0
-    for query in queries:
-        for filters in filter_sets:
-            for top_k, min_score, weight, page_weight in ((1, 0.0, 0.9, 0.5), (5, 0.05, 0.9, 0.5),
-                                                          (30, 0.05, 0.5, 0.0), (3, 0.3, 0.7, 1.0)):
-                kwargs = dict(top_k=top_k, filters=filters, min_score=min_score, tfidf_weight=weight,
-                              page_weight=page_weight)
-                index._last_scores = None
-                fast = index.search(query, **kwargs)
-                exact = index.search(query, exact=True, **kwargs)
-                assert [(c.chunk.chunk_id, c.score, c.lsa_score, c.page_score) for c in fast.candidates] == \
-                    [(c.chunk.chunk_id, c.score, c.lsa_score, c.page_score) for c in exact.candidates]
-                pruned += fast.rows_scored < exact.rows_scored
-    return pruned
 
 
 @pytest.mark.parametrize("segments", [2, 7, 64])
@@ -45,7 +26,7 @@ def test_bounded_selection_with_pages_sharing_one_bound_equals_the_exact_scan(ge
 
     monkeypatch.setattr(universe, "BOUND_SEGMENTS", segments)
     monkeypatch.setattr(l1_module, "FIRST_BLOCK_ROWS", 1)
-    pruned = _pruned_with_fast_equal_to_exact(*generated, (None, {"category": "ops"}))
+    pruned = fast_equals_exact(*generated, (None, {"category": "ops"}))
     assert pruned > 0
 
 

@@ -22,7 +22,7 @@ from eval.parallel.pool import Pool
 from eval.reports import render
 from eval.versions import WORKERS_KEY, worker_mismatch
 from retrieval import LookupConfig, TraceStore, lookup_knowledge
-from retrieval.lookup.provenance import LIBRARIES, library_versions
+from retrieval.lookup import LIBRARIES, library_versions
 from tests.app_helpers import APP, ok
 from tests.kb_fixture import write_kb
 from tests.parallel_helpers import ROOT, write_many

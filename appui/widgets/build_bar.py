@@ -10,8 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from retrieval.progress import STAGES as BUILD_STAGES
-from retrieval.progress import overall as build_share
+from retrieval.index import BUILD_STAGES, build_share
 
 ESTIMATE_AFTER = 0.03  # no estimate before this overall fraction: the first stages say little of the rest
 

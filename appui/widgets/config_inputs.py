@@ -9,9 +9,8 @@ from typing import Any
 import streamlit as st
 
 from appui.widgets import wording
-from retrieval import LookupConfig
+from retrieval import IndexConfig, LookupConfig
 from retrieval.config import field_range, is_advanced
-from retrieval.l1.config import IndexConfig
 
 GROUPS = {"L0 and filter": ("l0_filter", "l0_max_matches", "l0_min_score_ratio", "l0_domain_top_n",
                              "l0_domain_temperature", "l0_domain_min_share", "l0_domain_min_coverage",

@@ -22,7 +22,7 @@ from typing import Any
 
 from retrieval import KnowledgeIndex, LookupConfig, ToolInvocation, TraceWriter, lookup_knowledge
 from retrieval.index import open_index
-from retrieval.lookup.provenance import library_versions
+from retrieval.lookup import library_versions
 from retrieval.traces import write_part
 
 from .. import metrics as metric_lib

@@ -6,6 +6,7 @@ from retrieval import lazy_exports
 
 __all__, __getattr__, __dir__ = lazy_exports(__name__, {
     "build": "KnowledgeIndex build_index default_cache_dir file_signature open_index",
+    "progress": "BUILD_STAGES=STAGES build_share=overall",
     "integrity": "file_digest",
     "live": "LiveIndex current_index",
 })

@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 
 from retrieval import __version__
-from retrieval import progress as bp
-from retrieval.index.cache import SPILL_PREFIX, CachedIndex, read_cache, write_cache
+from retrieval.index import progress as bp
+from retrieval.index.cache import FORMAT, SPILL_PREFIX, CachedIndex, read_cache, write_cache
 from retrieval.index.chunk_store import ChunkRows, indexable
 from retrieval.index.incremental import UpdateFacts, newest_of_lineage, update_index
 from retrieval.index.lineage import Lineage
@@ -33,8 +33,7 @@ from retrieval.l1.kept_fit import LsaFit
 from retrieval.l1.search import L1Index
 from retrieval.storage.spill import IN_MEMORY, Spill
 
-Progress = bp.Progress  # progress(stage, fraction): see retrieval.progress
-_FORMAT = 2
+Progress = bp.Progress  # progress(stage, fraction): see retrieval.index.progress
 DEFAULT = "default"  # `embedder=DEFAULT`: the packaged static embedder (retrieval.l1.embedder.default_embedder)
 
 
@@ -63,7 +62,7 @@ def build_index(kb: KnowledgeBase, *, svd_dims: int | None = None, config: Index
                 embedder: Embedder | LazyEmbedder | str | None = DEFAULT, fit: LsaFit | None = None) -> KnowledgeIndex:
     """Index `kb`; an L1 index that cannot be built leaves L1 `unavailable` with the reason, not an error.
     `svd_dims` overrides `config.svd_dims` (the older keyword); `progress(stage, fraction)` follows the
-    stages of retrieval.progress. `embedder` gives L1 its static part (None: none; DEFAULT: the
+    stages of retrieval.index.progress. `embedder` gives L1 its static part (None: none; DEFAULT: the
     packaged one, when installed). `fit` is an LSA fit to keep instead of fitting one (retrieval/l1/kept_fit.py)."""
     config = _with_dims(config, svd_dims)
     embedder = _embedder(embedder)
@@ -205,7 +204,7 @@ def _library_versions() -> tuple[str, ...]:
 
 
 def cache_key(corpus_fingerprint: str, config: IndexConfig, strict: bool, exclude_paths: tuple[str, ...] = ()) -> str:
-    parts = (corpus_fingerprint, sorted(config.to_dict().items()), strict, _FORMAT, __version__, _library_versions(),
+    parts = (corpus_fingerprint, sorted(config.to_dict().items()), strict, FORMAT, __version__, _library_versions(),
              _code_fingerprint(), *((exclude_paths,) if exclude_paths else ()))
     return hashlib.sha256(repr(parts).encode()).hexdigest()[:32]
 

@@ -7,4 +7,6 @@ from retrieval import lazy_exports
 __all__, __getattr__, __dir__ = lazy_exports(__name__, {
     "search": "L1Index L1Result L1Candidate",
     "embedder": "Embedder StaticEmbedder EmbedderWarning WordLlamaEmbedder",
+    "postings": "postings_sum",
+    "segments": "QueryTerms QueryWeights",
 })

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from retrieval import progress as bp
 from retrieval.kb.model import Chunk
+from retrieval.l1 import stages as bp
 from retrieval.l1.config import IndexConfig
 from retrieval.l1.embedder import Embedder, EmbedderWarning, LazyEmbedder, is_static
 from retrieval.l1.kept_fit import LsaFit
@@ -59,7 +59,7 @@ class L1Arrays:
 def build_arrays(chunks: Sequence[Chunk], config: IndexConfig, progress: bp.Progress | None = None,
                  embedder: Embedder | None = None, spill: Spill = IN_MEMORY, fit: LsaFit | None = None) -> L1Arrays:
     """Count terms, weight them (BM25 for sections and pages), fit the LSA space and embed every chunk with
-    `embedder` (no static part without one); `progress` gets each stage's fractions (retrieval.progress).
+    `embedder` (no static part without one); `progress` gets each stage's fractions (retrieval.l1.stages).
     The LSA rows and static vectors go to `spill` as they are made (retrieval/storage/spill.py), and every large
     intermediate is let go as soon as the next stage has what it needs: at 1M chunks they are what sets the
     build's peak memory (docs/benchmarks.md, bench/build_memory.py). With `fit`, the LSA space and BM25's mean

@@ -14,9 +14,9 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from retrieval import progress as bp
 from retrieval.kb.model import Chunk
-from retrieval.l1.arrays import L1Arrays, build_arrays, loaded
+from retrieval.l1 import stages as bp
+from retrieval.l1.arrays import L1Arrays, bm25_idf, build_arrays, loaded
 from retrieval.l1.bounded import LsaHeads, bounded_rows
 from retrieval.l1.config import IndexConfig
 from retrieval.l1.embedder import Embedder, EmbedderInfo, LazyEmbedder
@@ -81,6 +81,20 @@ class L1Index:
         self._last_scores: tuple[tuple[str, float], L1Scores] | None = None
         self.lsa_heads = LsaHeads(Stacked([s.arrays.lsa_head for s in segments]),
                                   Stacked([s.arrays.lsa_tail for s in segments]))
+
+    def section_idf(self, term: str) -> float:
+        """`term`'s BM25 idf over every live section (-1: no live section holds it): what a query weighs it by."""
+        ids = [np.array([segment.vocabulary.get(term)], dtype=np.int64) for segment in self.segments]
+        df = sum(int(s.frequencies(i, True)[0]) for s, i in zip(self.segments, ids, strict=True))
+        df -= int(self.dead.lost(ids[0], True)[0])
+        return float(bm25_idf(np.array([df]), self.pages.live_rows)[0]) if df > 0 else -1.0
+
+    def rarest_idf(self) -> float:
+        """The highest idf a live section's term has (a term held by one section, when some term is)."""
+        if len(self.segments) == 1 and not self.dead.pages.size:
+            idf = self.arrays.section_idf
+            return float(idf.max()) if len(idf) else 1.0
+        return float(bm25_idf(np.array([1]), self.pages.live_rows)[0])
 
     @property
     def dimensions(self) -> int:

@@ -6,6 +6,7 @@ from retrieval import lazy_exports
 
 __all__, __getattr__, __dir__ = lazy_exports(__name__, {
     "orchestrator": "lookup_knowledge LookupResult",
+    "provenance": "LIBRARIES library_versions",
     "invocation": "ToolInvocation",
     "recorders": "Recorders combine",
     "answerability": "Signals SIGNALS",

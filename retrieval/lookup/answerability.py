@@ -89,8 +89,7 @@ def _term_weights(query: str, l1: L1Index | None) -> tuple[dict[str, float], flo
     for term in terms:
         weight = seen.get(term)
         if weight is None:
-            row = l1.vocabulary.get(term)
-            weight = float(l1.arrays.section_idf[row]) if row >= 0 else -1.0  # -1: the base never uses it
+            weight = l1.section_idf(term)  # -1: no section of the base holds it
             if len(seen) >= IDF_MEMO_TERMS:
                 seen.clear()
             seen[term] = weight
@@ -110,8 +109,7 @@ _MEMOS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # L1Index -> {t
 def _idf_memo(l1: L1Index) -> dict[str, float]:
     memo = _MEMOS.get(l1)
     if memo is None or _RAREST not in memo:
-        idf = l1.arrays.section_idf
-        memo = _MEMOS[l1] = {_RAREST: float(idf.max()) if len(idf) else 1.0}
+        memo = _MEMOS[l1] = {_RAREST: l1.rarest_idf()}
     return memo
 
 

@@ -11,46 +11,18 @@ caller can turn (stage, fraction) into one overall fraction and an estimate (`ov
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
-from typing import TypeVar
-
-Progress = Callable[[str, float], None]
-T = TypeVar("T")
+from retrieval.l1.stages import PROJECTING, SVD, VECTORISING, WEIGHTING, Progress, counted, report
 
 HASHING = "hashing the knowledge base"
 READING = "reading the knowledge base"
 L0 = "L0: BM25 over titles, keywords, categories, entities"
-VECTORISING = "L1: vectorising chunks"
-WEIGHTING = "L1: counting and weighting terms"
-SVD = "L1: SVD fit (power iterations)"
-PROJECTING = "L1: projecting chunks"
 CACHING = "writing the index cache"
 CACHED = "loaded from cache"
 # each stage's share of a large build's time, as measured by bench/run.py (docs/benchmarks.md)
 STAGES: tuple[tuple[str, float], ...] = ((HASHING, 0.01), (READING, 0.17), (L0, 0.02), (VECTORISING, 0.30),
                                          (WEIGHTING, 0.33), (SVD, 0.12), (PROJECTING, 0.02), (CACHING, 0.03))
-REPORTS = 100  # reports per counted stage, at most
-
-
-def report(progress: Progress | None, stage: str, fraction: float) -> None:
-    if progress is not None:
-        progress(stage, fraction)
-
-
-def counted(items: Iterable[T], total: int, progress: Progress | None, stage: str, *,
-            then: str | None = None) -> Iterator[T]:
-    """`items` unchanged, reporting `stage` at 0.0, about every 1% of `total` and 1.0 when they run out; then
-    `then` at 0.0, the stage whose work starts as soon as the consumer has them all."""
-    report(progress, stage, 0.0)
-    every = max(1, total // REPORTS)
-    done = 0
-    for done, item in enumerate(items, start=1):
-        yield item
-        if progress is not None and done % every == 0 and done < total:
-            progress(stage, done / total)
-    report(progress, stage, 1.0)
-    if then is not None:
-        report(progress, then, 0.0)
+__all__ = ["CACHED", "CACHING", "HASHING", "L0", "PROJECTING", "READING", "STAGES", "SVD", "VECTORISING",
+           "WEIGHTING", "Progress", "counted", "overall", "report"]
 
 
 def overall(stage: str, fraction: float) -> float:
