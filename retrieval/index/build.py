@@ -111,7 +111,8 @@ def open_index(path: str | Path, *, svd_dims: int | None = None, config: IndexCo
     name = embedder.name if embedder else None
     lineage = cache_key(f"lineage|{Path(path).resolve()}|{excluded}|{name}", config, strict, prefixes)
     cache_root = Path(cache_dir or default_cache_dir())
-    key = cache_key(f"{file_signature(path)}|{excluded}|{name}", config, strict, prefixes)
+    stats: dict[str, bytes] = {}  # each file's stat line, as the key saw it: an update reads no stat again
+    key = cache_key(f"{file_signature(path, stats)}|{excluded}|{name}", config, strict, prefixes)
     folder = cache_root / key
     with _collector_paused():
         cached = None if rebuild else read_cache(folder)
@@ -121,7 +122,7 @@ def open_index(path: str | Path, *, svd_dims: int | None = None, config: IndexCo
             return _from_cache(cached, embedder)
         prior = None if rebuild else newest_of_lineage(folder.parent, lineage)
         updated = prior and update_index(prior, path, strict=strict, exclude_fields=excluded, exclude_paths=prefixes,
-                                         config=config, embedder=embedder)
+                                         config=config, embedder=embedder, stats=stats)
         del prior
         if updated:
             bp.report(progress, bp.CACHING, 0.0)
@@ -244,11 +245,12 @@ def _from_cache(cached: CachedIndex, embedder: Embedder | LazyEmbedder | None) -
                           cached.index_config.svd_dims, cached.build_seconds, True, cached.index_config)
 
 
-def file_signature(path: str | Path) -> str:
+def file_signature(path: str | Path, lines: dict[str, bytes] | None = None) -> str:
     """Hash of every file's path, size, inode, and modification and change times under `path` (or of the
     one file): the cache key's view of the corpus. Any edit changes a change time (`ctime` cannot be set
     back), and stat-ing 6k files costs milliseconds where hashing their bytes cost seconds; the content
-    fingerprint is still computed at build and kept with the index (`kb.fingerprint`)."""
+    fingerprint is still computed at build and kept with the index (`kb.fingerprint`). `lines` gets each file's
+    stat line by its full path: an update reads its files' stats from there instead of stat-ing them again."""
     root = Path(path).resolve()
     digest = hashlib.sha256(str(root).encode("utf-8", "surrogatepass"))
     if not root.is_dir():
@@ -259,7 +261,10 @@ def file_signature(path: str | Path) -> str:
         subfolders.sort()
         for name in sorted(names):
             full = f"{folder}/{name}"
-            digest.update(stat_line(full, full[prefix:]))
+            line = stat_line(full, full[prefix:])
+            digest.update(line)
+            if lines is not None:
+                lines[full] = line
     return digest.hexdigest()
 
 

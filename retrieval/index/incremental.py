@@ -85,16 +85,17 @@ def newest_of_lineage(cache_root: Path, key: str) -> CachedIndex | None:
 
 def update_index(prior: CachedIndex, path: str | Path, *, strict: bool, exclude_fields: tuple[str, ...],
                  exclude_paths: tuple[str, ...], config: IndexConfig,
-                 embedder: Embedder | LazyEmbedder | None) -> Updated | None:
+                 embedder: Embedder | LazyEmbedder | None, stats: dict[str, bytes] | None = None) -> Updated | None:
     """`prior` updated to the base at `path` as it is now; None when a full build is due instead (no lineage
-    or source table, L1 unavailable before, the drift past REFIT_SHARE, or an update that cannot be done)."""
+    or source table, L1 unavailable before, the drift past REFIT_SHARE, or an update that cannot be done).
+    `stats`: the files' stat lines by full path, as the cache key saw them (not stat-ed again)."""
     started = time.perf_counter()
     table, lineage = prior.kb.source_table, prior.lineage
     if (table is None or lineage is None or prior.arrays is None or prior.l1_rows is None or prior.folder is None
             or not isinstance(prior.kb.entries, EntryColumns | StackedEntries)):
         return None
     reading, root = read_changes(path, Prior(table, prior.kb.problems), strict=strict, exclude_fields=exclude_fields,
-                                 exclude_paths=exclude_paths)
+                                 exclude_paths=exclude_paths, stats=stats)
     base = prior.kb.entries.base if isinstance(prior.kb.entries, StackedEntries) else prior.kb.entries
     before = _Before.of(prior, base)
     picks, delta_entries, added, delta_rows_dropped = before.picks_for(reading.items)

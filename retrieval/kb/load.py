@@ -9,7 +9,7 @@ earlier load (`read_changes`), is retrieval/kb/reading.py; an entry's parsing, r
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from retrieval.kb.entries import jsonl_entry, parse_markdown_entry
@@ -49,7 +49,8 @@ def load_knowledge_base(path: str | Path, *, strict: bool = False, exclude_field
 
 
 def read_changes(path: str | Path, prior: Prior | None, *, strict: bool = False, exclude_fields: Iterable[str] = (),
-                 exclude_paths: Iterable[str] = (), max_chunk_words: int = 350) -> tuple[Reading, str]:
+                 exclude_paths: Iterable[str] = (), max_chunk_words: int = 350,
+                 stats: Mapping[str, bytes] | None = None) -> tuple[Reading, str]:
     """Read the base at `path` as `load_knowledge_base` does, parsing only what `prior` (what an earlier load
     with the same options read) did not read as it is now; the reading and the base's root."""
     root = Path(path)
@@ -63,7 +64,7 @@ def read_changes(path: str | Path, prior: Prior | None, *, strict: bool = False,
         return read_jsonl(root / "corpus.jsonl", excluded, prefixes, max_chunk_words, prior), str(root / "corpus.jsonl")
     if not root.is_dir():
         raise KnowledgeBaseError(f"not a folder or .jsonl file: {root}")
-    reading = read_markdown(root, excluded, prefixes, max_chunk_words, prior)
+    reading = read_markdown(root, excluded, prefixes, max_chunk_words, prior, stats)
     if strict and reading.problems:
         first = reading.problems[0]
         raise KnowledgeBaseError(f"{first.path}:{first.line}: {first.message} (strict mode; fix the file, or "

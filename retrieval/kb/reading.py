@@ -9,7 +9,7 @@ same problems and the same fingerprint.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -73,8 +73,9 @@ def fingerprint_part(source: str, content_digest: tuple[int, int]) -> bytes:
 
 
 def read_markdown(root: Path, excluded: frozenset[str], prefixes: tuple[str, ...], max_words: int,
-                  prior: Prior | None = None) -> Reading:
-    """The Markdown files under `root` as entries, parsing only those the prior did not read as they are."""
+                  prior: Prior | None = None, stats: Mapping[str, bytes] | None = None) -> Reading:
+    """The Markdown files under `root` as entries, parsing only those the prior did not read as they are.
+    `stats`: stat lines already taken, by full path (the cache key's: retrieval/index/build.py)."""
     listing = list_markdown(root, prefixes)
     fingerprint = hashlib.sha256(options_bytes(excluded, prefixes, max_words))
     known = {name: i for i, name in enumerate(prior.table.name_list())} if prior else {}
@@ -84,7 +85,7 @@ def read_markdown(root: Path, excluded: frozenset[str], prefixes: tuple[str, ...
     items: list[Entry | int] = []
     problems, rows, parsed = list(listing.problems), [], 0
     for full, source in zip(listing.paths, listing.sources, strict=True):
-        line = stat_line(full, source).decode("utf-8", "surrogatepass")  # before the read: a later edit shows
+        line = _stat_of(full, source, stats)
         i = known.get(source)
         raw = unreadable = None
         if i is not None and prior is not None and prior.table.stats[i] == line:
@@ -112,6 +113,14 @@ def read_markdown(root: Path, excluded: frozenset[str], prefixes: tuple[str, ...
             problems.append(found)
     return Reading(tuple(items), tuple(problems), fingerprint.hexdigest(), len(listing.paths) + len(listing.problems),
                    listing.excluded, SourceTable.of(rows), parsed)
+
+
+def _stat_of(full: str, source: str, stats: Mapping[str, bytes] | None) -> str:
+    """The file's stat line, taken before its bytes are read (a later edit shows as a changed line): the one the
+    cache key's walk took when it is this file's, else a new one."""
+    taken = stats.get(full) if stats is not None else None
+    line = taken.decode("utf-8", "surrogatepass") if taken is not None else ""
+    return line if line.startswith(f"{source}|") else stat_line(full, source).decode("utf-8", "surrogatepass")
 
 
 def _parse_markdown(source: str, raw: bytes | None, unreadable: LoadProblem | None, excluded: frozenset[str],
