@@ -78,7 +78,7 @@ def build_arrays(chunks: Sequence[Chunk], config: IndexConfig, progress: bp.Prog
     del counts
     if chunk_counts.nnz == 0:
         raise ValueError("L1 needs at least one chunk with an indexable term")
-    release_freed_memory()
+    release_freed_memory(len(chunks))
     # the static part first: its word table is made while the fewest arrays are held
     static, name, static_pages = _static_part(embedder, chunks, surface, page_of_chunk, len(page_number), spill)
     del surface
@@ -86,7 +86,7 @@ def build_arrays(chunks: Sequence[Chunk], config: IndexConfig, progress: bp.Prog
     pages = weight_columns(page_counts, config.k1, config.page_b, lengths[1])
     del page_counts
     sections = weight_columns(chunk_counts, config.k1, config.b, lengths[0])
-    release_freed_memory()
+    release_freed_memory(len(chunks))
     bp.report(progress, bp.WEIGHTING, 1.0)
     if fit is None:
         lsa_idf, projection, projection_row, lsa = _fit_lsa(chunk_counts, config, progress, content_keys(chunks),
@@ -174,7 +174,7 @@ def _projected(counts, idf: np.ndarray, projection_row: np.ndarray, projection: 
         part = np.asarray(part, dtype=np.float32)
         norms = np.linalg.norm(part, axis=1, keepdims=True)
         lsa.write(part / np.where(norms > 0, norms, 1.0))
-    release_freed_memory()
+    release_freed_memory(n_rows)
     return lsa.finish()
 
 

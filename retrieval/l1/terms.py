@@ -109,7 +109,7 @@ def count_terms(texts: Iterable[str], page_of_text: np.ndarray, n_pages: int,
         page_parts.append(packed_counts(np.concatenate([pages[rows], pages[pair_rows]]),
                                          np.concatenate([tokens, columns]), n_columns))
         del tokens, rows, keys, pair_rows, columns
-        release_freed_memory()  # the block's temporaries, freed between the parts kept: back to the system
+        release_freed_memory(b - a)  # the block's temporaries, freed between the parts kept: back to the system
         if progress is not None:
             progress(done / len(blocks))
     unigrams = tuple(sorted(counter.vocabulary, key=counter.vocabulary.__getitem__))

@@ -24,8 +24,12 @@ def _trim():
         return None
 
 
-def release_freed_memory() -> None:
-    """Return the heap's free pages to the system (glibc's malloc_trim; nothing elsewhere)."""
+TRIM_FROM_ROWS = 10_000  # below this many rows a stage frees little, and a trim of a large process's heap costs ~40 ms
+
+
+def release_freed_memory(rows: int) -> None:
+    """Return the heap's free pages to the system (glibc's malloc_trim; nothing elsewhere) after a stage over
+    `rows` rows, when they are many enough to have freed much (an update's small delta frees little)."""
     trim = _trim()
-    if trim is not None:
+    if trim is not None and rows >= TRIM_FROM_ROWS:
         trim(0)
