@@ -140,3 +140,22 @@ def test_no_module_of_l1_imports_the_index_package():
             names = ([alias.name for alias in node.names] if isinstance(node, ast.Import)
                      else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
             assert not any(n == "retrieval.index" or n.startswith("retrieval.index.") for n in names), module.name
+
+
+def test_an_updated_bases_entries_and_chunks_are_a_full_loads_in_its_order(editable_kb):
+    kb, cache = editable_kb
+    open_index(kb, cache_dir=cache)
+    pages = sorted(kb.rglob("*.md"))
+    pages[5].write_text(pages[5].read_text(encoding="utf-8") + "\n## New\nNew words here.\n", encoding="utf-8")
+    pages[9].unlink()
+    (kb / "a-first.md").write_text("---\ntitle: First\ncategory: Onboarding\n---\n## First\nFirst words.\n",
+                                   encoding="utf-8")
+    updated, full = open_index(kb, cache_dir=cache), open_index(kb, use_cache=False)
+    assert updated.update is not None
+    assert [e.source for e in updated.kb.entries] == [e.source for e in full.kb.entries]
+    assert [(c.source, c.breadcrumb, c.text) for c in updated.kb.chunks] == \
+        [(c.source, c.breadcrumb, c.text) for c in full.kb.chunks]
+    assert updated.kb.entries.chunk_count() == len(full.kb.chunks)
+    assert updated.kb.entries.domains() == {d for e in full.kb.entries for d in e.domains}
+    assert updated.kb.entries.find(pages[9].relative_to(kb).as_posix()) is None
+    assert updated.kb.entries.find("a-first.md").title == "First"

@@ -119,17 +119,15 @@ class StackedEntries(EntrySequence):
 
     @cached_property
     def _chunks(self) -> ChunkPicks:
+        """Every entry's chunks in entry order: each entry's run of rows in its segment's store."""
         in_delta = self.picks >= self.n_base
-        starts = [self.base.chunk_starts, self.delta.chunk_starts]
-        local = np.where(in_delta, self.picks - self.n_base, self.picks)
-        firsts = np.where(in_delta, starts[1][np.minimum(local, len(self.delta))], starts[0][np.minimum(local,
-                                                                                                     self.n_base)])
-        counts = np.where(in_delta, np.diff(starts[1])[np.minimum(local, max(len(self.delta) - 1, 0))]
-                          if len(self.delta) else 0, np.diff(starts[0])[np.minimum(local, max(self.n_base - 1, 0))]
-                          if self.n_base else 0)
-        total = int(counts.sum())
-        offsets = np.repeat(firsts - np.r_[0, np.cumsum(counts)[:-1]], counts)
-        rows = np.arange(total, dtype=np.int64) + offsets
+        firsts = np.empty(self.picks.size, dtype=np.int64)
+        counts = np.empty(self.picks.size, dtype=np.int64)
+        for mine, starts, local in ((~in_delta, self.base.chunk_starts, self.picks),
+                                    (in_delta, self.delta.chunk_starts, self.picks - self.n_base)):
+            firsts[mine] = starts[local[mine]]
+            counts[mine] = starts[local[mine] + 1] - starts[local[mine]]
+        rows = np.repeat(firsts - np.r_[0, np.cumsum(counts)[:-1]], counts) + np.arange(int(counts.sum()))
         return ChunkPicks((self.base.store, self.delta.store), np.repeat(in_delta.astype(np.int8), counts), rows)
 
     def __eq__(self, other: object) -> bool:
