@@ -36,6 +36,7 @@ from retrieval.l1.config import IndexConfig
 from retrieval.l1.delta import delta_of
 from retrieval.l1.embedder import Embedder, LazyEmbedder
 from retrieval.l1.search import L1Index
+from retrieval.l1.segments import Delta
 
 
 @dataclass(frozen=True)
@@ -101,16 +102,16 @@ def update_index(prior: CachedIndex, path: str | Path, *, strict: bool, exclude_
     picks, delta_entries, added, delta_rows_dropped = before.picks_for(reading.items)
     delta = EntryColumns.of_arrays(EntryColumns.columns_of(delta_entries), *_store_columns(delta_entries))
     entries = StackedEntries(base, delta, picks)
-    dead_rows = ~entries.live_base[base.store.entry_of[prior.l1_rows]]  # base L1 rows of entries gone
+    gone = ~entries.live_base[base.store.entry_of[prior.l1_rows]]  # the base's L1 rows whose entries are gone
     delta_rows = np.flatnonzero(np.fromiter((indexable(c) for c in delta.all_chunks()), dtype=bool,
                                             count=len(delta.store))).astype(np.int64)
     rows_added = sum(1 for e in added for c in e.chunks if indexable(c))
-    rows_removed = int(dead_rows.sum()) - before.dead_rows + delta_rows_dropped
+    rows_removed = int(gone.sum()) - before.dead_rows + delta_rows_dropped
     after = lineage.updated(rows_added + rows_removed)
     if after.drift > REFIT_SHARE:
         return None
     try:
-        l1_delta = _l1_delta(prior, entries, dead_rows, delta_rows, config, embedder)
+        l1_delta = _l1_delta(prior, entries, gone, delta_rows, config, embedder)
     except ValueError as exc:
         warnings.warn(f"the cached index could not be updated ({exc}); building it whole", CacheWarning, stacklevel=3)
         return None
@@ -178,14 +179,14 @@ def _store_columns(entries: list[Entry]) -> tuple[np.ndarray, np.ndarray, TextCo
     return store.entry_of, store.position, store.breadcrumbs, store.texts
 
 
-def _l1_delta(prior: CachedIndex, entries: StackedEntries, dead_rows: np.ndarray, delta_rows: np.ndarray,
-              config: IndexConfig, embedder: Embedder | LazyEmbedder | None):
+def _l1_delta(prior: CachedIndex, entries: StackedEntries, gone: np.ndarray, delta_rows: np.ndarray,
+              config: IndexConfig, embedder: Embedder | LazyEmbedder | None) -> Delta:
     """L1's delta segment of the new entries: the delta's sections, and the base's pages whose entries are gone
     tombstoned. ValueError when a base page is partly gone or a delta page shares a live base page's source."""
     arrays = prior.arrays
     page_of_row = arrays.page_of_chunk
-    dead_pages = np.unique(page_of_row[dead_rows])
-    if np.count_nonzero(dead_rows) != int(np.diff(arrays.page_row_starts)[dead_pages].sum()):
+    dead_pages = np.unique(page_of_row[gone])
+    if np.count_nonzero(gone) != int(np.diff(arrays.page_row_starts)[dead_pages].sum()):
         raise ValueError("a page of the base is partly gone (entries sharing a source)")
     base_chunks = ChunkRows(entries.base.store, prior.l1_rows)
     dead_order = np.concatenate([arrays.page_row_order[arrays.page_row_starts[p]:arrays.page_row_starts[p + 1]]
