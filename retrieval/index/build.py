@@ -8,7 +8,7 @@ import os
 import shutil
 import time
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,13 +17,15 @@ import numpy as np
 
 from retrieval import __version__
 from retrieval.index import progress as bp
+from retrieval.index.build_columns import StreamedRows, as_columns, indexable_rows, let_go
 from retrieval.index.cache import FORMAT, SPILL_PREFIX, CachedIndex, read_cache, write_cache
 from retrieval.index.chunk_store import ChunkRows, indexable
+from retrieval.index.entry_columns import EntryColumns
 from retrieval.index.incremental import UpdateFacts, newest_of_lineage, update_index
 from retrieval.index.lineage import Lineage
 from retrieval.index.stacked_entries import ChunkPicks
 from retrieval.kb.load import exclude_prefixes, load_knowledge_base
-from retrieval.kb.model import KnowledgeBase
+from retrieval.kb.model import Chunk, KnowledgeBase
 from retrieval.kb.sources import stat_line
 from retrieval.l0.index import L0Index
 from retrieval.l1.arrays import build_arrays, loaded
@@ -67,14 +69,18 @@ def build_index(kb: KnowledgeBase, *, svd_dims: int | None = None, config: Index
     config = _with_dims(config, svd_dims)
     embedder = _embedder(embedder)
     started = time.perf_counter()
+    columns = as_columns(kb, spill)
+    if columns is not kb:  # the base's objects go now, unless the caller holds them (index/build_columns.py)
+        kb = columns
+        let_go(kb.chunk_count)
     bp.report(progress, bp.L0, 0.0)
     l0 = L0Index(kb.entries)
     bp.report(progress, bp.L0, 1.0)
     l1, reason = None, None
-    chunks = [c for c in kb.chunks if indexable(c)]
+    chunks, streamed = _l1_chunks(kb)
     try:
-        arrays = None if fit is None else build_arrays(chunks, config, progress, loaded(embedder), spill, fit)
-        l1 = L1Index(chunks, config, arrays=arrays, progress=progress, embedder=embedder, spill=spill)
+        arrays = build_arrays(streamed, config, progress, loaded(embedder), spill, fit) if chunks else None
+        l1 = L1Index(chunks, config, arrays=arrays, embedder=embedder)  # no chunk: ValueError, as before
     except ValueError as exc:  # e.g. no chunk has any indexable term
         reason = f"{type(exc).__name__}: {exc}"
     return KnowledgeIndex(kb, l0, l1, reason, config.svd_dims, time.perf_counter() - started, False, config)
@@ -268,8 +274,20 @@ def file_signature(path: str | Path, lines: dict[str, bytes] | None = None) -> s
     return digest.hexdigest()
 
 
+def _l1_chunks(kb: KnowledgeBase) -> tuple[Sequence[Chunk], Sequence[Chunk]]:
+    """The chunks L1 indexes, and the same chunks for the build's passes over them: a base held as columns
+    gives its store's rows, and streams their texts (build_columns.StreamedRows)."""
+    if isinstance(kb.entries, EntryColumns):
+        store, rows = kb.entries.store, indexable_rows(kb.entries.store)
+        return ChunkRows(store, rows), StreamedRows(store, rows)
+    chunks = [c for c in kb.chunks if indexable(c)]
+    return chunks, chunks
+
+
 def _l1_rows(kb: KnowledgeBase) -> np.ndarray:
     """Positions, in the base's chunk order, of the chunks L1 indexes."""
+    if isinstance(kb.entries, EntryColumns):
+        return indexable_rows(kb.entries.store)
     return np.flatnonzero(np.fromiter((indexable(c) for c in kb.chunks), dtype=bool)).astype(np.int64)
 
 
