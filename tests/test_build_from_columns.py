@@ -17,19 +17,19 @@ from retrieval import LookupConfig, lookup_knowledge
 from retrieval.index import build_columns
 from retrieval.index import progress as bp
 from retrieval.index.build import KnowledgeIndex, build_index
-from retrieval.index.build_columns import streamed_texts
+from retrieval.index.build_columns import StreamedRows, indexable_rows
 from retrieval.index.cache import CachedIndex, write_cache
-from retrieval.index.chunk_store import indexable
+from retrieval.index.chunk_store import ChunkStore, indexable
 from retrieval.index.entry_columns import EntryColumns
 from retrieval.kb.load import load_knowledge_base
-from retrieval.kb.model import KnowledgeBase
+from retrieval.kb.model import Chunk, Entry, KnowledgeBase
 from retrieval.l0.index import L0Index
 from retrieval.l1.arrays import build_arrays, loaded
 from retrieval.l1.config import IndexConfig
 from retrieval.l1.embedder import default_embedder
 from retrieval.l1.search import L1Index
 from retrieval.paths import SAMPLE_KB
-from retrieval.storage.spill import Spill
+from retrieval.storage.spill import Spill, spilled_file
 from retrieval.storage.text_column import TextColumn
 
 WORDS = ("alpha", "beta", "gamma", "delta", "kappa", "lambda", "sigma", "omega", "café", "naïve", "東京", "Größe",
@@ -134,10 +134,30 @@ def test_a_base_whose_chunk_differs_from_its_entry_is_built_from_its_objects():
     assert index.kb.entries[0] is odd and index.l1.chunks[0].title == "another title"
 
 
+TEXTS = ("", "plain", "  leading spaces", "\u00a0\u2003", "\x1c\x1f", "\x00raw", "café", "東京\udcff", " ", "\n\t",
+         "x" * 300, "\u2003em space first")
+BREADCRUMBS = ("", "Part", " ", "Größe > Teil")
+
+
+def _odd_entries() -> tuple[Entry, ...]:
+    """Entries whose chunks pair every text above (empty, whitespace only, non-ASCII first) with each breadcrumb."""
+    entries = []
+    for e in range(9):
+        source = f"page-{e}.md"
+        chunks = tuple(Chunk(source, p, f"Page {e}", BREADCRUMBS[(e + p) % len(BREADCRUMBS)],
+                             TEXTS[(3 * e + p) % len(TEXTS)], ()) for p in range(e % 5 + 1))
+        entries.append(Entry(source, f"Page {e}", (), (), (), "", chunks))
+    return tuple(entries)
+
+
 @pytest.mark.parametrize("spilled", [False, True])
-def test_streamed_texts_read_every_string_at_the_rows_asked_across_blocks(tmp_path: Path, small_blocks,
-                                                                          spilled: bool):
-    values = ["", "plain", "café " * 30, "", "東京\udcff", "x" * 300, "", "last"] * 7
-    column = TextColumn.of(values, Spill(tmp_path / "spill", min_bytes=0) if spilled else Spill(None))
-    for rows in (np.arange(len(values)), np.array([1, 2, 5, 40, 55]), np.array([0]), np.array([], dtype=np.int64)):
-        assert list(streamed_texts(column, rows)) == [values[i] for i in rows.tolist()]
+def test_streamed_rows_give_every_chunk_and_the_indexable_rows_across_blocks(tmp_path: Path, small_blocks,
+                                                                           spilled: bool):
+    entries = _odd_entries()
+    chunks = [c for e in entries for c in e.chunks]
+    store = ChunkStore.of(entries, Spill(tmp_path / "spill", min_bytes=0) if spilled else Spill(None))
+    assert (spilled_file(store.texts.blob) is not None) == spilled
+    expected = np.flatnonzero([indexable(c) for c in chunks])
+    assert 0 < expected.size < len(chunks) and np.array_equal(indexable_rows(store), expected)
+    for rows in (np.arange(len(chunks)), expected, np.array([1, 2, 5, 17]), np.array([0]), np.array([], dtype=int)):
+        assert list(StreamedRows(store, rows)) == [chunks[r] for r in rows.tolist()]

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Iterator, Sequence
-from contextlib import nullcontext
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from typing import BinaryIO
 
 import numpy as np
 
@@ -56,44 +56,89 @@ def _heads_agree(entries: Sequence[Entry]) -> bool:
 
 
 def indexable_rows(store: ChunkStore) -> np.ndarray:
-    """Rows of the chunks with some text or a breadcrumb (chunk_store.indexable), read off the columns."""
+    """Rows of the chunks with some text or a breadcrumb (chunk_store.indexable), read off the columns a block
+    at a time: a text that starts with a printable ASCII byte is one; only the others are decoded."""
     every = np.arange(len(store), dtype=np.int64)
-    kept = (bool(text.strip() or breadcrumb.strip()) for breadcrumb, text in
-            zip(streamed_texts(store.breadcrumbs, every), streamed_texts(store.texts, every), strict=True))
-    return np.flatnonzero(np.fromiter(kept, dtype=bool, count=every.size)).astype(np.int64)
+    return np.concatenate([rows[_indexable(held)] for rows, held in text_blocks(store, every)] or [every])
+
+
+def _indexable(held: HeldRows) -> np.ndarray:
+    """Which rows of `held` are indexable (exactly `indexable` of their chunks)."""
+    blob, offsets = held.texts.blob, held.texts.offsets
+    starts = offsets[:-1]
+    sure = np.zeros(starts.size, dtype=bool)
+    filled = np.flatnonzero(offsets[1:] > starts)
+    first = blob[starts[filled]]
+    sure[filled] = (first < 0x80) & ~_ASCII_SPACE[first]  # str.strip() leaves such a text non-empty
+    for i in np.flatnonzero(~sure).tolist():
+        sure[i] = bool(held.texts[i].strip() or held.breadcrumbs[i].strip())
+    return sure
+
+
+_ASCII_SPACE = np.zeros(256, dtype=bool)
+_ASCII_SPACE[[ord(c) for c in map(chr, range(128)) if c.isspace()]] = True
 
 
 class StreamedRows(ChunkRows):
-    """ChunkRows whose iteration builds each `Chunk` whole from texts read a block at a time (what a build's
-    passes over every chunk want); indexing and the rest are ChunkRows'."""
+    """ChunkRows whose iteration reads the chunks' texts a block at a time (what a build's passes over every
+    chunk want), each chunk decoding its own when read (Chunk.stored); indexing and the rest are ChunkRows'."""
 
     def __iter__(self) -> Iterator[Chunk]:
-        store, rows = self._store, self._rows
-        breadcrumbs, texts = streamed_texts(store.breadcrumbs, rows), streamed_texts(store.texts, rows)
-        for start in range(0, rows.size, HEAD_ROWS):
-            block = rows[start:start + HEAD_ROWS]
-            for (source, title, domains), position in zip(store.heads_at(block), store.position[block].tolist(),
-                                                          strict=True):
-                yield Chunk(source, position, title, next(breadcrumbs), next(texts), domains)
+        store = self._store
+        for rows, held in text_blocks(store, self._rows):
+            first = int(rows[0])
+            for (source, title, domains), position, row in zip(store.heads_at(rows), store.position[rows].tolist(),
+                                                               rows.tolist(), strict=True):
+                yield Chunk.stored(source, position, title, domains, held, row - first)
 
 
-def streamed_texts(column: TextColumn, rows: np.ndarray) -> Iterator[str]:
-    """The strings at `rows` (ascending), decoded from their bytes read `READ_BYTES` at a time: from the file
-    when the column's blob was spilled, so the pages read stay in the page cache and out of this process
-    (read through the blob's map, every page read would count in its memory until the build ended)."""
+@dataclass(frozen=True)
+class HeldRows:
+    """The breadcrumbs and texts of a run of a store's rows, as read: what a `Chunk.stored` decodes its own from."""
+
+    breadcrumbs: TextColumn
+    texts: TextColumn
+
+
+def text_blocks(store: ChunkStore, rows: np.ndarray) -> Iterator[tuple[np.ndarray, HeldRows]]:
+    """`rows` (ascending) a block of about `READ_BYTES` of text at a time, each with the texts and breadcrumbs
+    of the store's rows from its first to its last (row r at r - first). A spilled blob is read from its
+    file, so the pages read stay in the page cache and out of this process (read through the blob's map, each
+    page would count in its memory until the build ended)."""
     if rows.size == 0:
         return
-    starts, ends = column.offsets[rows], column.offsets[rows + 1]
-    cuts = np.unique(np.r_[0, np.searchsorted(starts, np.arange(starts[0], ends[-1], READ_BYTES)), rows.size])
-    path = spilled_file(column.blob)
-    with path.open("rb") if path is not None else nullcontext() as handle:
-        data_at = handle.seek(0, 2) - column.blob.nbytes if handle is not None else 0
+    starts = store.texts.offsets[rows]
+    cuts = np.unique(np.r_[0, np.searchsorted(starts, np.arange(starts[0], starts[-1], READ_BYTES)), rows.size])
+    with _Reader(store.texts) as texts, _Reader(store.breadcrumbs) as breadcrumbs:
         for a, z in zip(cuts[:-1].tolist(), cuts[1:].tolist(), strict=True):
-            first, last = int(starts[a]), int(ends[z - 1])
-            if handle is not None:
-                handle.seek(data_at + first)
-                data = memoryview(handle.read(last - first))
-            else:
-                data = memoryview(column.blob[first:last])
-            for s, e in zip(starts[a:z].tolist(), ends[a:z].tolist(), strict=True):
-                yield str(data[s - first:e - first], "utf-8", "surrogatepass")
+            first, end = int(rows[a]), int(rows[z - 1]) + 1
+            yield rows[a:z], HeldRows(breadcrumbs.run(first, end), texts.run(first, end))
+
+
+class _Reader:
+    """Runs of rows of a text column, read from its spilled file when it has one (else sliced from memory)."""
+
+    def __init__(self, column: TextColumn) -> None:
+        self._column, self._path = column, spilled_file(column.blob)
+        self._file: BinaryIO | None = None
+
+    def __enter__(self) -> _Reader:
+        if self._path is not None:
+            self._file = self._path.open("rb")
+            self._data_at = self._file.seek(0, 2) - self._column.blob.nbytes  # the .npy file's header comes first
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._file is not None:
+            self._file.close()
+
+    def run(self, first: int, end: int) -> TextColumn:
+        """Rows `first` to `end` (exclusive) as a column of their own."""
+        offsets = self._column.offsets[first:end + 1]
+        a, z = int(offsets[0]), int(offsets[-1])
+        if self._file is None:
+            blob = self._column.blob[a:z]
+        else:
+            self._file.seek(self._data_at + a)
+            blob = np.frombuffer(self._file.read(z - a), dtype=np.uint8)
+        return TextColumn(blob, offsets - a)
