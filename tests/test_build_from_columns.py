@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 
 from retrieval import LookupConfig, lookup_knowledge
-from retrieval.index import build_columns
 from retrieval.index import progress as bp
 from retrieval.index.build import KnowledgeIndex, build_index
 from retrieval.index.build_columns import StreamedRows, indexable_rows
@@ -59,13 +58,6 @@ def _l1_arrays(arrays) -> dict[str, np.ndarray]:
 
 def _differing(got: dict[str, np.ndarray], expected: dict[str, np.ndarray]) -> set[str]:
     return {n for n in expected if got[n].dtype != expected[n].dtype or not np.array_equal(got[n], expected[n])}
-
-
-@pytest.fixture
-def small_blocks(monkeypatch):
-    """Texts read a few bytes and heads a few rows at a time: every block edge is crossed."""
-    monkeypatch.setattr(build_columns, "READ_BYTES", 97)
-    monkeypatch.setattr(build_columns, "HEAD_ROWS", 5)
 
 
 def test_a_generated_base_built_from_columns_has_the_arrays_and_cache_files_of_one_built_from_its_objects(

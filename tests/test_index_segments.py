@@ -159,3 +159,13 @@ def test_an_updated_bases_entries_and_chunks_are_a_full_loads_in_its_order(edita
     assert updated.kb.entries.domains() == {d for e in full.kb.entries for d in e.domains}
     assert updated.kb.entries.find(pages[9].relative_to(kb).as_posix()) is None
     assert updated.kb.entries.find("a-first.md").title == "First"
+
+
+def test_every_segments_stored_lsa_heads_are_its_own_rows(segmented):
+    """The heads the bounded search bounds cosines with are made as the rows are projected, per segment."""
+    from retrieval.l1.arrays import lsa_heads
+
+    _, _, index, _ = segmented
+    for segment in index.l1.segments:
+        head, tail = lsa_heads(np.asarray(segment.arrays.lsa))
+        assert np.array_equal(head, segment.arrays.lsa_head) and np.array_equal(tail, segment.arrays.lsa_tail)

@@ -89,19 +89,18 @@ def build_arrays(chunks: Sequence[Chunk], config: IndexConfig, progress: bp.Prog
     release_freed_memory(len(chunks))
     bp.report(progress, bp.WEIGHTING, 1.0)
     if fit is None:
-        lsa_idf, projection, projection_row, lsa = _fit_lsa(chunk_counts, config, progress, content_keys(chunks),
-                                                            unigrams, spill)
+        lsa_idf, projection, projection_row, (lsa, head, tail) = _fit_lsa(chunk_counts, config, progress,
+                                                                          content_keys(chunks), unigrams, spill)
     else:
         bp.report(progress, bp.SVD, 1.0)  # nothing to fit
         lsa_idf, projection_row = fit.for_terms(unigrams, _smoothed_idf(chunk_counts))
         projection = fit.projection
-        lsa = _projected(chunk_counts, lsa_idf, projection_row, projection, progress, spill)
+        lsa, head, tail = _projected(chunk_counts, lsa_idf, projection_row, projection, progress, spill)
     del chunk_counts
     order = np.argsort(page_of_chunk, kind="stable")
     starts = np.r_[0, np.cumsum(np.bincount(page_of_chunk, minlength=len(page_number)))].astype(np.int64)
     terms = TermIndex.of(unigrams)
     column = TextColumn.of(unigrams)
-    head, tail = lsa_heads(lsa)
     return L1Arrays(column.blob, column.offsets, terms.hashes, terms.ids, pair_keys,
                     sections.indptr, sections.rows, sections.weights, sections.idf,
                     pages.indptr, pages.rows, pages.weights, pages.idf, lsa_idf, projection, projection_row, lsa,
@@ -112,21 +111,18 @@ def build_arrays(chunks: Sequence[Chunk], config: IndexConfig, progress: bp.Prog
 HEAD_DIMS = 16  # LSA dimensions kept contiguous for the bounded search's cosine bound: 64 bytes, one cache line
 
 
-def lsa_heads(lsa: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Every LSA row's first HEAD_DIMS dimensions (contiguous) and the norm of the rest: what the bounded
-    search bounds a cosine with (retrieval/l1/bounded.py), made once at build and stored beside the rows."""
-    tail = np.empty(lsa.shape[0], dtype=np.float32)
-    for start in range(0, lsa.shape[0], 65_536):  # bounded temporaries at 1M rows
-        part = lsa[start:start + 65_536, HEAD_DIMS:]
-        tail[start:start + part.shape[0]] = np.sqrt(np.einsum("ij,ij->i", part, part))
-    return np.ascontiguousarray(lsa[:, :HEAD_DIMS]), tail
+def lsa_heads(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """LSA rows' first HEAD_DIMS dimensions (contiguous) and the norm of the rest: what the bounded search
+    bounds a cosine with (retrieval/l1/bounded.py), made as the rows are projected and stored beside them."""
+    tail = rows[:, HEAD_DIMS:]
+    return np.ascontiguousarray(rows[:, :HEAD_DIMS]), np.sqrt(np.einsum("ij,ij->i", tail, tail)).astype(np.float32)
 
 
 PROJECTED_ROWS = 50_000  # rows weighted and projected at a time
 
 
 def _fit_lsa(counts, config: IndexConfig, progress: bp.Progress | None, row_keys: np.ndarray, unigrams: Sequence[str],
-             spill: Spill = IN_MEMORY) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+             spill: Spill = IN_MEMORY) -> tuple[np.ndarray, np.ndarray, np.ndarray, Projected]:
     """Sublinear, smoothed-idf, L2-normalised TF-IDF; TruncatedSVD fitted on a row sample (the LSA space
     of 20k sections matches that of all of them closely, and a fit is quadratic in what it sees);
     then every chunk projected and L2-normalised, a block of rows at a time (the TF-IDF of every row is
@@ -146,7 +142,8 @@ def _fit_lsa(counts, config: IndexConfig, progress: bp.Progress | None, row_keys
     projection_row = np.full(n_terms, -1, dtype=np.int32)
     if dims < 2:
         bp.report(progress, bp.SVD, 1.0)  # too few chunks or terms for an LSA space: nothing to fit
-        return idf, np.zeros((0, 0), dtype=np.float32), projection_row, np.zeros((n_rows, 0), dtype=np.float32)
+        nothing = np.zeros((n_rows, 0), dtype=np.float32)
+        return idf, np.zeros((0, 0), dtype=np.float32), projection_row, (nothing, nothing, np.zeros(n_rows, np.float32))
     keys = (row_keys[sample], term_keys(unigrams[int(t)] for t in seen))
     components = fit_components(fitted[:, seen], dims, config.random_state, lambda f: bp.report(progress, bp.SVD, f),
                                 keys)
@@ -163,19 +160,28 @@ def _smoothed_idf(counts) -> np.ndarray:
     return (np.log((1.0 + n_rows) / (1.0 + doc_freq)) + 1.0).astype(np.float32)
 
 
+Projected = tuple[np.ndarray, np.ndarray, np.ndarray]  # the LSA rows, their heads and tail norms (lsa_heads)
+
+
 def _projected(counts, idf: np.ndarray, projection_row: np.ndarray, projection: np.ndarray,
-               progress: bp.Progress | None, spill: Spill) -> np.ndarray:
-    """Every row of `counts` as TF-IDF, projected and L2-normalised, a block of rows at a time."""
-    n_rows = counts.shape[0]
-    lsa = spill.rows("lsa", (n_rows, projection.shape[1]), np.float32)
+               progress: bp.Progress | None, spill: Spill) -> Projected:
+    """Every row of `counts` as TF-IDF, projected and L2-normalised, a block of rows at a time, with the heads
+    the bounded search reads, made from each block as it is written (read back through the spilled rows' map,
+    every page of them counted in the build's memory: 0.4 GB at 1M chunks)."""
+    n_rows, dims = counts.shape[0], projection.shape[1]
+    lsa = spill.rows("lsa", (n_rows, dims), np.float32)
+    head = np.empty((n_rows, min(dims, HEAD_DIMS)), dtype=np.float32)
+    tail = np.empty(n_rows, dtype=np.float32)
     for start in bp.counted(range(0, n_rows, PROJECTED_ROWS), -(-n_rows // PROJECTED_ROWS), progress, bp.PROJECTING):
         part = _seen_only(_tfidf(counts[start:start + PROJECTED_ROWS], idf), projection_row,
                           projection.shape[0]) @ projection
         part = np.asarray(part, dtype=np.float32)
         norms = np.linalg.norm(part, axis=1, keepdims=True)
-        lsa.write(part / np.where(norms > 0, norms, 1.0))
+        rows = part / np.where(norms > 0, norms, 1.0)
+        head[start:start + rows.shape[0]], tail[start:start + rows.shape[0]] = lsa_heads(rows)
+        lsa.write(rows)
     release_freed_memory(n_rows)
-    return lsa.finish()
+    return lsa.finish(), head, tail
 
 
 def _tfidf(counts, idf: np.ndarray):
