@@ -9,8 +9,10 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from retrieval import open_index
+from retrieval.index.cache import CacheWarning
 from retrieval.index.lineage import REFIT_SHARE
 from tests.index_helpers import CONFIG, PAGES, edit_generated_pages, fast_equals_exact, write_generated_base
 
@@ -169,3 +171,20 @@ def test_every_segments_stored_lsa_heads_are_its_own_rows(segmented):
     for segment in index.l1.segments:
         head, tail = lsa_heads(np.asarray(segment.arrays.lsa))
         assert np.array_equal(head, segment.arrays.lsa_head) and np.array_equal(tail, segment.arrays.lsa_tail)
+
+
+def test_a_damaged_delta_is_never_served_and_the_update_is_made_again_from_its_base(tmp_path):
+    kb, cache = tmp_path / "kb", tmp_path / "cache"
+    write_generated_base(kb, pages=120)
+    open_index(kb, cache_dir=cache, config=CONFIG)
+    edit_generated_pages(kb, [1])
+    open_index(kb, cache_dir=cache, config=CONFIG)
+    (delta_name, _), = ((n, m) for n, m in _folders(cache).items() if m.get("base"))
+    largest = max((cache / delta_name).glob("*.npy"), key=lambda p: p.stat().st_size)
+    data = bytearray(largest.read_bytes())
+    data[-1] ^= 0xFF  # one flipped byte
+    largest.write_bytes(bytes(data))
+    with pytest.warns(CacheWarning, match="unusable"):
+        again = open_index(kb, cache_dir=cache, config=CONFIG)
+    assert again.update is not None and not again.from_cache  # updated from the base, not built whole
+    assert [c.chunk.source for c in again.l1.search("brandnewword", top_k=3).candidates][:1] == ["p1.md"]
