@@ -52,3 +52,19 @@ def test_bm25_weighted_where_the_counts_lie_equals_weighting_each_row(length_mea
     assert np.allclose(weights, expected, rtol=1e-5, atol=1e-7)
     assert np.array_equal(got.idf, idf)
     assert np.array_equal(sparse.csc_matrix((got.tf, got.rows, got.indptr), shape=counts.shape).toarray(), dense)
+
+
+def test_rows_are_l2_normalised_to_the_bit_as_scikit_learn_normalises_them():
+    """The TF-IDF rows are normalised without importing scikit-learn (an update would pay seconds for it), by
+    the same float operations as its `normalize`, so a build's LSA rows keep their bits."""
+    from sklearn.preprocessing import normalize
+
+    from retrieval.l1.arrays import l2_normalised_rows
+
+    rng = np.random.default_rng(3)
+    for seed in range(3):
+        matrix = sparse.random(400, 300, density=0.05, random_state=seed, format="csr", dtype=np.float32)
+        matrix.data = (matrix.data * rng.uniform(0.001, 50, matrix.data.size)).astype(np.float32)
+        matrix = sparse.vstack([matrix, sparse.csr_matrix((1, 300), dtype=np.float32)]).tocsr()  # an empty row
+        ours, theirs = l2_normalised_rows(matrix.copy()), normalize(matrix.copy(), copy=False)
+        assert ours.data.dtype == np.float32 and np.array_equal(ours.data, theirs.data)

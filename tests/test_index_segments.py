@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import ast
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -188,3 +190,23 @@ def test_a_damaged_delta_is_never_served_and_the_update_is_made_again_from_its_b
         again = open_index(kb, cache_dir=cache, config=CONFIG)
     assert again.update is not None and not again.from_cache  # updated from the base, not built whole
     assert [c.chunk.source for c in again.l1.search("brandnewword", top_k=3).candidates][:1] == ["p1.md"]
+
+
+UPDATE_IN_A_FRESH_PROCESS = """
+import sys
+from retrieval import IndexConfig, open_index
+index = open_index(sys.argv[1], cache_dir=sys.argv[2], config=IndexConfig(svd_dims=48))
+print(index.update is not None, "sklearn" in sys.modules)
+"""
+
+
+def test_an_update_in_a_fresh_process_imports_no_scikit_learn(tmp_path):
+    """A process's first update (a script, `index` after an edit) does not pay scikit-learn's import (about a
+    second): only a full build fits an SVD."""
+    kb, cache = tmp_path / "kb", tmp_path / "cache"
+    write_generated_base(kb, pages=60)
+    open_index(kb, cache_dir=cache, config=CONFIG)
+    edit_generated_pages(kb, [4])
+    out = subprocess.run([sys.executable, "-c", UPDATE_IN_A_FRESH_PROCESS, str(kb), str(cache)], capture_output=True,
+                         text=True, timeout=120, check=True).stdout.split()
+    assert out == ["True", "False"]
