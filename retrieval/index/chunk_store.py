@@ -7,6 +7,7 @@ lookup then touches only the few chunks it returns. Entries are held the same wa
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -82,14 +83,12 @@ class ChunkStore:
         return len(self.entry_of)
 
 
-class ChunkRows(Sequence[Chunk]):
-    """A sequence of chunks of a store, by their row numbers; a `Chunk` is built per access."""
+class ChunkSequence(Sequence[Chunk]):
+    """Chunks of column stores by position, a `Chunk` built per access; equal to any sequence of the same chunks."""
 
-    def __init__(self, store: ChunkStore, rows: np.ndarray) -> None:
-        self._store, self._rows = store, rows
-
-    def __len__(self) -> int:
-        return len(self._rows)
+    @abstractmethod
+    def chunk_at(self, i: int) -> Chunk:
+        """The chunk at position `i` (negative: from the end)."""
 
     @overload
     def __getitem__(self, i: int) -> Chunk: ...
@@ -98,7 +97,26 @@ class ChunkRows(Sequence[Chunk]):
 
     def __getitem__(self, i):
         if isinstance(i, slice):
-            return tuple(self._store.chunk(int(r)) for r in self._rows[i])
+            return tuple(self.chunk_at(j) for j in range(*i.indices(len(self))))
+        return self.chunk_at(i)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and tuple(self) == tuple(other)
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+
+class ChunkRows(ChunkSequence):
+    """A sequence of chunks of a store, by their row numbers; a `Chunk` is built per access."""
+
+    def __init__(self, store: ChunkStore, rows: np.ndarray) -> None:
+        self._store, self._rows = store, rows
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def chunk_at(self, i: int) -> Chunk:
         return self._store.chunk(self._row_ints[i])
 
     @cached_property
@@ -115,12 +133,6 @@ class ChunkRows(Sequence[Chunk]):
     def take(self, rows: Sequence[int]) -> list[Chunk]:
         """The chunks at `rows` (positions in this sequence), built in one pass."""
         return self._store.take(self._rows[np.asarray(rows, dtype=np.int64)])
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Sequence) and tuple(self) == tuple(other)
-
-    def __hash__(self) -> int:
-        return hash(tuple(self))
 
     def __repr__(self) -> str:
         return f"ChunkRows({len(self)} chunks)"

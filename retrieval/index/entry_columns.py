@@ -174,12 +174,6 @@ class EntryColumns(EntrySequence):
     def all_chunks(self) -> Sequence[Chunk]:
         return ChunkRows(self.store, np.arange(len(self.store)))
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Sequence) and tuple(self) == tuple(other)
-
-    def __hash__(self) -> int:
-        return hash(tuple(self))
-
     def __repr__(self) -> str:
         return f"EntryColumns({len(self)} entries)"
 

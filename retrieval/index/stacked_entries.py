@@ -10,12 +10,12 @@ from typing import overload
 
 import numpy as np
 
-from retrieval.index.chunk_store import ChunkStore
+from retrieval.index.chunk_store import ChunkSequence, ChunkStore
 from retrieval.index.entry_columns import EntryColumns
 from retrieval.kb.model import Chunk, Entry, EntrySequence
 
 
-class ChunkPicks(Sequence[Chunk]):
+class ChunkPicks(ChunkSequence):
     """Chunks picked from several stores: chunk i is row `rows[i]` of store `part[i]`."""
 
     def __init__(self, stores: Sequence[ChunkStore], part: np.ndarray, rows: np.ndarray) -> None:
@@ -30,19 +30,12 @@ class ChunkPicks(Sequence[Chunk]):
     def __len__(self) -> int:
         return int(self._rows.size)
 
-    @overload
-    def __getitem__(self, i: int) -> Chunk: ...
-    @overload
-    def __getitem__(self, i: slice) -> Sequence[Chunk]: ...
-
-    def __getitem__(self, i):
-        if isinstance(i, slice):
-            return tuple(self[j] for j in range(*i.indices(len(self))))
+    def chunk_at(self, i: int) -> Chunk:
         i = operator.index(i)
         return self._stores[int(self._part[i])].chunk(int(self._rows[i]))
 
     def __iter__(self) -> Iterator[Chunk]:
-        return (self[i] for i in range(len(self)))
+        return (self.chunk_at(i) for i in range(len(self)))
 
     def _by_store(self, at: Sequence[int], read) -> list:
         """`read(store, rows)` for the picks at `at`, one call per store, put back in `at`'s order."""
@@ -63,12 +56,6 @@ class ChunkPicks(Sequence[Chunk]):
     def heads_at(self, at: np.ndarray) -> list[tuple[str, str, tuple[str, ...]]]:
         """(source, title, domains) of the chunks at `at`, without building them."""
         return self._by_store(at, ChunkStore.heads_at)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Sequence) and tuple(self) == tuple(other)
-
-    def __hash__(self) -> int:
-        return hash(tuple(self))
 
     def __repr__(self) -> str:
         return f"ChunkPicks({len(self)} chunks)"
@@ -129,12 +116,6 @@ class StackedEntries(EntrySequence):
             counts[mine] = starts[local[mine] + 1] - starts[local[mine]]
         rows = np.repeat(firsts - np.r_[0, np.cumsum(counts)[:-1]], counts) + np.arange(int(counts.sum()))
         return ChunkPicks((self.base.store, self.delta.store), np.repeat(in_delta.astype(np.int8), counts), rows)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Sequence) and tuple(self) == tuple(other)
-
-    def __hash__(self) -> int:
-        return hash(tuple(self))
 
     def __repr__(self) -> str:
         return f"StackedEntries({len(self)} entries: {len(self.delta)} in the delta)"

@@ -127,6 +127,12 @@ class EntrySequence(Sequence[Entry]):
     def all_chunks(self) -> Sequence[Chunk]:
         """Every entry's chunks, in order."""
 
+    def __eq__(self, other: object) -> bool:  # equal to any sequence of the same entries, as a tuple is
+        return isinstance(other, Sequence) and tuple(self) == tuple(other)
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
 
 @dataclass(frozen=True)
 class KnowledgeBase:

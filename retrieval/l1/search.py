@@ -24,7 +24,7 @@ from retrieval.l1.page_ranking import PageRanking
 from retrieval.l1.pages import PageSets, check_filter_keys, page_heads
 from retrieval.l1.postings import postings_sum
 from retrieval.l1.results import L1Candidate, L1Result, L1Scores, LsaMemo, Probe
-from retrieval.l1.segments import Delta, QueryTerms, QueryWeights, Segment, Tombstones
+from retrieval.l1.segments import Delta, QueryTerms, QueryWeights, Segment, Tombstones, live_frequencies
 from retrieval.l1.stacked import Stacked
 from retrieval.l1.static import pool_boosts
 from retrieval.l1.static import query_vector as static_query_vector  # `_score` has an LSA `query_vector`
@@ -55,7 +55,6 @@ class L1Index:
         self.config = config
         self.arrays = arrays if arrays is not None else build_arrays(chunks, config, progress, loaded(embedder), spill)
         a = self.arrays
-        self.delta = delta
         self.dead = delta.dead if delta is not None else Tombstones.none()
         segments = [Segment(a, 0, 0)]
         if delta is not None and delta.arrays is not None:
@@ -68,7 +67,6 @@ class L1Index:
         self.lsa = Stacked([s.arrays.lsa for s in segments])
         self.static_vectors = Stacked([s.arrays.static_vectors for s in segments])
         self.static_pages = Stacked([s.arrays.static_pages for s in segments])
-        self._dead_rows = np.empty(0, dtype=np.int64)
         dimensions = int(a.static_vectors.shape[1])
         self.embedder = embedder if dimensions else None  # a lazy one loads at the first static search
         self.embedder_info = EmbedderInfo(bytes(a.static_embedder).decode("utf-8"), dimensions) if dimensions else None
@@ -76,8 +74,7 @@ class L1Index:
         sources, domains = page_heads(chunks, order[starts[:-1]])
         self.page_sources, self.n_pages = sources, len(sources)
         self.pages = PageSets(sources, domains, starts, order, self.dead.pages if self.dead.pages.size else None)
-        if self.dead.pages.size:
-            self._dead_rows = self.pages.rows_of(self.dead.pages)
+        self._dead_rows = self.pages.rows_of(self.dead.pages)
         self._last_scores: tuple[tuple[str, float], L1Scores] | None = None
         self.lsa_heads = LsaHeads(Stacked([s.arrays.lsa_head for s in segments]),
                                   Stacked([s.arrays.lsa_tail for s in segments]))
@@ -85,9 +82,8 @@ class L1Index:
     def section_idf(self, term: str) -> float:
         """`term`'s BM25 idf over every live section (-1: no live section holds it): what a query weighs it by."""
         ids = [np.array([segment.vocabulary.get(term)], dtype=np.int64) for segment in self.segments]
-        df = sum(int(s.frequencies(i, True)[0]) for s, i in zip(self.segments, ids, strict=True))
-        df -= int(self.dead.lost(ids[0], True)[0])
-        return float(bm25_idf(np.array([df]), self.pages.live_rows)[0]) if df > 0 else -1.0
+        df = live_frequencies(self.segments, self.dead, ids, sections=True)
+        return float(bm25_idf(df, self.pages.live_rows)[0]) if df[0] > 0 else -1.0
 
     def rarest_idf(self) -> float:
         """The highest idf a live section's term has (a term held by one section, when some term is)."""

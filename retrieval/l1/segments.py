@@ -134,11 +134,9 @@ class QueryWeights:
     def of(cls, terms: QueryTerms, segments: tuple[Segment, ...], dead: Tombstones, *, k1: float,
            pair_weight: float) -> QueryWeights:
         columns = [segment.columns(terms) for segment in segments]
-        base_words, base_pairs = columns[0]
-        word_df = sum(s.frequencies(c[0], True) for s, c in zip(segments, columns, strict=True)) \
-            - dead.lost(base_words, True)
-        page_df = sum(s.frequencies(np.r_[c[0], c[1]], False) for s, c in zip(segments, columns, strict=True)) \
-            - dead.lost(np.r_[base_words, base_pairs], False)
+        base_words = columns[0][0]
+        word_df = live_frequencies(segments, dead, [words for words, _ in columns], sections=True)
+        page_df = live_frequencies(segments, dead, [np.r_[words, pairs] for words, pairs in columns], sections=False)
         live_rows = sum(s.n_rows for s in segments) - dead.rows
         live_pages = sum(s.n_pages for s in segments) - dead.pages.size
         word_idf = bm25_idf(word_df, live_rows)
@@ -157,6 +155,14 @@ class QueryWeights:
         order = np.argsort(base_words[lsa], kind="stable")
         return cls(tuple(sections), tuple(pages), base_words[lsa][order], terms.word_counts[lsa][order],
                    bool(word_live.any()), bool(page_live.any() or word_live.any()))
+
+
+def live_frequencies(segments: tuple[Segment, ...], dead: Tombstones, columns: list[np.ndarray], *,
+                     sections: bool) -> np.ndarray:
+    """How many live rows (`sections`) or pages hold each term: per term, its column in each segment (`columns[k]`,
+    -1 where segment k lacks it), summed over the segments, less what the base's tombstoned rows held."""
+    held = sum(s.frequencies(c, sections) for s, c in zip(segments, columns, strict=True))
+    return held - dead.lost(columns[0], sections)
 
 
 def _ascending(columns: np.ndarray, weights: np.ndarray, live: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -12,7 +12,7 @@ import hashlib
 import unicodedata
 from array import array
 from bisect import bisect_left
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import repeat
 from typing import Any
@@ -21,7 +21,7 @@ import numpy as np
 
 from retrieval.l1.count_parts import csr_of_parts, packed_counts
 from retrieval.storage.heap import release_freed_memory
-from retrieval.text.analysis import STEMMER, STOP_WORDS, WORD, tokenize
+from retrieval.text.analysis import STEMMER, STOP_WORDS, WORD
 
 _UNSEEN = -2
 _STOP = -1
@@ -180,21 +180,6 @@ def _distinct(values: np.ndarray) -> np.ndarray:
     """Sorted distinct values, by sorting: numpy 2's hash-based `np.unique` is slower here."""
     ordered = np.sort(values)
     return ordered[np.r_[True, ordered[1:] != ordered[:-1]]] if ordered.size else ordered
-
-
-def query_terms(query: str, vocabulary: Mapping[str, int] | TermIndex, pair_keys: np.ndarray) -> tuple[np.ndarray,
-                                                                                                       np.ndarray]:
-    """The query's known term ids (unigram ids, then pair columns after them) and their counts."""
-    n_unigrams = len(vocabulary)
-    ids = np.asarray([vocabulary.get(s, -1) for s in tokenize(query)], dtype=np.int64)
-    both = (ids[:-1] >= 0) & (ids[1:] >= 0)  # unknown words stay in place: no pair spans them
-    keys = ids[:-1][both] * n_unigrams + ids[1:][both]
-    pair_columns = np.empty(0, dtype=np.int64)
-    if keys.size and pair_keys.size:
-        position = np.minimum(np.searchsorted(pair_keys, keys), pair_keys.size - 1)
-        pair_columns = position[pair_keys[position] == keys]
-    terms, counts = np.unique(np.concatenate([ids[ids >= 0], n_unigrams + pair_columns]), return_counts=True)
-    return terms, counts.astype(np.float64)
 
 
 def vocabulary_of(unigrams: Sequence[str]) -> dict[str, int]:
