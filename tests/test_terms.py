@@ -45,10 +45,13 @@ def test_pages_out_of_order_are_counted_in_one_block(monkeypatch):
 
 
 def test_query_terms_find_words_and_pairs_through_the_term_index():
-    counted = terms.count_terms(["quick brown fox"], np.asarray([0]), 1)
-    index = terms.TermIndex.of(counted.unigrams)
-    ids, counts = terms.query_terms("the quick brown cat", index, counted.pair_keys)
-    n = len(counted.unigrams)
-    assert {counted.unigrams[i] for i in ids if i < n} == {"quick", "brown"}
-    assert [i for i in ids if i >= n] == [n + 0]  # the pair quick_brown, not brown_cat
+    from retrieval.kb.model import Chunk
+    from retrieval.l1 import L1Index, QueryTerms
+
+    segment = L1Index([Chunk("a.md", 0, "A", "", "quick brown fox", ())]).segments[0]
+    index, n = segment.vocabulary, len(segment.vocabulary)
+    query = QueryTerms.of("the quick brown cat")
+    word_ids, pair_columns = segment.columns(query)
+    assert {word for word, i in zip(query.words, word_ids.tolist(), strict=True) if i >= 0} == {"quick", "brown"}
+    assert pair_columns.tolist() == [n + 0, -1]  # the pair quick_brown, not brown_cat
     assert index.get("cat") == -1 and "fox" in index
