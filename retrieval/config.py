@@ -10,11 +10,12 @@ from typing import Any
 
 
 def _opt(default: Any, help: str, flag: str | None = None, index: bool = False, *, low: float | None = None,
-         high: float | None = None, advanced: bool = False) -> Any:
-    """A field with its help, CLI flag, whether it shapes the index, its allowed range [low, high] (checked
-    here, and used by the CLI, `--set` and the app's inputs alike) and whether it is an advanced setting."""
+         high: float | None = None, advanced: bool = False, choices: tuple[str, ...] | None = None) -> Any:
+    """A field with its help, CLI flag, whether it shapes the index, its allowed range [low, high] or `choices`
+    (checked here, and used by the CLI, `--set` and the app's inputs alike) and whether it is an advanced
+    setting."""
     return field(default=default, metadata={"help": help, "flag": flag, "index": index, "low": low, "high": high,
-                                            "advanced": advanced})
+                                            "advanced": advanced, "choices": choices})
 
 
 DEFAULT_SVD_DIMS = 256  # the dimensions an index is built with unless asked otherwise (IndexConfig's)
@@ -32,6 +33,11 @@ def field_range(name: str) -> tuple[float, float] | None:
     """The allowed range of a LookupConfig field (None: any value of its type)."""
     meta = {f.name: f.metadata for f in fields(LookupConfig)}.get(name) or {}
     return None if meta.get("low") is None else (meta["low"], meta["high"])
+
+
+def field_choices(name: str) -> tuple[str, ...] | None:
+    """The allowed values of a LookupConfig text field with a fixed set of them (None: any text)."""
+    return ({f.name: f.metadata for f in fields(LookupConfig)}.get(name) or {}).get("choices")
 
 
 def is_advanced(name: str) -> bool:
@@ -87,6 +93,23 @@ class LookupConfig:
                                     "`timeout`)", low=1, high=3600000)
     filter_widen_ratio: float = _opt(0.8, "widen an L0-derived filter when its best score is below this share of "
                                           "the unfiltered best (0: never widen)", low=0.0, high=1.0)
+    # the contextual models a team plugs in (docs/models.md); off by default: the embedded default needs no weights
+    l1_dense_model: str | None = _opt(None, "dense encoder that re-scores L1's pool: onnx:PATH, st:NAME_OR_PATH, "
+                                            "callable:module:function or hash:DIM (unset: no dense part)")
+    l1_dense_weight: float = _opt(1.0, "weight of the dense part in L1's score: each pool page's dense cosine, "
+                                       "normalised over the pool's 20 best pages (l1_dense_norm), times the spread "
+                                       "of their scores", low=0.0, high=100.0)
+    l1_dense_pool: int = _opt(20, "L1 pages the dense part re-scores (L1 fetches at least this many when it is on)",
+                              low=1, high=100000)
+    l1_dense_norm: str = _opt("z", "how the dense cosines are normalised before weighting: z (standardised over "
+                                   "the pool's best pages) or raw (the cosine itself)", choices=("z", "raw"))
+    rerank_model: str | None = _opt(None, "cross-encoder that re-scores the best pages: onnx:PATH, st:NAME_OR_PATH, "
+                                          "callable:module:function or hash (unset: no reranker)")
+    rerank_top: int = _opt(10, "pages the reranker scores (the best of L1's pool)", low=1, high=1000)
+    rerank_weight: float = _opt(1.0, "weight of the reranker's score: standardised over the pages it scored, times "
+                                     "the spread of their scores", low=0.0, high=100.0)
+    rerank_budget_ms: int = _opt(1000, "stop waiting for the reranker after this many milliseconds and answer "
+                                       "without it (status `timeout`)", low=1, high=3600000)
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -97,8 +120,13 @@ class LookupConfig:
                 raise ValueError(f"{f.name} must be a whole number, got {value!r}")
             if kind == "bool" and not isinstance(value, bool):
                 raise ValueError(f"{f.name} must be true or false, got {value!r}")
+            if kind.startswith("str") and not (value is None and kind.endswith("None")) and not isinstance(value, str):
+                raise ValueError(f"{f.name} must be text, got {value!r}")
             if f.metadata.get("low") is not None:  # the field's own range, as the CLI and the app offer it
                 _check_range(f.name, value, f.metadata["low"], f.metadata["high"])
+            choices = f.metadata.get("choices")
+            if choices and value not in choices:
+                raise ValueError(f"{f.name} must be one of {', '.join(choices)}, got {value!r}")
 
     def check_index_dims(self, index_dims: int) -> None:
         """Refuse an index of other LSA dimensions than `svd_dims` asks for (unset: any index): a lookup would
@@ -147,7 +175,7 @@ def _parse(name: str, type_name: Any, value: Any) -> Any:
             if lowered not in ("true", "false", "1", "0", "yes", "no", "on", "off"):
                 raise ValueError
             return lowered in ("true", "1", "yes", "on")
-        if kind.startswith("int") and kind.endswith("None") and value.strip().lower() in ("", "none", "null"):
+        if kind.endswith("None") and value.strip().lower() in ("", "none", "null"):
             return None
         if kind.startswith("int"):
             return int(value)
@@ -180,7 +208,8 @@ def add_config_flags(parser: argparse.ArgumentParser) -> None:
                 if f.default else f"turn on: {f.metadata['help']} (off by default)"
             group.add_argument(flag, dest=f.name, action=action, default=None, help=help_text)
         else:
-            kind = int if str(getattr(f.type, "__name__", f.type)).startswith("int") else float
+            type_name = str(getattr(f.type, "__name__", f.type))
+            kind = int if type_name.startswith("int") else str if type_name.startswith("str") else float
             span = field_range(f.name)
             if span is not None:
                 help_text = f"{help_text}; {span[0]:g} to {span[1]:g}"

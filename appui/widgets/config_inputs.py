@@ -10,13 +10,15 @@ import streamlit as st
 
 from appui.widgets import wording
 from retrieval import IndexConfig, LookupConfig
-from retrieval.config import field_range, is_advanced
+from retrieval.config import field_choices, field_range, is_advanced
 
 GROUPS = {"L0 and filter": ("l0_filter", "l0_max_matches", "l0_min_score_ratio", "l0_domain_top_n",
                              "l0_domain_temperature", "l0_domain_min_share", "l0_domain_min_coverage",
                              "filter_widen_ratio"),
           "L1": ("l1_enabled", "l1_min_score", "l1_tfidf_weight", "l1_static_weight", "l1_pool", "svd_dims",
                  "simulate_l1_failure"),
+          "Models (dense part, reranker)": ("l1_dense_model", "l1_dense_weight", "l1_dense_pool", "l1_dense_norm",
+                                            "rerank_model", "rerank_top", "rerank_weight", "rerank_budget_ms"),
           "Evidence ordering": ("top_k", "l1_weight", "page_weight", "l0_weight", "snippet_chars")}
 
 
@@ -66,8 +68,14 @@ def _config_widget(prefix: str, f: Any, shadow: dict[str, Any], other: dict[str,
     if other is not None and other.get(f.name) != shadow[f.name]:
         label = f":orange[**{label}**] (A: {other.get(f.name)})"
     span = field_range(f.name)  # the field's own range: the app refuses what LookupConfig would
+    choices = field_choices(f.name)
     if kind == "bool":
         st.toggle(label, **common)
+    elif choices:
+        st.selectbox(label, choices, **common)
+    elif kind.startswith("str"):  # a model spec: empty means unset
+        st.session_state[key] = shadow[f.name] or ""
+        st.text_input(label, placeholder="unset (e.g. onnx:/models/minilm)", **common)
     elif kind.startswith("int"):
         low, high = (int(span[0]), int(span[1])) if span else (0, None)
         st.number_input(label, min_value=low, max_value=high, step=1, **common)
@@ -77,7 +85,8 @@ def _config_widget(prefix: str, f: Any, shadow: dict[str, Any], other: dict[str,
 
 
 def _mirror(shadow: dict[str, Any], name: str, key: str) -> None:
-    shadow[name] = st.session_state[key]
+    value = st.session_state[key]
+    shadow[name] = (value.strip() or None) if isinstance(value, str) and name.endswith("_model") else value
 
 
 def shown_settings(config: LookupConfig) -> dict[str, Any]:

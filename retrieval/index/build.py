@@ -10,7 +10,7 @@ import time
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -53,6 +53,7 @@ class KnowledgeIndex:
     index_config: IndexConfig = field(default_factory=IndexConfig)
     update: UpdateFacts | None = None  # set when the index is a cached one updated for changed files
     kept_fit: Lineage | None = None  # set by a full build that kept its base's LSA fit: the fit's lineage
+    cache_root: Path | None = None  # the cache it was opened from (None: not cached); dense vectors live beside it
 
     def settings(self) -> dict:
         """The index settings as built (`svd_dims` asked for; `l1_dimensions` what the corpus allowed)."""
@@ -125,7 +126,7 @@ def open_index(path: str | Path, *, svd_dims: int | None = None, config: IndexCo
         bp.report(progress, bp.HASHING, 1.0)
         if cached is not None:
             bp.report(progress, bp.CACHED, 1.0)
-            return _from_cache(cached, embedder)
+            return replace(_from_cache(cached, embedder), cache_root=cache_root)
         prior = None if rebuild else newest_of_lineage(folder.parent, lineage)
         updated = prior and update_index(prior, path, strict=strict, exclude_fields=excluded, exclude_paths=prefixes,
                                          config=config, embedder=embedder, stats=stats)
@@ -135,7 +136,7 @@ def open_index(path: str | Path, *, svd_dims: int | None = None, config: IndexCo
             write_cache(folder, updated.cached)  # the delta only: what changed since the base
             bp.report(progress, bp.CACHING, 1.0)
             return KnowledgeIndex(updated.kb, updated.l0, updated.l1, None, config.svd_dims, updated.facts.seconds,
-                                  False, config, updated.facts)
+                                  False, config, updated.facts, cache_root=cache_root)
     kept = _current(path, folder.parent, lineage, dict(svd_dims=svd_dims, config=config, cache_dir=cache_dir,
                      strict=strict, exclude_fields=exclude_fields, exclude_paths=exclude_paths,
                      embedder=embedder)) if keep_fit else None
@@ -145,6 +146,7 @@ def open_index(path: str | Path, *, svd_dims: int | None = None, config: IndexCo
         index = build_index(_read(path, strict, excluded, prefixes, progress), config=config, progress=progress,
                             embedder=embedder, spill=spill, fit=fit)
         index.kept_fit = kept.lineage if fit is not None else None
+        index.cache_root = cache_root
         bp.report(progress, bp.CACHING, 0.0)
         if embedder is not None and index.l1 is not None and index.l1.embedder_info is None:  # the embedder failed:
             folder = folder.parent / cache_key(f"{file_signature(path)}|{excluded}|None", config, strict, prefixes)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -25,6 +26,10 @@ class L1Candidate:
     page_score: float = 0.0
     static_score: float | None = None
     static_added: float = 0.0
+    dense_score: float | None = None  # its page's best section cosine with the query (None: no dense part)
+    dense_added: float = 0.0
+    rerank_score: float | None = None  # the reranker's score of its page (None: not reranked)
+    rerank_added: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -39,6 +44,19 @@ class L1Result:
     dropped_below_min_score: int
     rows_scored: int = 0
     embedder: EmbedderInfo | None = None  # the embedder whose static part re-ranked the pool (None: no static part)
+    dense: DenseStatus | None = None  # the dense part's model and status (None: no dense part asked for)
+
+
+@dataclass(frozen=True)
+class DenseStatus:
+    """What the dense part did in one search: `ok`, or `failed` with the error (the search went on without it)."""
+
+    model: dict[str, Any] | str
+    status: str
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"model": self.model, "status": self.status, "error": self.error}
 
 
 @dataclass(frozen=True, eq=False)
@@ -58,6 +76,19 @@ class L1Scores:
     chunks: dict[int, Chunk] = field(default_factory=dict)  # the chunks this query's selections made, by row
     static_vector: np.ndarray | None = None  # the query's unit vector for the static part (None: no static part)
     static_weight: float = 0.0
+    dense: DenseQuery | None = None  # the dense part's query (None: no dense part asked for)
+
+
+@dataclass(frozen=True, eq=False)
+class DenseQuery:
+    """The dense part of one query: the model's vectors over the index, the query's vector (None when
+    encoding it failed: `status` says why), the weight and the normalisation."""
+
+    part: Any  # retrieval.l1.dense.DensePart
+    vector: np.ndarray | None
+    weight: float
+    norm: str
+    status: DenseStatus
 
 
 @dataclass(frozen=True, eq=False)

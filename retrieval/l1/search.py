@@ -10,7 +10,11 @@ and is the reference). The design and its measurements: docs/l1.md.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -19,11 +23,12 @@ from retrieval.l1 import stages as bp
 from retrieval.l1.arrays import L1Arrays, bm25_idf, build_arrays, loaded
 from retrieval.l1.bounded import LsaHeads, bounded_rows
 from retrieval.l1.config import IndexConfig
+from retrieval.l1.dense import DensePart, VectorStore, dense_boosts, page_dense_scores, segment_vectors
 from retrieval.l1.embedder import Embedder, EmbedderInfo, LazyEmbedder
 from retrieval.l1.page_ranking import PageRanking
 from retrieval.l1.pages import PageSets, check_filter_keys, page_heads
 from retrieval.l1.postings import postings_sum
-from retrieval.l1.results import L1Candidate, L1Result, L1Scores, LsaMemo, Probe
+from retrieval.l1.results import DenseQuery, DenseStatus, L1Candidate, L1Result, L1Scores, LsaMemo, Probe
 from retrieval.l1.segments import Delta, QueryTerms, QueryWeights, Segment, Tombstones, live_frequencies
 from retrieval.l1.stacked import Stacked
 from retrieval.l1.static import pool_boosts
@@ -78,6 +83,22 @@ class L1Index:
         self._last_scores: tuple[tuple[str, float], L1Scores] | None = None
         self.lsa_heads = LsaHeads(Stacked([s.arrays.lsa_head for s in segments]),
                                   Stacked([s.arrays.lsa_tail for s in segments]))
+        self._dense: dict[str, DensePart] = {}
+        self._dense_lock = threading.Lock()
+
+    def dense_part(self, encoder: Any, store_root: Path, progress: bp.Progress | None = None) -> DensePart:
+        """The dense part of `encoder` (retrieval.models.TextEncoder) over this index: each segment's vectors
+        from the store under `store_root` (one folder per model fingerprint), encoding only the texts the store
+        lacks; made once per model and index."""
+        fingerprint = encoder.info.fingerprint
+        with self._dense_lock:
+            part = self._dense.get(fingerprint)
+            if part is None:
+                store = VectorStore(Path(store_root) / fingerprint, int(encoder.dimensions))
+                parts = [segment_vectors(self.chunks, range(s.first_row, s.first_row + s.n_rows), store, encoder,
+                                         progress) for s in self.segments]
+                part = self._dense[fingerprint] = DensePart(encoder, Stacked(parts))
+        return part
 
     def section_idf(self, term: str) -> float:
         """`term`'s BM25 idf over every live section (-1: no live section holds it): what a query weighs it by."""
@@ -96,15 +117,18 @@ class L1Index:
     def dimensions(self) -> int:
         return int(self.arrays.lsa.shape[1])
 
-    def score(self, query: str, *, tfidf_weight: float = 0.5, static_weight: float = 0.0) -> L1Scores:
+    def score(self, query: str, *, tfidf_weight: float = 0.5, static_weight: float = 0.0,
+              dense: DensePart | None = None, dense_weight: float = 0.0, dense_norm: str = "z") -> L1Scores:
         """The query's lexical score per chunk, BM25 per page, LSA query vector and (with `static_weight` and
-        a static part) static query vector. The last query's scores are kept, so a lookup's unfiltered
-        probe and its filtered search score the query once."""
-        key = (query, tfidf_weight, static_weight)
+        a static part) static query vector, and (with a `dense` part and weight) the dense query. The last
+        query's scores are kept, so a lookup's unfiltered probe and its filtered search score the query once."""
+        key = _score_key(query, tfidf_weight, static_weight, dense, dense_weight, dense_norm)
         last = self._last_scores
         if last is not None and last[0] == key:
             return last[1]
         scores = self._score(query, tfidf_weight, static_weight)
+        if dense is not None and dense_weight > 0 and scores.lexical is not None:
+            scores = _with_dense_query(scores, dense, query, dense_weight, dense_norm)
         self._last_scores = (key, scores)  # one tuple assignment: a concurrent caller sees old or new, whole
         return scores
 
@@ -205,17 +229,22 @@ class L1Index:
         static = scores.static_vector is not None and scores.static_weight > 0
         if static:
             candidates = self._with_static(candidates, chosen, scores, page_weight)
+        if scores.dense is not None and scores.dense.vector is not None:
+            candidates = self._with_dense(candidates, chosen, scores.dense, page_weight)
         if allowed is None and not exact:
             chosen_pages = np.unique(self.page_of_chunk[chosen])
             scores.probes[(top_k, min_score, page_weight)] = Probe(rows, blended, chosen_pages, candidates)
-        return L1Result(candidates, searched, dropped, int(rows.size), self.embedder_info if static else None)
+        return L1Result(candidates, searched, dropped, int(rows.size), self.embedder_info if static else None,
+                        scores.dense.status if scores.dense is not None else None)
 
     def from_probe(self, query: str, *, top_k: int, filters: Mapping[str, str] | None = None, min_score: float = 0.0,
-                   tfidf_weight: float = 0.5, page_weight: float = 0.0, static_weight: float = 0.0) -> L1Result | None:
+                   tfidf_weight: float = 0.5, page_weight: float = 0.0, static_weight: float = 0.0,
+                   dense: DensePart | None = None, dense_weight: float = 0.0, dense_norm: str = "z") -> L1Result | None:
         """`search`'s filtered result when the query's unfiltered selection (the lookup's probe, just made)
         provably gives it, else None: no scoring, so a caller may run it without a time limit."""
         last = self._last_scores
-        if not filters or last is None or last[0] != (query, tfidf_weight, static_weight):
+        key = _score_key(query, tfidf_weight, static_weight, dense, dense_weight, dense_norm)
+        if not filters or last is None or last[0] != key:
             return None
         scores = last[1]
         probe = scores.probes.get((top_k, min_score, page_weight))
@@ -248,7 +277,7 @@ class L1Index:
             dropped += int(np.count_nonzero(proved & inside[self.page_of_chunk]))
         static = scores.static_vector is not None and scores.static_weight > 0
         return L1Result(probe.candidates, searched, dropped, int(np.count_nonzero(rows_inside)),
-                        self.embedder_info if static else None)
+                        self.embedder_info if static else None, scores.dense.status if scores.dense else None)
 
     def _candidates(self, chosen: np.ndarray, rows: np.ndarray, blended: np.ndarray, lsa: np.ndarray | None,
                     scores: L1Scores, page_relative: np.ndarray) -> tuple[L1Candidate, ...]:
@@ -266,11 +295,14 @@ class L1Index:
 
     def search(self, query: str, *, top_k: int, filters: Mapping[str, str] | None = None,
                min_score: float = 0.0, tfidf_weight: float = 0.5, page_weight: float = 0.0,
-               exact: bool = False, static_weight: float = 0.0) -> L1Result:
+               exact: bool = False, static_weight: float = 0.0, dense: DensePart | None = None,
+               dense_weight: float = 0.0, dense_norm: str = "z") -> L1Result:
         """`score` then `select`: the best `top_k` pages' sections for `query` among the allowed pages."""
         check_filter_keys(filters or {})  # an unknown filter key fails before any scoring
-        return self.select(self.score(query, tfidf_weight=tfidf_weight, static_weight=static_weight), top_k=top_k,
-                           filters=filters, min_score=min_score, page_weight=page_weight, exact=exact)
+        scores = self.score(query, tfidf_weight=tfidf_weight, static_weight=static_weight, dense=dense,
+                            dense_weight=dense_weight, dense_norm=dense_norm)
+        return self.select(scores, top_k=top_k, filters=filters, min_score=min_score, page_weight=page_weight,
+                           exact=exact)
 
     def _with_static(self, candidates: tuple[L1Candidate, ...], chosen: np.ndarray, scores: L1Scores,
                      page_weight: float) -> tuple[L1Candidate, ...]:
@@ -293,10 +325,48 @@ class L1Index:
                       [c.page_score for c in candidates], static_scores[position].tolist(), added)
         return tuple(sorted(boosted, key=lambda c: -(c.score + page_weight * c.page_score)))
 
+    def _with_dense(self, candidates: tuple[L1Candidate, ...], chosen: np.ndarray, dense: DenseQuery,
+                    page_weight: float) -> tuple[L1Candidate, ...]:
+        """The pool re-scored by its pages' dense scores (dense.dense_boosts), best first. A page's dense score
+        is the best cosine of any of its sections with the query (not only the pooled ones: the model may
+        prefer a section the words did not)."""
+        if not candidates:
+            return candidates
+        pages, position = np.unique(self.page_of_chunk[chosen], return_inverse=True)
+        rows = self.pages.rows_of(pages)
+        cosines = page_dense_scores(dense.part, rows, np.searchsorted(pages, self.page_of_chunk[rows]), pages.size,
+                                    dense.vector)
+        fused = np.full(pages.size, -np.inf)
+        np.maximum.at(fused, position, [c.score + page_weight * c.page_score for c in candidates])
+        added = dense_boosts(cosines, fused, dense.weight, dense.norm)[position].tolist()
+        scored = cosines[position].tolist()
+        boosted = [replace(c, score=max(c.score + a, 0.0), dense_score=d, dense_added=a)
+                   for c, a, d in zip(candidates, added, scored, strict=True)]
+        return tuple(sorted(boosted, key=lambda c: -(c.score + page_weight * c.page_score)))
+
     def rows_of(self, pages: np.ndarray) -> np.ndarray:
         """The rows of `pages`, page by page."""
         return self.pages.rows_of(pages)
 
+
+
+def _score_key(query: str, tfidf_weight: float, static_weight: float, dense: DensePart | None,
+               dense_weight: float, dense_norm: str) -> tuple:
+    """What a query's scores depend on: the memo of the last query is reused only under the same key."""
+    if dense is None or dense_weight <= 0:
+        return query, tfidf_weight, static_weight
+    return query, tfidf_weight, static_weight, id(dense), dense_weight, dense_norm
+
+
+def _with_dense_query(scores: L1Scores, dense: DensePart, query: str, weight: float, norm: str) -> L1Scores:
+    """`scores` with the dense part's query; a model that fails to encode the query leaves the search without
+    its dense part, and the status says why (the lookup still answers)."""
+    model = dense.info
+    try:
+        vector, status = dense.query_vector(query), DenseStatus(model, "ok")
+    except Exception as exc:  # noqa: BLE001 (a plugged-in model may raise anything: the search goes on without it)
+        vector, status = None, DenseStatus(model, "failed", f"{type(exc).__name__}: {exc}")
+    return replace(scores, dense=DenseQuery(dense, vector, weight, norm, status))
 
 
 def _page_rows(segments: tuple[Segment, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

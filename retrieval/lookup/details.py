@@ -12,10 +12,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from retrieval.l0.index import L0Hints
-from retrieval.l1.results import L1Result
+from retrieval.l1.results import DenseStatus, L1Result
 from retrieval.lookup.evidence import EvidenceBlock
 from retrieval.lookup.filters import FilterDecision
 from retrieval.lookup.relevance import Relevance
+from retrieval.lookup.rerank import RerankReport
 from retrieval.lookup.shortfall import Shortfall
 from retrieval.lookup.statuses import L1Status, Layer, check
 
@@ -29,6 +30,7 @@ class L1Outcome:
     status: L1Status
     result: L1Result | None = None
     error: dict[str, str] | None = None
+    dense: DenseStatus | None = None  # the dense part's status when it could not run at all (a model that failed)
 
     def __post_init__(self) -> None:
         check(self.status, L1Status, "L1 status")
@@ -40,7 +42,13 @@ class L1Outcome:
                 "rows_searched": result.rows_searched if result else 0,
                 "dropped_below_min_score": result.dropped_below_min_score if result else 0,
                 "rows_scored": result.rows_scored if result else 0,
-                "embedder": _embedder(result)}
+                "embedder": _embedder(result), **self._dense()}
+
+    def _dense(self) -> dict[str, Any]:
+        """`dense`: the dense part's model and status, present only when a dense part was asked for (so a
+        lookup without one records what it always did)."""
+        status = self.dense or getattr(self.result, "dense", None)
+        return {"dense": status.to_dict()} if status is not None else {}
 
 
 @dataclass(frozen=True)
@@ -66,6 +74,7 @@ class RetrievalDetails:
     relevance: Relevance
     timings_ms: Mapping[str, float] = field(default_factory=dict)
     shortfall: Shortfall | None = None  # why fewer blocks than top_k came back (None: all came back)
+    rerank: RerankReport | None = None  # what the reranker did (None: no reranker asked for; the key is left out)
 
     def __post_init__(self) -> None:
         check(self.retrieval_layer, Layer, "retrieval layer")
@@ -80,7 +89,8 @@ class RetrievalDetails:
                 "timings_ms": {k: round(v, 3) for k, v in self.timings_ms.items()},
                 "relevance": self.relevance.to_dict(),
                 "filter_effect": self.filter.effect.to_dict() if self.filter.effect is not None else None,
-                "shortfall": self.shortfall.to_dict() if self.shortfall is not None else None}
+                "shortfall": self.shortfall.to_dict() if self.shortfall is not None else None,
+                **({"rerank": self.rerank.to_dict()} if self.rerank is not None else {})}
 
 
 def overall_layer(hints: L0Hints, outcome: L1Outcome) -> Layer:

@@ -61,8 +61,9 @@ class EvidenceBlock:
     page_score: float | None = None
     other_sections: tuple[str, ...] = ()
     domains: tuple[str, ...] = ()
-    # best section's lexical score, LSA cosine, static score and what the static part added (None: no static part)
-    l1_detail: tuple[float, float | None, float | None, float | None] | None = None
+    # best section's lexical score, LSA cosine, static score and what the static part added (None: no static part),
+    # then its page's dense score and what the dense part added, and the reranker's score and what it added
+    l1_detail: tuple[float | None, ...] | None = None
     score_parts: tuple[ScorePart, ...] = ()  # set by `rank`: the terms `score` is the sum of
 
     @property
@@ -109,9 +110,12 @@ def l1_block(candidate: L1Candidate) -> EvidenceBlock:
                          l1_detail=_l1_detail(candidate))
 
 
-def _l1_detail(candidate: L1Candidate) -> tuple[float, float | None, float | None, float | None]:
+def _l1_detail(candidate: L1Candidate) -> tuple[float | None, ...]:
     added = candidate.static_added if candidate.static_score is not None else None
-    return candidate.lexical_score, candidate.lsa_score, candidate.static_score, added
+    dense = candidate.dense_added if candidate.dense_score is not None else None
+    rerank = candidate.rerank_added if candidate.rerank_score is not None else None
+    return (candidate.lexical_score, candidate.lsa_score, candidate.static_score, added, candidate.dense_score, dense,
+            candidate.rerank_score, rerank)
 
 
 def _l1_reason(candidate: L1Candidate) -> HitReason:
@@ -119,7 +123,12 @@ def _l1_reason(candidate: L1Candidate) -> HitReason:
     lsa = f", LSA {candidate.lsa_score:.2f}" if candidate.lsa_score is not None else ", no LSA"
     static = "" if candidate.static_score is None else \
         f", static {candidate.static_score:.2f} ({candidate.static_added:+.3f})"
-    detail = f"L1 match: lexical {candidate.lexical_score:.2f}{lsa}{static} in '{candidate.chunk.breadcrumb}'"
+    dense = "" if candidate.dense_score is None else \
+        f", dense {candidate.dense_score:.2f} ({candidate.dense_added:+.3f})"
+    rerank = "" if candidate.rerank_score is None else \
+        f", rerank {candidate.rerank_score:.2f} ({candidate.rerank_added:+.3f})"
+    detail = (f"L1 match: lexical {candidate.lexical_score:.2f}{lsa}{static}{dense}{rerank} "
+              f"in '{candidate.chunk.breadcrumb}'")
     return HitReason("L1", "section", detail, candidate.score)
 
 
@@ -161,7 +170,8 @@ def dedupe(blocks: Iterable[EvidenceBlock]) -> list[EvidenceBlock]:
 
 def rank(blocks: Sequence[EvidenceBlock], *, l0_weight: float, l1_weight: float,
          l0_bound: float, page_weight: float = 0.0, tfidf_weight: float | None = None,
-         static_weight: float | None = None) -> list[EvidenceBlock]:
+         static_weight: float | None = None, dense_weight: float | None = None,
+         rerank_weight: float | None = None) -> list[EvidenceBlock]:
     """Order by l1_weight * L1 score + page_weight * page score + l0_weight * (L0 score / the query's
     L0 bound); ties by source. Each block carries its `score_parts` (L1 split into its lexical, LSA and
     static terms when `tfidf_weight`, L1's lexical weight, is given).
@@ -172,21 +182,24 @@ def rank(blocks: Sequence[EvidenceBlock], *, l0_weight: float, l1_weight: float,
     """
     weights = dict(l0_bound=l0_bound, l0_weight=l0_weight, l1_weight=l1_weight, page_weight=page_weight)
     scored = [_with_score(b, fused_score(b.l1_score or 0.0, b.page_score or 0.0, b.l0_score or 0.0, **weights),
-                          score_parts(b, tfidf_weight=tfidf_weight, static_weight=static_weight, **weights))
+                          score_parts(b, tfidf_weight=tfidf_weight, static_weight=static_weight,
+                                      dense_weight=dense_weight, rerank_weight=rerank_weight, **weights))
               for b in blocks]
     return sorted(scored, key=lambda b: (-b.score, b.source))
 
 
 def score_parts(block: EvidenceBlock, *, l0_bound: float, l0_weight: float, l1_weight: float,
                 page_weight: float, tfidf_weight: float | None = None,
-                static_weight: float | None = None) -> tuple[ScorePart, ...]:
+                static_weight: float | None = None, dense_weight: float | None = None,
+                rerank_weight: float | None = None) -> tuple[ScorePart, ...]:
     """The terms of `fused_score` for one block, each with its weight; L1's term split into its lexical,
     LSA and static terms when its lexical weight is known and they add up to its score. The static term is
     what the static part added, at `static_weight` (`l1_static_weight`); when the section's score was floored
     at 0, an `L1 floor` term says what the floor took back, so the parts still add up to the score."""
     parts: list[ScorePart] = []
     if block.l1_score is not None:
-        parts.extend(_l1_parts(block.l1_score, block.l1_detail, l1_weight, tfidf_weight, static_weight))
+        parts.extend(_l1_parts(block.l1_score, block.l1_detail, l1_weight, tfidf_weight, static_weight,
+                               dense_weight, rerank_weight))
         parts.append(ScorePart("page", block.page_score or 0.0, page_weight))
     if block.l0_score is not None:
         parts.append(ScorePart("L0", min(block.l0_score / l0_bound, 1.0) if l0_bound > 0 else 0.0, l0_weight))
@@ -194,7 +207,8 @@ def score_parts(block: EvidenceBlock, *, l0_bound: float, l0_weight: float, l1_w
 
 
 def _l1_parts(l1_score: float, detail: tuple[float | None, ...] | None, l1_weight: float,
-              tfidf_weight: float | None, static_weight: float | None = None) -> list[ScorePart]:
+              tfidf_weight: float | None, static_weight: float | None = None, dense_weight: float | None = None,
+              rerank_weight: float | None = None) -> list[ScorePart]:
     if detail is None or tfidf_weight is None:
         return [ScorePart("L1", l1_score, l1_weight)]
     lexical, lsa, static = detail[:3]
@@ -203,6 +217,12 @@ def _l1_parts(l1_score: float, detail: tuple[float | None, ...] | None, l1_weigh
     if lsa is not None:
         parts.append(ScorePart("L1 LSA", max(lsa, 0.0), l1_weight * (1 - tfidf_weight)))
     rest = l1_score - sum(p.value * p.weight for p in parts) / l1_weight if l1_weight else 0.0
+    for name, index, weight in (("L1 dense", 5, dense_weight), ("L1 rerank", 7, rerank_weight)):
+        model_added = detail[index] if len(detail) > index else None
+        if model_added is not None:  # what a model's part added, at its own weight (a part of its own on the card)
+            weight = weight if weight else 1.0
+            parts.append(ScorePart(name, model_added / weight, l1_weight * weight))
+            rest -= model_added
     if static is not None and added is not None:  # what the static re-ranking added, at its own weight
         weight = static_weight if static_weight else 1.0
         parts.append(ScorePart("L1 static", added / weight, l1_weight * weight))

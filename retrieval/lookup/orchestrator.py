@@ -33,7 +33,9 @@ from retrieval.lookup.evidence import (
 from retrieval.lookup.filters import FilterDecision, decide_filter, filter_effect, guard
 from retrieval.lookup.guard import guarded_search
 from retrieval.lookup.invocation import Recorder, ToolInvocation
+from retrieval.lookup.model_parts import dense_part, rerank_on, reranker
 from retrieval.lookup.relevance import Relevance, assess, signals_of
+from retrieval.lookup.rerank import RerankReport, reranked
 from retrieval.lookup.shortfall import explain_shortfall
 from retrieval.text.analysis import normalize_label
 from retrieval.text.surrogates import replace_surrogates
@@ -116,6 +118,10 @@ def lookup_knowledge(query: str, *, index: KnowledgeIndex, config: LookupConfig 
     decision = decide_filter(hints, caller_category=category, use_l0_filter=config.l0_filter)
     final, decision = _timed(timings, "l1_filtered", lambda: _filtered(query, probe, decision, hints, l0_evidence,
                                                                       index, config, top_k))
+    rerank = None
+    if rerank_on(config):
+        final, rerank = _timed(timings, "rerank", lambda: _reranked(query, final, hints, l0_evidence, config,
+                                                                    category, max(top_k, config.l0_domain_top_n)))
     blocks = _timed(timings, "evidence", lambda: tuple(
         trim_reasons(truncate(b, config.snippet_chars), MAX_L1_REASONS) for b in final.blocks[:top_k]))
     layer = overall_layer(hints, final.outcome)
@@ -124,7 +130,7 @@ def lookup_knowledge(query: str, *, index: KnowledgeIndex, config: LookupConfig 
     timings["total"] = _ms(started)
     shortfall = explain_shortfall(top_k, blocks, decision, final.outcome.status, final.outcome.result, index.l1)
     details = RetrievalDetails(layer, hints, decision, final.outcome, Counts(final.candidate_count, len(blocks),
-                               final.merged), blocks, relevance, timings, shortfall)
+                               final.merged), blocks, relevance, timings, shortfall, rerank)
     payload = details.to_dict()
     payload["input"] = {"surrogates_replaced": replaced}  # lone surrogates in query/category, made U+FFFD
     payload["kb"] = {"skipped_count": len(index.kb.problems)}  # the list: index.kb.summary()["skipped"]
@@ -174,6 +180,10 @@ def _run_l1(query: str, filters: dict[str, str] | None, index: KnowledgeIndex, c
                     tfidf_weight=config.l1_tfidf_weight, page_weight=config.page_weight)
     if config.l1_static_weight > 0:  # an L1 stand-in (tests, plug-ins) without a static part never sees it
         settings["static_weight"] = config.l1_static_weight
+    dense, dense_failure = dense_part(index, config)
+    if dense is not None:
+        settings.update(dense=dense, dense_weight=config.l1_dense_weight, dense_norm=config.l1_dense_norm,
+                        top_k=max(settings["top_k"], config.l1_dense_pool))
 
     def search() -> object:
         if config.simulate_l1_failure:
@@ -186,8 +196,25 @@ def _run_l1(query: str, filters: dict[str, str] | None, index: KnowledgeIndex, c
     call = guarded_search(search, config.l1_timeout_ms, quick)  # checked, time-limited, never raises
     if call.error is not None:
         error = {"type": type(call.error).__name__, "message": str(call.error)}
-        return L1Outcome("timeout" if call.timed_out else "failed", error=error)
-    return L1Outcome("ok" if call.result.candidates else "empty", call.result)
+        return L1Outcome("timeout" if call.timed_out else "failed", error=error, dense=dense_failure)
+    return L1Outcome("ok" if call.result.candidates else "empty", call.result, dense=dense_failure)
+
+
+def _reranked(query: str, final: _Ranked, hints: L0Hints, l0_evidence: list[EvidenceBlock], config: LookupConfig,
+              category: str | None, keep: int) -> tuple[_Ranked, RerankReport]:
+    """The final ranking with its best pages re-scored by the reranker (retrieval/lookup/rerank.py); as it was,
+    with the report saying why, when the reranker is not there, fails or runs out of time."""
+    result = final.outcome.result
+    scorer, error = reranker(config)
+    if scorer is None:
+        return final, RerankReport(config.rerank_model, "failed", error=error)
+    if result is None or not result.candidates:
+        return final, RerankReport(scorer.info.to_dict(), "empty")
+    result, report = reranked(query, result, scorer, top=config.rerank_top, weight=config.rerank_weight,
+                              budget_ms=config.rerank_budget_ms, page_weight=config.page_weight)
+    if report.status != "ok":
+        return final, report
+    return _ranked(hints, l0_evidence, replace(final.outcome, result=result), config, category, keep), report
 
 
 def _l0_blocks(hints: L0Hints, index: KnowledgeIndex) -> list[EvidenceBlock]:
@@ -218,7 +245,8 @@ def _ranked(hints: L0Hints, l0_blocks: list[EvidenceBlock], outcome: L1Outcome, 
     ranked = rank(dedupe([l1_page_block(by_page[s]) for s in by_page if s in chosen] + l0_blocks),
                   l0_weight=config.l0_weight, l1_weight=config.l1_weight, l0_bound=hints.score_bound,
                   page_weight=config.page_weight, tfidf_weight=config.l1_tfidf_weight,
-                  static_weight=config.l1_static_weight)
+                  static_weight=config.l1_static_weight, dense_weight=config.l1_dense_weight,
+                  rerank_weight=config.rerank_weight)
     return _Ranked(outcome, tuple(ranked), count, count - len(sources))
 
 
