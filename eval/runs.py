@@ -32,6 +32,7 @@ from retrieval import (
     lookup_knowledge,
     open_index,
 )
+from retrieval.lookup import prepare_models
 
 from . import metrics as metric_lib
 from . import oracle as oracle_lib
@@ -123,6 +124,7 @@ def run_evaluation(dataset: Dataset, config: LookupConfig | None = None, *, stor
     planned = plan_run(dataset, config, store=store, metrics=metrics, top_k=top_k, overrides=overrides,
                        sweep_id=sweep_id, resume=resume)
     index = index or open_dataset_index(dataset, planned.config.svd_dims)
+    prepare_models(index, planned.config)  # a bad model is the run's error before it starts; vectors made once
     start_run(store, planned.run)
     finished = False
     try:
@@ -231,6 +233,7 @@ def run_sweep(dataset: Dataset, grid: Mapping[str, Sequence[Any]], *, store: Tra
     for position, (overrides, config) in ordered:
         if index is None or index.svd_dims != config.svd_dims:
             index = open_dataset_index(dataset, config.svd_dims)
+        prepare_models(index, config)
         if baseline and engine is None:
             engine = BM25Baseline.build(index.kb)  # the baseline does not depend on any setting
 

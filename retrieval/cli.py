@@ -22,6 +22,7 @@ from retrieval.index.build import KnowledgeIndex, open_index
 from retrieval.kb.model import KnowledgeBaseNotFound
 from retrieval.lookup.explain_command import add_explain, run_explain
 from retrieval.lookup.invocation import Recorder, ToolInvocation
+from retrieval.lookup.model_parts import prepare_models
 from retrieval.lookup.orchestrator import lookup_knowledge
 from retrieval.lookup.recorders import combine
 from retrieval.otel.env import tracing_from_env
@@ -203,6 +204,7 @@ def _lookup(args: argparse.Namespace, kb: Any, tracing: list[Tracing]) -> str:
     caught: list[warnings.WarningMessage] = []
     try:
         index = open_kb(args, kb, config.svd_dims)
+        prepare_models(index, config)  # a missing or mismatched model: the command's one-line error
         if path is not None:  # (made once the input is good: a refused command makes no folder)
             store = TraceStore(path, open_now=False, lock_timeout=args.lock_timeout, background=False)
             if helper is not None:
@@ -278,6 +280,7 @@ def _serve_mcp(args: argparse.Namespace, kb: Any) -> None:
     store = None if args.no_trace else TraceStore(args.traces or default_traces())
     try:
         index = open_kb(args, kb, config.svd_dims)
+        prepare_models(index, config)  # the server starts with its models loaded, or not at all
         if args.follow:  # edits to the knowledge base are served without a restart (retrieval.index.live)
             from retrieval.index.live import LiveIndex
 

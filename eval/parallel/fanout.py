@@ -30,6 +30,7 @@ from typing import Any
 
 from retrieval import KnowledgeIndex, LookupConfig, TraceStore, TraceStoreError
 from retrieval.index import default_cache_dir
+from retrieval.lookup import prepare_models
 from retrieval.traces import TraceStoreWriteWarning
 
 from .. import metrics as metric_lib
@@ -98,6 +99,8 @@ def _fan_out(plans: list[tuple[PlannedRun, Dataset]], *, store: TraceStore, pool
     indexes: dict[int, KnowledgeIndex] = {}
     for dims in sorted({planned.config.svd_dims for planned, _ in plans}):
         indexes[dims] = open_dataset_index(plans[0][1], dims)
+    for planned, _ in plans:  # a bad model fails the run here; the workers read the vectors this made
+        prepare_models(indexes[planned.config.svd_dims], planned.config)
     with open_runner(pool) as runner:
         sink = (TraceSink(parts_dir=str(Path(parts_dir or parts_dir_of(store)).resolve())) if pool.dask
                 else TraceSink(trace_file=str(store.path.resolve())))

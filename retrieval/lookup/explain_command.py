@@ -17,6 +17,7 @@ from retrieval.agent.categories import check_category
 from retrieval.config import LookupConfig
 from retrieval.index.build import KnowledgeIndex
 from retrieval.lookup.explain import explain_missing
+from retrieval.lookup.model_parts import prepare_models
 from retrieval.paths import default_traces, trace_sources
 from retrieval.traces.store import TraceStore
 
@@ -57,6 +58,7 @@ def run_explain(args: argparse.Namespace, kb: Any, config: LookupConfig, open_kb
         raise ValueError('the query is empty; pass the question in quotes, e.g. explain "reset my API token" '
                          "--source api/tokens.md")
     index = open_kb(args, kb, config.svd_dims)
+    prepare_models(index, config)
     check_category(category, index.kb.domains(), {"query": query, "category": category, "top_k": top_k}, config,
                    None)  # refused as lookup refuses it (nothing recorded: explain records nothing)
     if args.cutoff is not None and args.cutoff < 1:
