@@ -96,13 +96,14 @@ class LookupConfig:
     # the contextual models a team plugs in (docs/models.md); off by default: the embedded default needs no weights
     l1_dense_model: str | None = _opt(None, "dense encoder that re-scores L1's pool: onnx:PATH, st:NAME_OR_PATH, "
                                             "callable:module:function or hash:DIM (unset: no dense part)")
-    l1_dense_weight: float = _opt(1.0, "weight of the dense part in L1's score: each pool page's dense cosine, "
-                                       "normalised over the pool's 20 best pages (l1_dense_norm), times the spread "
-                                       "of their scores", low=0.0, high=100.0)
+    l1_dense_weight: float = _opt(1.0, "weight of the dense part in L1's score: each pool page's dense score (the "
+                                       "mean of its whole text's and best section's cosines with the query), less "
+                                       "the mean of the pool's 20 best pages' (l1_dense_norm)", low=0.0, high=100.0)
     l1_dense_pool: int = _opt(20, "L1 pages the dense part re-scores (L1 fetches at least this many when it is on)",
                               low=1, high=100000)
-    l1_dense_norm: str = _opt("z", "how the dense cosines are normalised before weighting: z (standardised over "
-                                   "the pool's best pages) or raw (the cosine itself)", choices=("z", "raw"))
+    l1_dense_norm: str = _opt("raw", "how the dense scores are normalised before weighting: raw (less the mean of "
+                                     "the pool's 20 best pages) or z (standardised over them, times the spread of "
+                                     "their fused scores)", choices=("raw", "z"))
     rerank_model: str | None = _opt(None, "cross-encoder that re-scores the best pages: onnx:PATH, st:NAME_OR_PATH, "
                                           "callable:module:function or hash (unset: no reranker)")
     rerank_top: int = _opt(10, "pages the reranker scores (the best of L1's pool)", low=1, high=1000)

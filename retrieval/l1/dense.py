@@ -7,10 +7,15 @@ An index holds its sections' vectors per segment (`DensePart.vectors`, the base'
 gathered from the store when a model is first used on it (`L1Index.dense_part`), encoding only what the store
 lacks.
 
-Query: each pool page's dense score is the best cosine of its sections with the query. With norm `z` the
-scores are standardised over the pool's best pages and added as `weight * spread * z`, as the static part's
-(retrieval/l1/static.py); with `raw`, `weight * spread * cosine` is added. The weight and norm are settings
-(`l1_dense_weight`, `l1_dense_norm`), so sweeps compare them like any other.
+Query: each pool page's dense score is the mean of two cosines with the query, its whole text's (the unit
+sum of its sections' vectors) and its best section's (any of its sections, not only the pooled ones), as the
+static part's is. With norm `raw` (the default), `weight * (score - centre)` is added to its sections' scores,
+the centre being the mean score of the pool's best pages, so the part moves pages within the pool and not
+the pool against L0's evidence; with `z`, the scores standardised over those pages, times the spread of their
+fused scores, as the static part's (retrieval/l1/static.py). Chosen on the Hugo dev questions and SciFact
+train (docs/quality.md): MiniLM's cosines differ between pages by amounts that mean the same from one query to
+the next, so standardising them (z) threw that away. The weight and norm are settings (`l1_dense_weight`,
+`l1_dense_norm`), so sweeps compare them like any other.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ from retrieval.l1.static import REFERENCE_PAGES
 KEY_BYTES = 16  # of a text's SHA-256: collisions among 1e9 texts have odds of 1e-20
 SHARD_TEXTS = 8192  # texts encoded between shard writes: an interrupted build keeps what it encoded
 READ_BLOCK = 8192  # chunks read from the index at a time
-NORMS = ("z", "raw")
+NORMS = ("raw", "z")
 Progress = Callable[[str, float], None]
 ENCODING = "L1: encoding sections (dense part)"
 
@@ -117,6 +122,7 @@ class DensePart:
 
     encoder: Any  # retrieval.models.TextEncoder
     vectors: Stacked
+    page_vectors: np.ndarray  # each page's unit sum of its sections' vectors (float16), pages across segments
 
     @property
     def info(self) -> dict[str, Any]:
@@ -130,6 +136,24 @@ class DensePart:
         return vector[0]
 
 
+@dataclass(frozen=True, eq=False)
+class DenseSettings:
+    """How one search uses a dense part: its weight, normalisation (NORMS) and the best pages it re-scores (by
+    fused score; the pool's other pages keep theirs). Equal settings over the same part are one key."""
+
+    part: DensePart
+    weight: float
+    norm: str = "raw"
+    pool: int = 20
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, DenseSettings) and (self.part is other.part) and \
+            (self.weight, self.norm, self.pool) == (other.weight, other.norm, other.pool)
+
+    def __hash__(self) -> int:
+        return hash((id(self.part), self.weight, self.norm, self.pool))
+
+
 def segment_vectors(chunks: Sequence[Chunk], rows: range, store: VectorStore, encoder: Any,
                     progress: Progress | None = None) -> np.ndarray:
     """The float16 vectors of `chunks` at `rows` (one segment's), from the store or encoded into it."""
@@ -141,24 +165,35 @@ def segment_vectors(chunks: Sequence[Chunk], rows: range, store: VectorStore, en
     return store.vectors(texts, encoder.encode, progress)
 
 
-def page_dense_scores(part: DensePart, rows: np.ndarray, row_page: np.ndarray, n_pages: int,
+def page_vectors(vectors: Stacked, page_of_row: np.ndarray, n_pages: int) -> np.ndarray:
+    """Each page's unit vector (float16): the sum of its rows' vectors, a block of rows at a time."""
+    sums = np.zeros((n_pages, vectors.shape[1]), dtype=np.float32)
+    for start in range(0, vectors.shape[0], READ_BLOCK):
+        rows = np.arange(start, min(start + READ_BLOCK, vectors.shape[0]))
+        np.add.at(sums, page_of_row[rows], vectors.take(rows).astype(np.float32))
+    norms = np.linalg.norm(sums, axis=1, keepdims=True)
+    return (sums / np.where(norms > 0, norms, 1.0)).astype(np.float16)
+
+
+def page_dense_scores(part: DensePart, pages: np.ndarray, rows: np.ndarray, row_page: np.ndarray,
                       query_vector: np.ndarray) -> np.ndarray:
-    """Each page's best cosine among `rows` (`row_page`: each row's page position, 0..n_pages-1)."""
-    best = np.full(n_pages, -1.0, dtype=np.float32)
+    """Each of `pages`' dense score: the mean of its whole text's cosine and its best row's among `rows`
+    (`row_page`: each row's position in `pages`)."""
+    best = np.full(pages.size, -1.0, dtype=np.float32)
     if rows.size:
-        cosines = part.vectors.take(rows).astype(np.float32) @ query_vector
-        np.maximum.at(best, row_page, cosines)
-    return best
+        np.maximum.at(best, row_page, part.vectors.take(rows).astype(np.float32) @ query_vector)
+    whole = part.page_vectors[pages].astype(np.float32) @ query_vector
+    return 0.5 * (whole + best)
 
 
-def dense_boosts(page_cosines: np.ndarray, page_fused: np.ndarray, weight: float, norm: str) -> np.ndarray:
-    """What each pool page's dense score adds: `weight * spread * z` (norm `z`: the cosines standardised over
-    the REFERENCE_PAGES best pages by fused score) or `weight * spread * cosine` (norm `raw`); the spread is
-    the standard deviation of those pages' fused scores, so the part is measured in the pool's own units."""
+def dense_boosts(page_scores: np.ndarray, page_fused: np.ndarray, weight: float, norm: str) -> np.ndarray:
+    """What each pool page's dense score adds, centred on the mean of the REFERENCE_PAGES best pages (by fused
+    score): `weight * (score - centre)` (norm `raw`), or `weight * spread * z` (norm `z`: the scores
+    standardised over those pages, the spread being the standard deviation of their fused scores)."""
     reference = np.argsort(-page_fused, kind="stable")[:REFERENCE_PAGES]
-    spread = float(page_fused[reference].std())
+    centre = float(page_scores[reference].mean())
     if norm == "raw":
-        return weight * spread * page_cosines
-    deviation, centre = float(page_cosines[reference].std()), float(page_cosines[reference].mean())
-    z = (page_cosines - centre) / deviation if deviation > 0 else np.zeros_like(page_cosines)
+        return weight * (page_scores - centre)
+    spread, deviation = float(page_fused[reference].std()), float(page_scores[reference].std())
+    z = (page_scores - centre) / deviation if deviation > 0 else np.zeros_like(page_scores)
     return weight * spread * z

@@ -81,13 +81,11 @@ class L1Scores:
 
 @dataclass(frozen=True, eq=False)
 class DenseQuery:
-    """The dense part of one query: the model's vectors over the index, the query's vector (None when
-    encoding it failed: `status` says why), the weight and the normalisation."""
+    """The dense part of one query: its settings (the model's vectors, weight, normalisation, pool) and the
+    query's vector (None when encoding it failed: `status` says why)."""
 
-    part: Any  # retrieval.l1.dense.DensePart
+    settings: Any  # retrieval.l1.dense.DenseSettings
     vector: np.ndarray | None
-    weight: float
-    norm: str
     status: DenseStatus
 
 

@@ -23,7 +23,15 @@ from retrieval.l1 import stages as bp
 from retrieval.l1.arrays import L1Arrays, bm25_idf, build_arrays, loaded
 from retrieval.l1.bounded import LsaHeads, bounded_rows
 from retrieval.l1.config import IndexConfig
-from retrieval.l1.dense import DensePart, VectorStore, dense_boosts, page_dense_scores, segment_vectors
+from retrieval.l1.dense import (
+    DensePart,
+    DenseSettings,
+    VectorStore,
+    dense_boosts,
+    page_dense_scores,
+    page_vectors,
+    segment_vectors,
+)
 from retrieval.l1.embedder import Embedder, EmbedderInfo, LazyEmbedder
 from retrieval.l1.page_ranking import PageRanking
 from retrieval.l1.pages import PageSets, check_filter_keys, page_heads
@@ -95,9 +103,10 @@ class L1Index:
             part = self._dense.get(fingerprint)
             if part is None:
                 store = VectorStore(Path(store_root) / fingerprint, int(encoder.dimensions))
-                parts = [segment_vectors(self.chunks, range(s.first_row, s.first_row + s.n_rows), store, encoder,
-                                         progress) for s in self.segments]
-                part = self._dense[fingerprint] = DensePart(encoder, Stacked(parts))
+                vectors = Stacked([segment_vectors(self.chunks, range(s.first_row, s.first_row + s.n_rows), store,
+                                                   encoder, progress) for s in self.segments])
+                part = DensePart(encoder, vectors, page_vectors(vectors, self.page_of_chunk, self.n_pages))
+                self._dense[fingerprint] = part
         return part
 
     def section_idf(self, term: str) -> float:
@@ -118,17 +127,17 @@ class L1Index:
         return int(self.arrays.lsa.shape[1])
 
     def score(self, query: str, *, tfidf_weight: float = 0.5, static_weight: float = 0.0,
-              dense: DensePart | None = None, dense_weight: float = 0.0, dense_norm: str = "z") -> L1Scores:
+              dense: DenseSettings | None = None) -> L1Scores:
         """The query's lexical score per chunk, BM25 per page, LSA query vector and (with `static_weight` and
         a static part) static query vector, and (with a `dense` part and weight) the dense query. The last
         query's scores are kept, so a lookup's unfiltered probe and its filtered search score the query once."""
-        key = _score_key(query, tfidf_weight, static_weight, dense, dense_weight, dense_norm)
+        key = (query, tfidf_weight, static_weight, dense)
         last = self._last_scores
         if last is not None and last[0] == key:
             return last[1]
         scores = self._score(query, tfidf_weight, static_weight)
-        if dense is not None and dense_weight > 0 and scores.lexical is not None:
-            scores = _with_dense_query(scores, dense, query, dense_weight, dense_norm)
+        if dense is not None and dense.weight > 0 and scores.lexical is not None:
+            scores = _with_dense_query(scores, dense, query)
         self._last_scores = (key, scores)  # one tuple assignment: a concurrent caller sees old or new, whole
         return scores
 
@@ -239,11 +248,11 @@ class L1Index:
 
     def from_probe(self, query: str, *, top_k: int, filters: Mapping[str, str] | None = None, min_score: float = 0.0,
                    tfidf_weight: float = 0.5, page_weight: float = 0.0, static_weight: float = 0.0,
-                   dense: DensePart | None = None, dense_weight: float = 0.0, dense_norm: str = "z") -> L1Result | None:
+                   dense: DenseSettings | None = None) -> L1Result | None:
         """`search`'s filtered result when the query's unfiltered selection (the lookup's probe, just made)
         provably gives it, else None: no scoring, so a caller may run it without a time limit."""
         last = self._last_scores
-        key = _score_key(query, tfidf_weight, static_weight, dense, dense_weight, dense_norm)
+        key = (query, tfidf_weight, static_weight, dense)
         if not filters or last is None or last[0] != key:
             return None
         scores = last[1]
@@ -295,12 +304,10 @@ class L1Index:
 
     def search(self, query: str, *, top_k: int, filters: Mapping[str, str] | None = None,
                min_score: float = 0.0, tfidf_weight: float = 0.5, page_weight: float = 0.0,
-               exact: bool = False, static_weight: float = 0.0, dense: DensePart | None = None,
-               dense_weight: float = 0.0, dense_norm: str = "z") -> L1Result:
+               exact: bool = False, static_weight: float = 0.0, dense: DenseSettings | None = None) -> L1Result:
         """`score` then `select`: the best `top_k` pages' sections for `query` among the allowed pages."""
         check_filter_keys(filters or {})  # an unknown filter key fails before any scoring
-        scores = self.score(query, tfidf_weight=tfidf_weight, static_weight=static_weight, dense=dense,
-                            dense_weight=dense_weight, dense_norm=dense_norm)
+        scores = self.score(query, tfidf_weight=tfidf_weight, static_weight=static_weight, dense=dense)
         return self.select(scores, top_k=top_k, filters=filters, min_score=min_score, page_weight=page_weight,
                            exact=exact)
 
@@ -328,20 +335,27 @@ class L1Index:
     def _with_dense(self, candidates: tuple[L1Candidate, ...], chosen: np.ndarray, dense: DenseQuery,
                     page_weight: float) -> tuple[L1Candidate, ...]:
         """The pool re-scored by its pages' dense scores (dense.dense_boosts), best first. A page's dense score
-        is the best cosine of any of its sections with the query (not only the pooled ones: the model may
-        prefer a section the words did not)."""
+        is the mean of its whole text's cosine with the query and its best section's (any of its sections, not
+        only the pooled ones: the model may prefer a section the words did not)."""
         if not candidates:
             return candidates
+        settings = dense.settings
         pages, position = np.unique(self.page_of_chunk[chosen], return_inverse=True)
-        rows = self.pages.rows_of(pages)
-        cosines = page_dense_scores(dense.part, rows, np.searchsorted(pages, self.page_of_chunk[rows]), pages.size,
-                                    dense.vector)
         fused = np.full(pages.size, -np.inf)
         np.maximum.at(fused, position, [c.score + page_weight * c.page_score for c in candidates])
-        added = dense_boosts(cosines, fused, dense.weight, dense.norm)[position].tolist()
-        scored = cosines[position].tolist()
-        boosted = [replace(c, score=max(c.score + a, 0.0), dense_score=d, dense_added=a)
-                   for c, a, d in zip(candidates, added, scored, strict=True)]
+        scored_pages = np.sort(np.argsort(-fused, kind="stable")[:settings.pool])  # the best `pool` pages
+        pages, fused = pages[scored_pages], fused[scored_pages]
+        rows = self.pages.rows_of(pages)
+        cosines = page_dense_scores(settings.part, pages, rows, np.searchsorted(pages, self.page_of_chunk[rows]),
+                                    dense.vector)
+        added_by_page = dict(zip(scored_pages.tolist(), zip(cosines.tolist(), dense_boosts(
+            cosines, fused, settings.weight, settings.norm).tolist(), strict=True), strict=True))
+        boosted = []
+        for c, at in zip(candidates, position.tolist(), strict=True):
+            if at in added_by_page:
+                score, added = added_by_page[at]
+                c = replace(c, score=max(c.score + added, 0.0), dense_score=score, dense_added=added)
+            boosted.append(c)
         return tuple(sorted(boosted, key=lambda c: -(c.score + page_weight * c.page_score)))
 
     def rows_of(self, pages: np.ndarray) -> np.ndarray:
@@ -350,23 +364,15 @@ class L1Index:
 
 
 
-def _score_key(query: str, tfidf_weight: float, static_weight: float, dense: DensePart | None,
-               dense_weight: float, dense_norm: str) -> tuple:
-    """What a query's scores depend on: the memo of the last query is reused only under the same key."""
-    if dense is None or dense_weight <= 0:
-        return query, tfidf_weight, static_weight
-    return query, tfidf_weight, static_weight, id(dense), dense_weight, dense_norm
-
-
-def _with_dense_query(scores: L1Scores, dense: DensePart, query: str, weight: float, norm: str) -> L1Scores:
+def _with_dense_query(scores: L1Scores, dense: DenseSettings, query: str) -> L1Scores:
     """`scores` with the dense part's query; a model that fails to encode the query leaves the search without
     its dense part, and the status says why (the lookup still answers)."""
-    model = dense.info
+    model = dense.part.info
     try:
-        vector, status = dense.query_vector(query), DenseStatus(model, "ok")
+        vector, status = dense.part.query_vector(query), DenseStatus(model, "ok")
     except Exception as exc:  # noqa: BLE001 (a plugged-in model may raise anything: the search goes on without it)
-        vector, status = None, DenseStatus(model, "failed", f"{type(exc).__name__}: {exc}")
-    return replace(scores, dense=DenseQuery(dense, vector, weight, norm, status))
+        vector, status = None, DenseStatus(model, "failed", f"{type(exc).__name__}: {' '.join(str(exc).split())}")
+    return replace(scores, dense=DenseQuery(dense, vector, status))
 
 
 def _page_rows(segments: tuple[Segment, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

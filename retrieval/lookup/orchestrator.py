@@ -16,6 +16,7 @@ from typing import Any
 from retrieval.config import LookupConfig
 from retrieval.index.build import KnowledgeIndex
 from retrieval.l0.index import L0Hints
+from retrieval.l1.dense import DenseSettings
 from retrieval.l1.results import L1Candidate
 from retrieval.lookup import provenance
 from retrieval.lookup.details import Counts, L1Outcome, RetrievalDetails, best_score, overall_layer
@@ -182,7 +183,7 @@ def _run_l1(query: str, filters: dict[str, str] | None, index: KnowledgeIndex, c
         settings["static_weight"] = config.l1_static_weight
     dense, dense_failure = dense_part(index, config)
     if dense is not None:
-        settings.update(dense=dense, dense_weight=config.l1_dense_weight, dense_norm=config.l1_dense_norm,
+        settings.update(dense=DenseSettings(dense, config.l1_dense_weight, config.l1_dense_norm, config.l1_dense_pool),
                         top_k=max(settings["top_k"], config.l1_dense_pool))
 
     def search() -> object:
