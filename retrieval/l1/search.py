@@ -239,7 +239,7 @@ class L1Index:
         if static:
             candidates = self._with_static(candidates, chosen, scores, page_weight)
         if scores.dense is not None and scores.dense.vector is not None:
-            candidates = self._with_dense(candidates, chosen, scores.dense, page_weight)
+            candidates = self._with_dense(candidates, scores.dense, page_weight)
         if allowed is None and not exact:
             chosen_pages = np.unique(self.page_of_chunk[chosen])
             scores.probes[(top_k, min_score, page_weight)] = Probe(rows, blended, chosen_pages, candidates)
@@ -332,7 +332,7 @@ class L1Index:
                       [c.page_score for c in candidates], static_scores[position].tolist(), added)
         return tuple(sorted(boosted, key=lambda c: -(c.score + page_weight * c.page_score)))
 
-    def _with_dense(self, candidates: tuple[L1Candidate, ...], chosen: np.ndarray, dense: DenseQuery,
+    def _with_dense(self, candidates: tuple[L1Candidate, ...], dense: DenseQuery,
                     page_weight: float) -> tuple[L1Candidate, ...]:
         """The pool re-scored by its pages' dense scores (dense.dense_boosts), best first. A page's dense score
         is the mean of its whole text's cosine with the query and its best section's (any of its sections, not
@@ -340,7 +340,9 @@ class L1Index:
         if not candidates:
             return candidates
         settings = dense.settings
-        pages, position = np.unique(self.page_of_chunk[chosen], return_inverse=True)
+        # each candidate's page, from the candidates themselves: the static part may have re-ordered them
+        of_page = np.array([self.pages.page_of(c.chunk.source) for c in candidates], dtype=np.int64)
+        pages, position = np.unique(of_page, return_inverse=True)
         fused = np.full(pages.size, -np.inf)
         np.maximum.at(fused, position, [c.score + page_weight * c.page_score for c in candidates])
         scored_pages = np.sort(np.argsort(-fused, kind="stable")[:settings.pool])  # the best `pool` pages
