@@ -185,3 +185,14 @@ def test_a_failed_load_is_not_kept(tmp_path, tiny_encoder_dir):
 def test_a_model_error_is_a_value_error():
     assert issubclass(ModelError, ValueError)
     assert str(ModelError("two\nlines", spec="hash:x")) == "model 'hash:x': two lines"
+
+
+def test_one_string_instead_of_a_list_of_texts_is_a_type_error(tiny_encoder_dir, tiny_reranker_dir):
+    for encoder in (load_encoder("hash:8"), load_encoder(f"onnx:{tiny_encoder_dir}"),
+                    encoder_from_callable(lambda texts: np.ones((len(texts), 2)), name="ones")):
+        with pytest.raises(TypeError, match="not one string: wrap it in a list"):
+            encoder.encode("rotate the token")
+        with pytest.raises(TypeError, match="must be a str, not int"):
+            encoder.encode(["fine", 7])
+    with pytest.raises(TypeError, match="must be a str, not NoneType"):
+        load_reranker(f"onnx:{tiny_reranker_dir}").score(None, ["alpha"])

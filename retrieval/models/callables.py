@@ -15,7 +15,7 @@ import numpy as np
 
 from retrieval.models.errors import ModelError, cause
 from retrieval.models.info import model_info, text_sha256
-from retrieval.models.vectors import BATCH_SIZE, batches, checked_scores, checked_vectors
+from retrieval.models.vectors import BATCH_SIZE, batches, checked_scores, checked_vectors, text_list
 
 PROBE = ["dimension probe"]
 
@@ -33,6 +33,7 @@ class CallableEncoder:
                                {"dimensions": self.dimensions})
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
+        texts = text_list(texts)
         parts = [checked_vectors(self.info, _called(self.info.spec, self.function, batch), len(batch),
                                  self.dimensions) for batch in batches(texts, self.batch_size)]
         return np.concatenate(parts) if parts else np.zeros((0, self.dimensions), dtype=np.float32)
@@ -48,6 +49,7 @@ class CallableReranker:
         self.info = model_info(spec, "callable", name, None, text_sha256(name), {})
 
     def score(self, query: str, texts: Sequence[str]) -> np.ndarray:
+        texts = text_list(texts, query)
         parts = [checked_scores(self.info, _called(self.info.spec, self.function, query, batch), len(batch))
                  for batch in batches(texts, self.batch_size)]
         return np.concatenate(parts) if parts else np.zeros(0, dtype=np.float32)

@@ -19,7 +19,7 @@ import numpy as np
 
 from retrieval.models.errors import ModelError
 from retrieval.models.info import model_info, text_sha256
-from retrieval.models.vectors import checked_scores, checked_vectors
+from retrieval.models.vectors import checked_scores, checked_vectors, text_list
 
 DEFAULT_DIMENSIONS = 64
 MAX_DIMENSIONS = 65536
@@ -36,6 +36,7 @@ class HashEncoder:
                                {"dimensions": dimensions})
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
+        texts = text_list(texts)
         out = np.zeros((len(texts), self.dimensions), dtype=np.float32)
         for row, text in enumerate(texts):
             for word, count in Counter(WORD.findall(text.casefold())).items():
@@ -53,6 +54,7 @@ class HashReranker:
                                {"dimensions": dimensions, "score": "cosine"})
 
     def score(self, query: str, texts: Sequence[str]) -> np.ndarray:
+        texts = text_list(texts, query)
         vectors = self.encoder.encode([query, *texts])
         return checked_scores(self.info, vectors[1:] @ vectors[0], len(texts))
 

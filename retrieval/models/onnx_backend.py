@@ -16,7 +16,7 @@ import numpy as np
 from retrieval.models.errors import ONNX_HINT, ModelError, cause
 from retrieval.models.info import ModelInfo, files_sha256, model_info
 from retrieval.models.onnx_folder import OnnxExport, graph_vocab_size, read_export
-from retrieval.models.vectors import BATCH_SIZE, batches, checked_scores, checked_vectors
+from retrieval.models.vectors import BATCH_SIZE, batches, checked_scores, checked_vectors, text_list
 
 SUPPLIED = ("input_ids", "attention_mask", "token_type_ids")
 INTEGER_TYPES = {"tensor(int64)": np.int64, "tensor(int32)": np.int32}
@@ -75,6 +75,7 @@ class OnnxEncoder:
         self.info = self._info(spec, self.dimensions)
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
+        texts = text_list(texts)
         parts = [checked_vectors(self.info, self._pooled(batch), len(batch), self.dimensions)
                  for batch in batches(texts, self.batch_size)]
         return np.concatenate(parts) if parts else np.zeros((0, self.dimensions), dtype=np.float32)
@@ -113,6 +114,7 @@ class OnnxReranker:
                                {"max_length": self.model.max_length, "output": self.output})
 
     def score(self, query: str, texts: Sequence[str]) -> np.ndarray:
+        texts = text_list(texts, query)
         parts = [checked_scores(self.info, self.model.run(self.output, [(query, t) for t in batch])[0], len(batch))
                  for batch in batches(texts, self.batch_size)]
         return np.concatenate(parts) if parts else np.zeros(0, dtype=np.float32)

@@ -66,4 +66,5 @@ def _folder_form(spec: str, path: Path) -> str:
                                                                  or any(path.glob("onnx/*.onnx"))):
         return "onnx"
     raise ModelError(f"{path} is neither a sentence-transformers folder (modules.json) nor an ONNX export "
-                     f"(*.onnx + tokenizer.json); lookup-knowledge expects {FORMS}", spec=spec)
+                     f"(*.onnx + tokenizer.json); a plain transformers folder needs st:PATH; lookup-knowledge expects "
+                     f"{FORMS}", spec=spec)

@@ -14,7 +14,7 @@ import numpy as np
 from retrieval.models.errors import ST_HINT, ModelError, cause
 from retrieval.models.info import files_sha256, model_info
 from retrieval.models.specs import existing_path, is_path
-from retrieval.models.vectors import BATCH_SIZE, checked_scores, checked_vectors
+from retrieval.models.vectors import BATCH_SIZE, checked_scores, checked_vectors, text_list
 
 WEIGHT_SUFFIXES = {".json", ".txt", ".model", ".safetensors", ".bin", ".pt", ".pth"}
 SKIPPED_FOLDERS = {"onnx", "openvino"}  # other backends' copies of the weights, which torch does not read
@@ -36,9 +36,10 @@ class SentenceTransformerEncoder:
                                {"max_length": self.model.max_seq_length, "dimensions": self.dimensions})
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
+        texts = text_list(texts)
         if not texts:
             return np.zeros((0, self.dimensions), dtype=np.float32)
-        return checked_vectors(self.info, self._encoded(list(texts)), len(texts), self.dimensions)
+        return checked_vectors(self.info, self._encoded(texts), len(texts), self.dimensions)
 
     def _encoded(self, texts: list[str]) -> Any:
         return self.model.encode(texts, batch_size=self.batch_size, normalize_embeddings=True,
@@ -61,6 +62,7 @@ class CrossEncoderReranker:
                                {"max_length": max_length, "activation": activation})
 
     def score(self, query: str, texts: Sequence[str]) -> np.ndarray:
+        texts = text_list(texts, query)
         if not texts:
             return np.zeros(0, dtype=np.float32)
         scores = self.model.predict([(query, text) for text in texts], batch_size=self.batch_size,

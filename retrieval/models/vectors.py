@@ -72,6 +72,18 @@ def unit_rows(vectors: np.ndarray) -> np.ndarray:
     return (vectors / np.where(norms > 0, norms, 1.0)).astype(np.float32)
 
 
+def text_list(texts: Sequence[str], query: object = "") -> list[str]:
+    """`texts` as a list of strings, or TypeError: one string would be read letter by letter, and anything else
+    is not a text (checked at every encode and score, before the model sees it)."""
+    if isinstance(texts, str):
+        raise TypeError("encode and score take a sequence of texts, not one string: wrap it in a list")
+    texts = list(texts)
+    wrong = [type(t).__name__ for t in [query, *texts] if not isinstance(t, str)]
+    if wrong:
+        raise TypeError(f"a text or query must be a str, not {wrong[0]}")
+    return texts
+
+
 def batches(items: Sequence[T], size: int) -> Iterator[list[T]]:
     """`items` in consecutive lists of at most `size`."""
     for start in range(0, len(items), size):
