@@ -85,7 +85,7 @@ def model_folder(spec: str, target: str, organisation: str | None) -> Path:
         except (OSError, ValueError):  # not cached (LocalEntryNotFoundError) or not an id (HFValidationError)
             continue
     raise ModelError(f"{target} is neither a folder nor a model in the local Hugging Face cache, and nothing is "
-                     "downloaded at run time; download it once (huggingface-cli download MODEL_ID) or give its "
+                     "downloaded at run time; download it once (hf download MODEL_ID) or give its "
                      "folder", spec=spec)
 
 
