@@ -58,19 +58,33 @@ def guarded_search(search: Callable[[], Any], timeout_ms: float,
     return job.call
 
 
+def time_limited(work: Callable[[], Any], timeout_ms: float, check: Callable[[Any], Any],
+                 timeout: Callable[[], Exception]) -> GuardedCall:
+    """`work()` on an idle worker thread, its result passed through `check`; never raises, never waits past
+    `timeout_ms` (then the error is `timeout()`). The reranker's guard: the same workers as L1's, so a call
+    abandoned past its budget never holds up the next one."""
+    job = _Job(work, check=check)
+    _idle_worker().jobs.put(job)
+    if not job.done.wait(timeout_ms / 1000.0):
+        return GuardedCall(error=timeout())
+    return job.call
+
+
 class _Job:
     """One L1 call handed to a worker: the work, and the event set when `call` is filled."""
 
-    def __init__(self, search: Callable[[], Any], *, optional: bool = False) -> None:
+    def __init__(self, search: Callable[[], Any], *, optional: bool = False,
+                 check: Callable[[Any], Any] | None = None) -> None:
         self.search = search
         self.optional = optional  # None is "no answer", not a bad result
+        self.check = check or validated
         self.done = threading.Event()
         self.call = GuardedCall()
 
     def run(self) -> None:
         try:  # the one broad catch: any L1 failure falls back to L0 evidence, recorded with its cause
             result = self.search()
-            self.call = GuardedCall(result=None if result is None and self.optional else validated(result))
+            self.call = GuardedCall(result=None if result is None and self.optional else self.check(result))
         except Exception as exc:  # noqa: BLE001
             self.call = GuardedCall(error=exc)
         self.done.set()

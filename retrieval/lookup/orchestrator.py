@@ -182,7 +182,8 @@ def _run_l1(query: str, filters: dict[str, str] | None, index: KnowledgeIndex, c
     if config.l1_static_weight > 0:  # an L1 stand-in (tests, plug-ins) without a static part never sees it
         settings["static_weight"] = config.l1_static_weight
     dense, dense_failure = dense_part(index, config)
-    if dense is not None:
+    if dense is not None:  # the contextual part takes the static part's place: on top of it, the static part
+        settings.pop("static_weight", None)  # only lost (docs/quality.md)
         settings.update(dense=DenseSettings(dense, config.l1_dense_weight, config.l1_dense_norm, config.l1_dense_pool),
                         top_k=max(settings["top_k"], config.l1_dense_pool))
 

@@ -5,14 +5,12 @@ A page is scored by its best section (breadcrumb and text, as the dense part rea
 standardised over the scored pages and added as `rerank_weight * spread * z`, the spread being the standard
 deviation of those pages' fused scores, as L1's static and dense parts are. When the model fails, or does not
 answer within the budget, the lookup answers without it and `retrieval_details.rerank` says so; the abandoned
-call finishes in its worker thread, which then serves later calls.
+call finishes in its worker thread (L1's guard's workers: a busy one is never waited for).
 """
 
 from __future__ import annotations
 
 import time
-from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -20,9 +18,9 @@ import numpy as np
 
 from retrieval.l1.dense import dense_text
 from retrieval.l1.results import L1Candidate, L1Result
+from retrieval.lookup.guard import time_limited
 
 PAGE_TEXT_CHARS = 2000  # of a page's best section given to the model (cross-encoders read ~512 tokens)
-_WORKER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rerank")
 
 
 @dataclass(frozen=True)
@@ -49,18 +47,15 @@ def reranked(query: str, result: L1Result, scorer: Any, *, top: int, weight: flo
     if not pages:
         return result, RerankReport(model, "empty")
     texts = [dense_text(best.chunk)[:PAGE_TEXT_CHARS] for best, _ in pages]
-    future = _WORKER.submit(scorer.score, query, texts)
-    try:
-        scores = np.asarray(future.result(timeout=budget_ms / 1000.0), dtype=np.float64)
-        if scores.shape != (len(texts),) or not np.isfinite(scores).all():
-            raise ValueError(f"the reranker returned shape {scores.shape} for {len(texts)} pages, or a non-finite "
-                             "score")
-    except FutureTimeout:
-        return result, RerankReport(model, "timeout", len(pages), _ms(started),
-                                    f"the reranker did not answer within {budget_ms:g} ms (rerank_budget_ms)")
-    except Exception as exc:  # noqa: BLE001 (a plugged-in model may raise anything: the lookup answers without it)
-        return result, RerankReport(model, "failed", len(pages), _ms(started),
-                                    f"{type(exc).__name__}: {' '.join(str(exc).split())}")
+    late = f"the reranker did not answer within {budget_ms:g} ms (rerank_budget_ms)"
+    call = time_limited(lambda: scorer.score(query, texts), budget_ms,
+                        lambda returned: _checked(returned, len(texts)), lambda: RerankTimeout(late))
+    if call.error is not None:
+        status = "timeout" if isinstance(call.error, RerankTimeout) else "failed"
+        error = str(call.error) if status == "timeout" else \
+            f"{type(call.error).__name__}: {' '.join(str(call.error).split())}"
+        return result, RerankReport(model, status, len(pages), _ms(started), error)
+    scores = call.result
     fused = np.array([score for _, score in pages])
     spread, deviation = float(fused.std()), float(scores.std())
     z = (scores - scores.mean()) / deviation if deviation > 0 else np.zeros_like(scores)
@@ -74,6 +69,17 @@ def reranked(query: str, result: L1Result, scorer: Any, *, top: int, weight: flo
         candidates.append(c)
     candidates.sort(key=lambda c: -(c.score + page_weight * c.page_score))
     return replace(result, candidates=tuple(candidates)), RerankReport(model, "ok", len(pages), _ms(started))
+
+
+class RerankTimeout(TimeoutError):
+    """The reranker did not answer within `rerank_budget_ms`."""
+
+
+def _checked(returned: Any, count: int) -> np.ndarray:
+    scores = np.asarray(returned, dtype=np.float64)
+    if scores.shape != (count,) or not np.isfinite(scores).all():
+        raise ValueError(f"the reranker returned shape {scores.shape} for {count} pages, or a non-finite score")
+    return scores
 
 
 def _best_pages(candidates: tuple[L1Candidate, ...], page_weight: float) -> list[tuple[L1Candidate, float]]:
