@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -71,6 +72,10 @@ def build_parser() -> argparse.ArgumentParser:
     index.add_argument("--keep-fit", dest="keep_fit", action="store_true",
                        help="with --rebuild: keep the cached index's LSA fit (updated first for changed files), "
                             "so the rebuild ranks as the updated index does")
+    index.add_argument("--l1-dense-model", dest="l1_dense_model", default=None, metavar="SPEC",
+                       help="also give every section its vector from this dense model (onnx:PATH, st:NAME_OR_PATH, "
+                            "callable:module:function, hash:DIM), encoding only what the vector store lacks, with "
+                            "progress on stderr; lookups with --l1-dense-model then start at once (docs/models.md)")
     mcp = commands.add_parser("mcp", help="serve lookup_knowledge as an MCP tool (stdio; needs the [mcp] extra)")
     add_kb_flags(mcp)
     mcp.add_argument("--traces", default=None, help="DuckDB trace file (default: traces.duckdb)")
@@ -184,8 +189,30 @@ def _run(args: argparse.Namespace, tracing: list[Tracing]) -> str | None:
                                  **index.update.lineage.to_dict()}
         if index.kept_fit is not None:  # a rebuild on the cached index's LSA fit: its drift is still the fit's
             summary["kept_fit"] = index.kept_fit.to_dict()
+        if args.l1_dense_model:
+            summary["dense"] = _dense_vectors(index, args.l1_dense_model)
         return json.dumps(summary, indent=2)
     return json.dumps(tool_definition(index.kb.domains()), indent=2)
+
+
+def _dense_vectors(index: KnowledgeIndex, model: str) -> dict[str, Any]:
+    """`index --l1-dense-model`: every section's vector made (progress on stderr, a line per tenth) and what
+    it took; a model that cannot load is the command's one-line error."""
+    from retrieval.models import load_encoder
+
+    shown: list[int] = []
+
+    def progress(stage: str, fraction: float) -> None:
+        tenth = int(fraction * 10)
+        if not shown or tenth > shown[-1]:
+            shown.append(tenth)
+            print(f"{stage}: {fraction:.0%}", file=sys.stderr, flush=True)
+
+    started = time.perf_counter()
+    encoder = load_encoder(model)
+    prepare_models(index, LookupConfig(l1_dense_model=model), progress)
+    return {"model": encoder.info.to_dict(), "sections": len(index.l1.chunks) if index.l1 else 0,
+            "seconds": round(time.perf_counter() - started, 3)}
 
 
 def _lookup(args: argparse.Namespace, kb: Any, tracing: list[Tracing]) -> str:

@@ -65,7 +65,8 @@ class LookupConfig:
     # 0.7: the best of a sweep on the Hugo dev questions and SciFact train together (docs/quality.md)
     l1_static_weight: float = _opt(0.7, "weight of the static embedding in L1's score: each pool page's static "
                                         "score, standardised over the pool's 20 best pages, times the spread of "
-                                        "their scores (a third part beside lexical and LSA; 0 turns it off)",
+                                        "their scores (a third part beside lexical and LSA; 0 turns it off; a "
+                                        "dense part, when on, takes its place)",
                                    low=0.0, high=100.0)
     l1_weight: float = _opt(1.0, "weight of the L1 score when ordering evidence", low=0.0, high=100.0)
     page_weight: float = _opt(0.5, "weight of the page-level score (BM25 over the whole page, relative to the "

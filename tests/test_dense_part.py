@@ -137,3 +137,16 @@ def test_a_dense_part_without_prepare_is_made_at_the_first_lookup(model_kb, tmp_
     result = _lookup(index, DENSE)
     assert result.retrieval_details["l1"]["dense"]["status"] == "ok"
     assert json.dumps(result.to_dict())  # the whole result is JSON
+
+
+def test_the_index_command_makes_the_vectors_with_progress_and_a_second_run_encodes_nothing(model_kb, tmp_path,
+                                                                                           capsys, monkeypatch):
+    monkeypatch.setenv("LOOKUP_KNOWLEDGE_CACHE", str(tmp_path / "cache"))
+    assert main(["index", "--kb", str(model_kb), "--l1-dense-model", COUNTING]) == 0
+    first = capsys.readouterr()
+    summary = json.loads(first.out)["dense"]
+    assert summary["sections"] > 0 and summary["model"]["backend"] == "callable"
+    assert "encoding sections (dense part): 100%" in first.err
+    before = len(model_fixtures.ENCODED)
+    assert main(["index", "--kb", str(model_kb), "--l1-dense-model", COUNTING]) == 0
+    assert "encoding sections" not in capsys.readouterr().err and len(model_fixtures.ENCODED) == before
