@@ -75,10 +75,16 @@ class OnnxEncoder:
         self.info = self._info(spec, self.dimensions)
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit vectors of `texts`, in their order; encoded shortest first, so a batch pads little."""
         texts = text_list(texts)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         parts = [checked_vectors(self.info, self._pooled(batch), len(batch), self.dimensions)
-                 for batch in batches(texts, self.batch_size)]
-        return np.concatenate(parts) if parts else np.zeros((0, self.dimensions), dtype=np.float32)
+                 for batch in batches([texts[i] for i in order], self.batch_size)]
+        if not parts:
+            return np.zeros((0, self.dimensions), dtype=np.float32)
+        vectors = np.empty((len(texts), self.dimensions), dtype=np.float32)
+        vectors[order] = np.concatenate(parts)
+        return vectors
 
     def _pooled(self, texts: list[str]) -> np.ndarray:
         out, mask = self.model.run(self.output, texts)
