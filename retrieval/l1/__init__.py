@@ -9,5 +9,5 @@ __all__, __getattr__, __dir__ = lazy_exports(__name__, {
     "embedder": "Embedder StaticEmbedder EmbedderWarning WordLlamaEmbedder",
     "postings": "postings_sum",
     "segments": "QueryTerms QueryWeights",
-    "dense": "DenseSettings dense_text",
+    "dense": "DenseSettings VectorStore dense_text",
 })
