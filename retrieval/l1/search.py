@@ -47,6 +47,7 @@ SECTIONS_PER_PAGE = 3  # sections of one page L1 returns; the rest stay out of t
 FIRST_BLOCK_ROWS = 256  # rows with the best bounds scored first, at least ROWS_PER_PAGE per requested page: the
 # first block is most of the rows a search scores, so it is kept small (docs/l1.md, bounded search)
 ROWS_PER_PAGE = 16
+DENSE_SECTIONS_PER_PAGE = 32  # sections of one page the dense part reads at most (besides its pooled ones)
 FULL_PASS_SHARE = 0.2  # past this share of the rows, one pass over all of them is cheaper than gathering them
 
 
@@ -239,7 +240,7 @@ class L1Index:
         if static:
             candidates = self._with_static(candidates, chosen, scores, page_weight)
         if scores.dense is not None and scores.dense.vector is not None:
-            candidates = self._with_dense(candidates, scores.dense, page_weight)
+            candidates = self._with_dense(candidates, chosen, scores.lexical, scores.dense, page_weight)
         if allowed is None and not exact:
             chosen_pages = np.unique(self.page_of_chunk[chosen])
             scores.probes[(top_k, min_score, page_weight)] = Probe(rows, blended, chosen_pages, candidates)
@@ -332,11 +333,12 @@ class L1Index:
                       [c.page_score for c in candidates], static_scores[position].tolist(), added)
         return tuple(sorted(boosted, key=lambda c: -(c.score + page_weight * c.page_score)))
 
-    def _with_dense(self, candidates: tuple[L1Candidate, ...], dense: DenseQuery,
-                    page_weight: float) -> tuple[L1Candidate, ...]:
+    def _with_dense(self, candidates: tuple[L1Candidate, ...], chosen: np.ndarray, lexical: np.ndarray,
+                    dense: DenseQuery, page_weight: float) -> tuple[L1Candidate, ...]:
         """The pool re-scored by its pages' dense scores (dense.dense_boosts), best first. A page's dense score
         is the mean of its whole text's cosine with the query and its best section's (any of its sections, not
-        only the pooled ones: the model may prefer a section the words did not)."""
+        only the pooled ones: the model may prefer a section the words did not; on Hugo dev the pooled ones
+        alone gave MRR@10 0.745 against 0.753)."""
         if not candidates:
             return candidates
         settings = dense.settings
@@ -347,7 +349,7 @@ class L1Index:
         np.maximum.at(fused, position, [c.score + page_weight * c.page_score for c in candidates])
         scored_pages = np.sort(np.argsort(-fused, kind="stable")[:settings.pool])  # the best `pool` pages
         pages, fused = pages[scored_pages], fused[scored_pages]
-        rows = self.pages.rows_of(pages)
+        rows = self._dense_rows(pages, chosen, lexical)
         cosines = page_dense_scores(settings.part, pages, rows, np.searchsorted(pages, self.page_of_chunk[rows]),
                                     dense.vector)
         added_by_page = dict(zip(scored_pages.tolist(), zip(cosines.tolist(), dense_boosts(
@@ -359,6 +361,24 @@ class L1Index:
                 c = replace(c, score=max(c.score + added, 0.0), dense_score=score, dense_added=added)
             boosted.append(c)
         return tuple(sorted(boosted, key=lambda c: -(c.score + page_weight * c.page_score)))
+
+    def _dense_rows(self, pages: np.ndarray, chosen: np.ndarray, lexical: np.ndarray) -> np.ndarray:
+        """The sections of `pages` the dense part reads: every one, except on a page of more than
+        DENSE_SECTIONS_PER_PAGE, where it reads that many with the best lexical scores and the pooled ones (a
+        man page of 4,521 sections made one lookup read 19,812 vectors)."""
+        rows = self.pages.rows_of(pages)
+        sizes = self.pages.sizes[pages]
+        if sizes.max(initial=0) <= DENSE_SECTIONS_PER_PAGE:
+            return rows
+        kept, start = [], 0
+        for size in sizes.tolist():
+            own = rows[start:start + size]
+            start += size
+            if size > DENSE_SECTIONS_PER_PAGE:
+                own = own[np.argpartition(-lexical[own], DENSE_SECTIONS_PER_PAGE)[:DENSE_SECTIONS_PER_PAGE]]
+            kept.append(own)
+        pooled = chosen[np.isin(self.page_of_chunk[chosen], pages)]
+        return np.unique(np.concatenate([*kept, pooled]))
 
     def rows_of(self, pages: np.ndarray) -> np.ndarray:
         """The rows of `pages`, page by page."""
