@@ -13,6 +13,7 @@ import pytest
 from retrieval import LookupConfig, lookup_knowledge, open_index
 from retrieval.cli import main
 from retrieval.l1.dense import VectorStore, dense_text
+from retrieval.l1.search import DENSE_SECTIONS_PER_PAGE
 from retrieval.lookup import prepare_models
 from retrieval.lookup.model_parts import store_root
 from retrieval.models import ModelError, load_encoder
@@ -150,3 +151,20 @@ def test_the_index_command_makes_the_vectors_with_progress_and_a_second_run_enco
     before = len(model_fixtures.ENCODED)
     assert main(["index", "--kb", str(model_kb), "--l1-dense-model", COUNTING]) == 0
     assert "encoding sections" not in capsys.readouterr().err and len(model_fixtures.ENCODED) == before
+
+
+def test_a_page_of_many_sections_is_read_on_its_best_lexical_sections_and_its_pooled_ones(tmp_path):
+    sections = "\n\n".join(f"## Part {n}\n\nfiller words about topic {n} " + ("alpha " * (n % 7)) for n in range(60))
+    (tmp_path / "kb").mkdir()
+    (tmp_path / "kb" / "long.md").write_text(f"# A long page\n\n{sections}\n")
+    (tmp_path / "kb" / "short.md").write_text("# A short page\n\n## One\n\nalpha beta\n")
+    l1 = open_index(tmp_path / "kb", cache_dir=tmp_path / "cache").l1
+    scores = l1.score("alpha topic", tfidf_weight=0.9)
+    page = np.array([l1.pages.page_of("long.md")])
+    own = l1.pages.rows_of(page)
+    assert own.size > DENSE_SECTIONS_PER_PAGE
+    pooled = own[:2]
+    read = l1._dense_rows(page, pooled, scores.lexical)
+    best = own[np.argsort(-scores.lexical[own], kind="stable")[:DENSE_SECTIONS_PER_PAGE]]
+    assert set(pooled) <= set(read) and len(read) <= DENSE_SECTIONS_PER_PAGE + pooled.size
+    assert set(scores.lexical[read].tolist()) >= set(scores.lexical[best].tolist())
