@@ -57,7 +57,7 @@ class Looked:
     first: bool
     top5: bool
     has_evidence: bool
-    confidence: float = 0.0  # the shipped model's, as the lookup graded it
+    confidence: float = 0.0  # as the lookup graded it (its configuration's fitted model, else today's)
     level: str = "none"
     semantic: bool = True  # L1 found the first page (L0-only evidence is graded low whatever the model says)
 
