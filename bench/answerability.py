@@ -1,10 +1,11 @@
 """Benchmark (not a test): how well the relevance grade tells answerable questions from unanswerable ones.
 `python bench/answerability.py` (needs ../shared/data, or $LOOKUP_KNOWLEDGE_SHARED_DATA; `--held-out` for the
-held-out part only).
+held-out part only; `--set l1_dense_model=onnx:PATH` and other settings: a model configuration, graded by its
+fitted model, or by today's when none is fitted).
 
 Asks every question of eval.answerability (answerable ones of the sample, the Hugo dev set and SciFact train;
 unanswerable ones: the sample's own, off-topic questions, and each corpus's questions asked of the others) of
-its knowledge base with the default settings, then prints per source: how often each level is given, for
+its knowledge base with the default settings (or `--set`'s), then prints per source: how often each level is given, for
 answerable questions the share graded high, the precision of high (a relevant page first) and the share of
 questions with a relevant first page that high reaches, and the AUROC of `relevance.confidence` between
 answerable questions with a relevant page in the top 5 and the unanswerable ones of the same knowledge base.
@@ -22,6 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from eval.fit_confidence import look_up_all  # noqa: E402
+from retrieval import LookupConfig, parse_assignments  # noqa: E402
 
 LEVELS = ("high", "medium", "low", "none")
 
@@ -31,10 +33,13 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--held-out", action="store_true", help="only the held-out part")
+    parser.add_argument("--set", dest="settings", action="append", default=[], metavar="KEY=VALUE",
+                        help="a lookup setting (repeatable), e.g. l1_dense_model=onnx:PATH")
     args = parser.parse_args(argv)
+    config = LookupConfig().with_overrides(parse_assignments(args.settings))
     shared = Path(os.environ.get("LOOKUP_KNOWLEDGE_SHARED_DATA", ROOT.parent / "shared" / "data"))
     rows = [{"q": row.question, "level": row.level, "score": row.confidence, "first": row.first, "top5": row.top5}
-            for row in look_up_all(shared) if row.question.held_out or not args.held_out]
+            for row in look_up_all(shared, config) if row.question.held_out or not args.held_out]
     by_source = defaultdict(list)
     for row in rows:
         by_source[row["q"].source].append(row)

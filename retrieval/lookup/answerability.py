@@ -5,11 +5,19 @@ because "capital" stems like "capitalize". What separates it from a real questio
 query's weight (IDF) the knowledge base holds at all (France: nothing), and how much of it the first page
 holds. These signals, with the primary's score parts, its lead over the next page and whether L0 agreed,
 are what retrieval.lookup.confidence weighs with a fitted logistic model (confidence_model.py).
+
+A lookup with a contextual model part has that part's signals too (PART_SIGNALS), which only a model fitted
+for that configuration weighs (retrieval.lookup.grading): with a dense part, the first page's dense score
+(MiniLM's cosines mean the same from one query to the next, so an unrelated question scores low everywhere;
+its lead over the next block's, tried too, got a weight against its own meaning and lifted no figure: the
+margin already holds what the dense part added, docs/quality.md); with a reranker, the first page's score
+standardised over the ranking's reranked pages (raw cross-encoder scores are on each model's own scale).
 """
 
 from __future__ import annotations
 
 import math
+import statistics
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -30,27 +38,45 @@ UNSEEN_IDF_BONUS = 1.0  # a term the knowledge base never uses weighs the rarest
 class Signals:
     """Numbers the confidence is computed from, each in words by signal_words; all 0 when there is no evidence.
     `margin` is None when no block follows the primary: a missing comparison is no evidence either way, so
-    the model gives it no pull (it is not a lead of 100%)."""
+    the model gives it no pull (it is not a lead of 100%). The model parts' signals are None unless that
+    part scored the ranking (`parts`); one that does not apply to this lookup is None as well (no pull)."""
 
     l1_score: float  # the primary's L1 score (0 when L1 did not find it)
     word_lead: float  # its best section's lexical cosine less the mean of its LSA and static ones: word
-    # overlap without agreement in meaning ("fix" matching a page about fixes) counts against
+    # overlap without agreement in meaning ("fix" matching a page about fixes) counts against (with a dense part,
+    # which takes the static part's place, the static cosine is 0: a model fitted for it weighs it so)
     margin: float | None  # (first score - second score) / first score: the primary's lead over the next block,
     # in the whole ranking (not only the blocks returned); None when nothing follows it
     primary_l0: float  # 1 when L0 also found the primary
     corpus_coverage: float  # share of the query's IDF weight in terms the knowledge base holds at all
     primary_coverage: float  # share of it in terms the primary block's title, breadcrumb and text hold
     query_terms: float  # log(1 + the query's distinct terms)
+    dense: float | None = None  # the primary page's dense score (mean of its whole text's and best section's
+    # cosines with the query); None without a dense part, or when the dense part did not score the primary
+    rerank: float | None = None  # the primary's reranker score standardised over the ranking's reranked pages
+    parts: tuple[str, ...] = ()  # the model parts that scored this lookup's ranking, in PART_SIGNALS order
 
-    def vector(self) -> tuple[float, ...]:
-        """The signals in SIGNALS order, a missing one as NaN (the fit and the model give it no pull)."""
-        return tuple(math.nan if (v := getattr(self, name)) is None else v for name in SIGNALS)  # not asdict: slow
+    @property
+    def names(self) -> tuple[str, ...]:
+        """This lookup's signals: SIGNALS, then those of each model part that scored it."""
+        return SIGNALS + tuple(name for part in self.parts for name in PART_SIGNALS[part]) if self.parts else SIGNALS
+
+    def vector(self, names: Sequence[str] | None = None) -> tuple[float, ...]:
+        """The signals in `names` order (SIGNALS by default), a missing one as NaN (the fit and the model give
+        it no pull)."""
+        return tuple(math.nan if (v := getattr(self, name)) is None else v  # not asdict: slow
+                     for name in (SIGNALS if names is None else names))
 
     def to_dict(self) -> dict[str, float | None]:
-        return {name: None if (v := getattr(self, name)) is None else round(v, 4) for name in SIGNALS}
+        """This lookup's signals by name (`names`): today's seven when no model part scored it."""
+        return {name: None if (v := getattr(self, name)) is None else round(v, 4) for name in self.names}
 
 
-SIGNALS = tuple(Signals.__dataclass_fields__)
+SIGNALS = ("l1_score", "word_lead", "margin", "primary_l0", "corpus_coverage", "primary_coverage", "query_terms")
+# each contextual model part's signals, present when that part scored the lookup's ranking (parts are in this order)
+PART_SIGNALS = {"dense": ("dense",), "rerank": ("rerank",)}
+ALL_SIGNALS = SIGNALS + tuple(name for names in PART_SIGNALS.values() for name in names)
+DENSE_DETAIL, RERANK_DETAIL = 4, 6  # where an L1 block's l1_detail holds its dense and its reranker score
 
 
 def signals(query: str, blocks: Sequence[EvidenceBlock], l1: L1Index | None,
@@ -75,7 +101,29 @@ def signals(query: str, blocks: Sequence[EvidenceBlock], l1: L1Index | None,
         margin = (primary.score - following[1].score) / primary.score if primary.score > 0 else 0.0
     word_lead = float(lexical or 0.0) - (float(lsa or 0.0) + float(static or 0.0)) / 2
     return Signals(float(primary.l1_score or 0.0), word_lead, margin, float("L0" in primary.layers), known, held,
-                   math.log1p(len(weights)))
+                   math.log1p(len(weights)), **_part_signals(primary, following))
+
+
+def _part_signals(primary: EvidenceBlock, ranking: Sequence[EvidenceBlock]) -> dict[str, Any]:
+    """The model parts' signals and `parts` (none when no block of the ranking carries a dense or a reranker
+    score: the part was off, failed, or had nothing to score)."""
+    out: dict[str, Any] = {}
+    parts = []
+    if any(_detail(b, DENSE_DETAIL) is not None for b in ranking):
+        parts.append("dense")
+        out["dense"] = _detail(primary, DENSE_DETAIL)
+    scored = [v for b in ranking if (v := _detail(b, RERANK_DETAIL)) is not None]
+    if scored:
+        parts.append("rerank")
+        mine, spread = _detail(primary, RERANK_DETAIL), statistics.pstdev(scored)
+        out["rerank"] = None if mine is None else (mine - statistics.fmean(scored)) / spread if spread > 0 else 0.0
+    return {**out, "parts": tuple(parts)} if parts else out
+
+
+def _detail(block: EvidenceBlock, position: int) -> float | None:
+    """One of an L1 block's l1_detail values (None for an L0-only block or an older, shorter detail)."""
+    detail = block.l1_detail
+    return None if detail is None or len(detail) <= position or detail[position] is None else float(detail[position])
 
 
 def _term_weights(query: str, l1: L1Index | None) -> tuple[dict[str, float], float]:
@@ -127,6 +175,9 @@ _WORDS: dict[str, Any] = {  # each signal in words, for the relevance basis
     "primary_l0": lambda v: "L0 also found the first page" if v else "L0 did not find the first page",
     "corpus_coverage": lambda v: f"the knowledge base holds {v:.0%} of the query's weight",
     "primary_coverage": lambda v: f"the first page holds {v:.0%} of the query's weight",
+    "dense": lambda v: "no dense score for the first page" if v is None else f"dense score {v:.2f} (meaning)",
+    "rerank": lambda v: "the reranker did not score the first page" if v is None else
+    f"reranker score {v:+.1f} standard deviations from the reranked pages' mean",
 }
 
 

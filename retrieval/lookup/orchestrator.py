@@ -32,6 +32,7 @@ from retrieval.lookup.evidence import (
     truncate,
 )
 from retrieval.lookup.filters import FilterDecision, decide_filter, filter_effect, guard
+from retrieval.lookup.grading import lookup_configuration
 from retrieval.lookup.guard import guarded_search
 from retrieval.lookup.invocation import Recorder, ToolInvocation
 from retrieval.lookup.model_parts import dense_part, rerank_on, reranker
@@ -127,7 +128,8 @@ def lookup_knowledge(query: str, *, index: KnowledgeIndex, config: LookupConfig 
         trim_reasons(truncate(b, config.snippet_chars), MAX_L1_REASONS) for b in final.blocks[:top_k]))
     layer = overall_layer(hints, final.outcome)
     relevance = _timed(timings, "relevance", lambda: assess(
-        blocks, hints, final.outcome.status, signals_of(query, blocks, index.l1, final.blocks, final.outcome.status)))
+        blocks, hints, final.outcome.status, signals_of(query, blocks, index.l1, final.blocks, final.outcome.status),
+        lookup_configuration(config, final.outcome, rerank)))
     timings["total"] = _ms(started)
     shortfall = explain_shortfall(top_k, blocks, decision, final.outcome.status, final.outcome.result, index.l1)
     details = RetrievalDetails(layer, hints, decision, final.outcome, Counts(final.candidate_count, len(blocks),
