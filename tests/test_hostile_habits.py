@@ -34,6 +34,8 @@ def _broad_handlers() -> list[tuple[str, bool, str]]:
 # The catches that swallow: each is a boundary where any failure must be contained, and says why on its line.
 SWALLOWING = {
     "retrieval/l1/embedder.py",  # a plug-in embedder that fails to load: L1 goes on without the static part
+    "retrieval/l1/search.py",  # a dense model that fails on the query: the search goes on without its dense part
+    "retrieval/lookup/model_parts.py",  # a plugged-in model that fails to load: the lookup goes on without it
     "retrieval/lookup/guard.py",  # any L1 failure falls back to L0 evidence, recorded with its cause
     "retrieval/lookup/recorders.py",  # one recorder's failure must not skip the others (raised after them)
     "retrieval/otel/export.py",  # an exporter's bug must not stop the batch thread
