@@ -10,6 +10,6 @@ __all__, __getattr__, __dir__ = lazy_exports(__name__, {
     "invocation": "ToolInvocation",
     "recorders": "Recorders combine",
     "answerability": "Signals SIGNALS",
-    "model_parts": "prepare_models",
+    "model_parts": "prepare_models recorded_models",
     "explain": "explain_missing explain_result MissingReport Explanation MISSING_STAGES=STAGES",
 })
