@@ -9,7 +9,10 @@ import duckdb
 import pandas as pd
 import pytest
 
-from eval.runs import run_evaluation
+from eval.cli import main as eval_main
+from eval.compare import compare_runs
+from eval.reports import render
+from eval.runs import load_run, run_evaluation
 from retrieval import LookupConfig, TraceStore, lookup_knowledge
 from retrieval.lookup import provenance
 from retrieval.lookup.invocation import ToolInvocation
@@ -106,3 +109,27 @@ def test_an_evaluation_run_records_the_models_its_settings_name(tiny_kb_dataset,
     # its lookups' rows say the same, each
     rows = store.query("SELECT DISTINCT config->'models' AS m FROM tool_invocation WHERE run_id = ?", [dense.run_id])
     assert [json.loads(m) for m in rows["m"]] == [expected]
+
+
+def test_two_runs_whose_dense_model_loaded_other_weights_are_compared_with_a_warning(tiny_kb_dataset, store, capsys):
+    config = LookupConfig(svd_dims=16, l1_dense_model="hash:32")
+    a, b = (run_evaluation(tiny_kb_dataset, config, store=store, baseline=False, oracle=False).run_id
+            for _ in range(2))
+    info = load_encoder("hash:32").info.to_dict()
+    with store.connect() as con:  # B's model "exported again": the same spec, other weights
+        con.execute("UPDATE eval_run SET models = ? WHERE run_id = ?",
+                    [json.dumps({"dense": {**info, "fingerprint": "0123456789abcdef"}, "rerank": None}), b])
+    comparison = compare_runs(store, a, b)
+    assert comparison.config_diff == {}  # the settings are the same: only the weights differ
+    (note,) = comparison.model_notes()
+    assert note.line() == (f"warning: runs used different weights for the dense model hash:32 (fingerprint "
+                           f"{info['fingerprint']} vs 0123456789abcdef; A vs B): metric differences may come from "
+                           "the model, not the settings")
+    assert note in comparison.notes() and comparison.to_dict()["models"][0] == {"dense": info, "rerank": None}
+    assert eval_main(["compare", a, b, "--traces", str(store.path)]) == 0
+    out, err = capsys.readouterr()
+    assert note.line() in err and note.line() in out  # on stderr, and in the Markdown report
+    assert compare_runs(store, a, a).model_notes() == []
+    report = render(load_run(store, a), "markdown")
+    assert (f"models: dense model hash:32 (hash, weights {info['weights_sha256'][:12]}…, fingerprint "
+            f"{info['fingerprint']}); reranker off") in report
