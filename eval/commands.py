@@ -109,7 +109,9 @@ def _run(args: argparse.Namespace, store: TraceStore) -> str:
 def _sweep(args: argparse.Namespace, store: TraceStore) -> str:
     pool = pool_of(args.workers, args.dask)
     dataset, overrides, config, metrics = _inputs(args)
-    grid = {k: [v for v in values.split(",") if v.strip()] for k, values in parse_assignments(args.grid).items()}
+    # each value stripped, as `--set`'s is: a model spec after ", " must not start with a space
+    grid = {k: [v.strip() for v in values.split(",") if v.strip()]
+            for k, values in parse_assignments(args.grid).items()}
     shared = {"store": store, "base_config": LookupConfig(), "base_overrides": overrides, "metrics": metrics,
               "baseline": not args.no_baseline, "oracle": not args.no_oracle, "attribute": not args.no_attribution}
     with _progress(args, f"sweep {dataset.name}") as progress:

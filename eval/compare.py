@@ -3,7 +3,8 @@
 Queries are paired by `query_id`; a delta is B - A, so a loss is a query where run B scores below run A.
 Significance: a two-sided paired randomisation test (random sign flips of the per-query differences) and
 scipy's paired t-test. Runs made with different library versions are compared, with a warning
-(`library_diff`, `library_notes()`; eval.versions): the libraries may have moved the metrics too.
+(`library_diff`, `library_notes()`; eval.versions): the libraries may have moved the metrics too; so are runs
+whose settings name the same model but which loaded other weights (`model_notes()`; eval.model_notes).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from retrieval.config import DEFAULT_SVD_DIMS
 
 from .attribution import stage_moves
 from .facets import FacetBreakdown, facet_breakdown
+from .model_notes import model_notes
 from .reading import one_read
 from .storage import load_per_query, load_run_row, run_bases
 from .versions import WORKERS_KEY, VersionNote, library_diff, recorded, version_notes
@@ -52,6 +54,7 @@ class Comparison:
     answerability: tuple[dict[str, Any] | None, dict[str, Any] | None] = (None, None)  # eval.abstention's, per run
     stage_moves: dict[str, Any] | None = None  # eval.attribution.stage_moves: the stages that moved from A to B
     facets: FacetBreakdown | None = None  # eval.facets: every metric by category and by the questions' fields
+    models: tuple[dict[str, Any] | None, dict[str, Any] | None] = (None, None)  # each run's (eval_run.models)
 
     def library_notes(self) -> list[VersionNote]:
         """A warning when the runs' library versions differ, a note when a run did not record them."""
@@ -72,9 +75,14 @@ class Comparison:
                                                 "the pages, not the settings"))
         return notes
 
+    def model_notes(self) -> list[VersionNote]:
+        """A warning per model both runs name by the same spec but loaded with other weights."""
+        return model_notes(self.models)
+
     def notes(self) -> list[VersionNote]:
-        """Every warning and note about what the two runs were made with: bases first, then libraries."""
-        return [*self.base_notes(), *self.library_notes()]
+        """Every warning and note about what the two runs were made with: bases first, then libraries, then
+        models."""
+        return [*self.base_notes(), *self.library_notes(), *self.model_notes()]
 
     def losses(self, limit: int = 10) -> pd.DataFrame:
         """The queries where B lost most on the primary metric."""
@@ -93,6 +101,7 @@ class Comparison:
                 "library_notes": [note.line() for note in self.library_notes()],
                 "kb_fingerprints": list(self.kb_fingerprints), "notes": [note.line() for note in self.notes()],
                 "answerability": list(self.answerability), "stage_moves": self.stage_moves,
+                "models": list(self.models),
                 "facets": self.facets.to_dict() if self.facets else None}
 
 
@@ -124,7 +133,9 @@ def compare_runs(store: TraceStore, run_a: str, run_b: str, *, metrics: list[str
                       library_diff(*versions), versions, workers,
                       _kb_fingerprints(store, row_a["run_id"], row_b["run_id"]),
                       tuple((row.get("diagnostics") or {}).get("answerability") for row in (row_a, row_b)),
-                      stage_moves(frame_a, frame_b), breakdown)
+                      stage_moves(frame_a, frame_b), breakdown,
+                      tuple(row.get("models") if isinstance(row.get("models"), dict) else None
+                            for row in (row_a, row_b)))
 
 
 def _kb_fingerprints(store: TraceStore, run_a: str, run_b: str) -> tuple[str | None, str | None]:

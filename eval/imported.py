@@ -101,7 +101,7 @@ def import_run(store: TraceStore, dataset: Dataset, path: str | Path, *, name: s
         "n_queries": len(dataset.queries), "top_k": top_k, "config": config, "overrides": {"system": name},
         "seconds": 0.0, "dataset_info": {**dataset.describe(), "kb_fingerprint": kb.fingerprint},
         "metric_names": [m.name for m in parsed], "metrics": means, "baseline": None, "diagnostics": diagnostics,
-        "library_versions": None}, per_query, metric_frame)
+        "library_versions": None, "models": None}, per_query, metric_frame)
     return load_run(store, run_id)
 
 

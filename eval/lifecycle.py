@@ -15,7 +15,7 @@ import pandas as pd
 
 from retrieval import LookupConfig, TraceStore
 from retrieval.index import file_signature
-from retrieval.lookup import library_versions
+from retrieval.lookup import library_versions, recorded_models
 
 from . import depth, judged
 from . import metrics as metric_lib
@@ -76,7 +76,8 @@ def plan_run(dataset: Dataset, config: LookupConfig | None, *, store: TraceStore
            "dataset": dataset.name, "dataset_kind": dataset.kind, "dataset_path": dataset.path,
            "split": dataset.split, "n_queries": len(dataset.queries), "top_k": depth, "config": config.to_dict(),
            "overrides": overrides, "dataset_info": dataset.describe(), "metric_names": [m.name for m in parsed],
-           "library_versions": library_versions()}  # this process's; a resumed run records the resuming one's
+           "library_versions": library_versions(),  # this process's; a resumed run records the resuming one's
+           "models": recorded_models(config.to_dict())}  # the models its settings name, as this process loads them
     return PlannedRun(run, config, tuple(parsed), done, started, _signature(dataset.kb_path))
 
 

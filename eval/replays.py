@@ -10,8 +10,10 @@
   scored again against them whenever they are read (eval.judged), with the scoring the save used.
 
 A run's query rows point at their lookups through `eval_query.invocation_id`; the replayed lookups stay
-`tool_invocation` rows under the replay's run id. The replay records this process's library versions; the
-`recorded-…` run records none (its calls were made earlier, by a process whose versions no row kept).
+`tool_invocation` rows under the replay's run id. The replay records this process's library versions and the
+models B names as this process loads them; the `recorded-…` run records no library versions (its calls were
+made earlier, by a process whose versions no row kept) and the models its calls recorded, when they all
+recorded the same (else none).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import pandas as pd
 from retrieval import KnowledgeIndex, TraceStore
 from retrieval.config import changed_settings
 from retrieval.export import json_object
-from retrieval.lookup import library_versions
+from retrieval.lookup import library_versions, recorded_models
 
 from . import judged
 from . import oracle as oracle_lib
@@ -66,7 +68,7 @@ def save_replay_run(store: TraceStore, run_id: str, calls: pd.DataFrame, *, inde
             known = (source["dataset_info"] or {}).get("source_domains") or {}
             dataset["source_domains"] = {**known, **_domains(store, replayed, index)}
         _save(store, run_id, replayed, lambda lk: labels.get(lk.query_id), index, config, created, dataset,
-              source["metric_names"], library_versions())
+              source["metric_names"], (library_versions(), recorded_models(config)))
         return source["run_id"], run_id
     qrels = judged.judged_qrels(store)
     originals = [Lookup(paired_query_id(r.id, r.query_id), r.query, r.id, float(r.latency_ms or 0.0),
@@ -78,8 +80,9 @@ def save_replay_run(store: TraceStore, run_id: str, calls: pd.DataFrame, *, inde
     original_config = recorded_config(calls, config)
     label = lambda lk: judged.judged_query(lk, qrels)  # noqa: E731
     _save(store, recorded_id, originals, label, index, original_config, created - timedelta(microseconds=1),
-          dataset, list(DEFAULT_METRICS), None)
-    _save(store, run_id, replayed, label, index, config, created, dataset, list(DEFAULT_METRICS), library_versions())
+          dataset, list(DEFAULT_METRICS), (None, calls_models(calls)))
+    _save(store, run_id, replayed, label, index, config, created, dataset, list(DEFAULT_METRICS),
+          (library_versions(), recorded_models(config)))
     return recorded_id, run_id
 
 
@@ -116,9 +119,9 @@ def discard_replay(store: TraceStore, run_id: str) -> int:
 
 def _save(store: TraceStore, run_id: str, lookups: list[Lookup], label: Callable[[Lookup], Query | None],
           index: KnowledgeIndex, config: Mapping[str, Any], created: datetime, dataset: dict[str, Any],
-          metric_names: list[str], versions: dict[str, str | None] | None) -> None:
+          metric_names: list[str], made_with: tuple[dict[str, Any] | None, dict[str, Any] | None]) -> None:
     """Score `lookups` (eval.judged.score, which also re-scores a judged run when it is read) and store them
-    with the library `versions` they were looked up with (None: not known)."""
+    with what they were looked up with, `made_with`: the library versions and the models (None: not known)."""
     scored = judged.score(run_id, lookups, label, index_domains(index), metric_names, oracle_lib.skipped(NO_ORACLE),
                           grade_unanswerable=not judged.is_judged(dataset["kind"]), marks=judged.judged_qrels(store))
     save_run(store, {
@@ -128,7 +131,8 @@ def _save(store: TraceStore, run_id: str, lookups: list[Lookup], label: Callable
         "overrides": _overrides(config), "seconds": 0.0,
         "dataset_info": {**dataset, "queries": len(lookups), "labelled_queries": scored.labelled},
         "metric_names": list(scored.metrics), "metrics": scored.metrics, "baseline": None,
-        "diagnostics": scored.diagnostics, "library_versions": versions}, scored.per_query, scored.metric_frame)
+        "diagnostics": scored.diagnostics, "library_versions": made_with[0], "models": made_with[1]},
+        scored.per_query, scored.metric_frame)
 
 
 def _depth(value: Any, lookups: list[Lookup]) -> int:
@@ -153,6 +157,15 @@ def recorded_config(calls: pd.DataFrame, fields: Mapping[str, Any]) -> dict[str,
         else:
             settings[name] = json.loads(next(iter(values))) if values else default
     return settings
+
+
+def calls_models(calls: pd.DataFrame) -> dict[str, Any] | None:
+    """The models the recorded `calls` named (their config's `models`), when every call recorded the same ones;
+    None when they differ or a call recorded none (made before calls recorded them)."""
+    configs = [json_object(c) for c in calls["config"]] if "config" in calls else []
+    found = {json.dumps(c.get("models"), sort_keys=True) for c in configs}
+    models = json.loads(found.pop()) if len(found) == 1 else None
+    return models if isinstance(models, dict) else None
 
 
 def _overrides(config: Mapping[str, Any]) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from .attribution import missed_cell
 from .compare import EXTERNAL, SIGNIFICANCE, Comparison, significance_words
 from .defaults import FORMATS
 from .depth import judged_line
+from .model_notes import models_line
 from .oracle import headroom_table
 from .runs import RunResult
 from .ties import ties_sentence, ties_table
@@ -135,7 +136,8 @@ def _run_sections(run: RunResult) -> list[Section]:
     head = (f"dataset: {info.get('name')} ({info.get('kind')}, split {info.get('split')}, "
             f"{info.get('queries')} queries)", *_dataset_notes(info), f"top_k retrieved: {run.top_k}",
             _settings_line(run, changed),
-            f"created: {run.created_at:%Y-%m-%d %H:%M:%S} UTC; {run.seconds:.1f} s", _libraries(run))
+            f"created: {run.created_at:%Y-%m-%d %H:%M:%S} UTC; {run.seconds:.1f} s", _libraries(run),
+            models_line(run.models))
     metrics = headroom_table(run.metrics, run.baseline, run.diagnostics).rename(columns={"bm25": "bm25 baseline"})
     metrics.insert(3, "delta", [None if b is None or pd.isna(b) else round(v - b, 4)
                                 for v, b in zip(metrics["lookup"], metrics["bm25 baseline"], strict=True)])
@@ -253,6 +255,7 @@ def _comparison_sections(comparison: Comparison) -> list[Section]:
     head = (f"A: {comparison.run_a} ({comparison.datasets[0]})", f"B: {comparison.run_b} ({comparison.datasets[1]})",
             f"paired queries: {len(comparison.per_query)}; unpaired: {cell_text(comparison.unpaired)}",
             f"settings A → B: {settings or 'identical'}", *(n.line() for n in comparison.library_notes()),
+            *(n.line() for n in comparison.model_notes()),
             *_verdicts(comparison),
             f"delta = B − A; significance: the two-sided paired randomisation test at p below {SIGNIFICANCE}, as on "
             "the app's Compare page")

@@ -70,7 +70,9 @@ class RunResult:
     """One stored run: mean metrics, diagnostics, the per-query frame and the baseline's mean metrics, and the
     versions of the libraries that decide its numbers (None: stored before runs recorded them); the questions
     with no relevant page are not in `per_query` but in `unanswerable`, and `diagnostics["answerability"]`
-    says how they and the others were graded (eval.abstention)."""
+    says how they and the others were graded (eval.abstention); `models` are the dense part's and the
+    reranker's model as the run loaded them (retrieval.lookup.recorded_models; None: stored before runs
+    recorded them, or an imported run)."""
 
     run_id: str
     metrics: dict[str, float]
@@ -86,6 +88,7 @@ class RunResult:
     sweep_id: str | None = None
     library_versions: dict[str, str | None] | None = None
     unanswerable: pd.DataFrame | None = None  # the rows of its unanswerable questions (eval.storage.load_unanswerable)
+    models: dict[str, Any] | None = None  # the models its settings named (recorded_models; None: not recorded)
 
     def to_dict(self) -> dict[str, Any]:
         """The CLI's `--json` output (no per-query rows)."""
@@ -93,7 +96,7 @@ class RunResult:
                 "metrics": self.metrics, "baseline": self.baseline, "diagnostics": self.diagnostics,
                 "seconds": round(self.seconds, 3), "sweep_id": self.sweep_id,
                 "created_at": self.created_at.isoformat(), "config": self.config,
-                "library_versions": self.library_versions}
+                "library_versions": self.library_versions, "models": self.models}
 
 
 def open_dataset_index(dataset: Dataset, svd_dims: int,
@@ -200,7 +203,8 @@ def load_run(store: TraceStore, run_id: str) -> RunResult:
     return RunResult(row["run_id"], row["metrics"], row["diagnostics"], load_per_query(store, row["run_id"]),
                      row["baseline"], row["dataset_info"], row["config"], row["overrides"] or {},
                      int(row["top_k"]), float(row["seconds"]), created, row["sweep_id"],
-                     recorded(row.get("library_versions")), load_unanswerable(store, row["run_id"]))
+                     recorded(row.get("library_versions")), load_unanswerable(store, row["run_id"]),
+                     row.get("models") if isinstance(row.get("models"), dict) else None)
 
 
 def expand_grid(grid: Mapping[str, Sequence[Any]], base: LookupConfig | None = None,

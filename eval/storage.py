@@ -1,7 +1,8 @@
 """Evaluation tables beside `tool_invocation` in the trace file: runs, per-query facts, per-query metrics.
 
-- `eval_run`: one row per run (dataset, split, configuration, mean metrics, baseline, diagnostics, and the
-  versions of the libraries that decide its numbers, `library_versions`: null for runs stored before them).
+- `eval_run`: one row per run (dataset, split, configuration, mean metrics, baseline, diagnostics, the
+  versions of the libraries that decide its numbers, `library_versions`, and the models its settings name,
+  `models`: each null for runs stored before them).
 - `eval_query`: one row per (run, query): the query, its labels, the filter decision and other diagnostics,
   its relevance grade (`confidence`, `relevance_level`), and `invocation_id`, the `tool_invocation` row of its
   lookup. Unanswerable questions (`answerable` false: no relevant page) have rows but no metrics; the
@@ -43,7 +44,7 @@ QUERY_COLUMNS = ("run_id", "query_id", "position", "query", "n_relevant", "relev
                  "answerable", "confidence", "relevance_level", "question_set", "relevant_stages",
                  "ranked", "ranked_scores", "tie_ranges", "judged_at_10", "facets")
 RUN_JSON = ("config", "overrides", "metrics", "baseline", "diagnostics", "dataset_info", "metric_names",
-            "library_versions")
+            "library_versions", "models")
 STARTED, COMPLETE, INCOMPLETE, RUNNING = "started", "complete", "incomplete", "running"
 JSON_COLUMNS = ("relevant", "categories", "top_sources", "relevant_stages", "ranked", "ranked_scores", "tie_ranges",
                 "facets")

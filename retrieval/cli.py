@@ -304,10 +304,11 @@ def _serve_mcp(args: argparse.Namespace, kb: Any) -> None:
         raise ValueError(f"--http takes a port from 1 to 65535, got {args.http}")
     config = config_from_args(args)
     tracing = tracing_from_env(args.otlp_endpoint, set_global=True)  # the SDK's `tools/call` spans go there too
-    store = None if args.no_trace else TraceStore(args.traces or default_traces())
     try:
         index = open_kb(args, kb, config.svd_dims)
         prepare_models(index, config)  # the server starts with its models loaded, or not at all
+        # opened once the base and the models are good: a refused start leaves no trace file behind
+        store = None if args.no_trace else TraceStore(args.traces or default_traces())
         if args.follow:  # edits to the knowledge base are served without a restart (retrieval.index.live)
             from retrieval.index.live import LiveIndex
 

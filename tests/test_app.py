@@ -65,6 +65,22 @@ def test_comparison_shows_both_sides_and_what_changed(env):
     assert TraceStore(env["traces"]).count() == 2
 
 
+def test_a_comparison_with_the_dense_part_in_b_names_its_settings_and_b_runs_it(env):
+    at = ok(run_app().switch_page("appui/pages/compare.py").run())
+    at = ok(at.text_input(key="cmpb_l1_dense_model").set_value("hash:32").run())
+    at = ok(at.number_input(key="cmpb_l1_dense_weight").set_value(2.0).run())
+    assert any("`l1_dense_model` None → **hash:32**" in w.value and "`l1_dense_weight` 1.0 → **2.0**" in w.value
+               for w in at.warning)  # B's differences, named before anything runs
+    at.text_input(key="cmp_query").set_value("silence an alert during maintenance")
+    at = ok(at.button(key="cmp_run").click().run())
+    assert "`l1_dense_model` None → hash:32" in page_text(at) and "`l1_dense_weight` 1.0 → 2.0" in page_text(at)
+    rows = TraceStore(env["traces"]).query("SELECT tags->>'side' AS side, retrieval_details->'l1' AS l1, "
+                                           "config->'models'->'dense' AS dense FROM tool_invocation ORDER BY side")
+    l1 = [json.loads(v) for v in rows["l1"]]
+    assert rows["side"].tolist() == ["A", "B"] and "dense" not in l1[0] and l1[1]["dense"]["status"] == "ok"
+    assert json.loads(rows["dense"][0]) is None and json.loads(rows["dense"][1])["name"] == "hash:32"
+
+
 def test_traces_page_filters_and_opens_a_row_in_full(env):
     at = lookup(run_app(), "rotate an API token")
     at.toggle(key="cfg_simulate_l1_failure").set_value(True)
@@ -162,6 +178,33 @@ def test_labelled_set_sweep_comparison_and_reports(env):
         for fmt in data.FORMATS:
             at = ok(at.selectbox(key="ex_format").set_value(fmt).run())
             assert at.get("download_button")[0].label.startswith("Download run-")
+
+
+def test_a_sweep_over_the_dense_weight_in_the_app(env):
+    """The issue's acceptance: the dense model set in the sidebar (A), a sweep over its weight on the Labelled set
+    tab; one stored run per weight, each recording its weight and the model, and the leaderboard shows the weight."""
+    dataset = env["root"] / "dataset"
+    write_kb(dataset / "kb")
+    (dataset / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in QUERIES))
+    at = ok(run_app().switch_page("appui/pages/compare.py").run())
+    at = ok(at.text_input(key="cfg_l1_dense_model").set_value("hash:32").run())
+    at.text_input(key="eval_dataset").set_value(str(dataset))
+    at = ok(at.radio(key="eval_mode").set_value("Sweep").run())
+    at.text_area(key="eval_grid").set_value("l1_dense_weight=0, 1.5")
+    at = ok(at.button(key="eval_start").click().run())
+    assert "Stored 2 run(s)" in at.success[0].value
+    stored = TraceStore(env["traces"]).query("SELECT run_id, sweep_id, config FROM eval_run ORDER BY created_at")
+    configs = [json.loads(c) for c in stored["config"]]
+    assert [c["l1_dense_weight"] for c in configs] == [0.0, 1.5] and stored["sweep_id"].nunique() == 1
+    assert {c["l1_dense_model"] for c in configs} == {"hash:32"}
+    frames = [d.value for d in at.dataframe]  # plain frames keep no key: found by their columns
+    table = next(f for f in frames if {"sweep_id", "overrides"} <= set(f.columns))  # the stored runs
+    swept = table[table["sweep_id"] == stored["sweep_id"][0]]
+    assert len(swept) == 2 and swept["overrides"].nunique() == 2
+    assert {json.loads(o)["l1_dense_weight"] for o in swept["overrides"]} == {0.0, 1.5}
+    assert all(json.loads(o)["l1_dense_model"] == "hash:32" for o in swept["overrides"])
+    board = next(f for f in frames if {"label", "l1_dense_weight"} <= set(f.columns))  # the leaderboard's
+    assert sorted(board["l1_dense_weight"]) == [0.0, 1.5]
 
 
 def test_labelled_set_from_a_docs_folder_and_query_file_shows_the_oracle_headroom(env):

@@ -108,7 +108,7 @@ def test_a_label_only_change_is_not_counted_as_a_result_change():
 
 def test_configuration_is_grouped_and_b_differences_are_highlighted(env_with_lookups):
     titles = [title for title, _ in state.grouped_fields()]
-    assert titles[:3] == ["L0 and filter", "L1", "Evidence ordering"]
+    assert titles[:4] == ["L0 and filter", "L1", "Models (dense part, reranker)", "Evidence ordering"]
     grouped = {f.name for _, group in state.grouped_fields() for f in group}
     assert grouped == set(LookupConfig().to_dict())
     at = _compare()

@@ -13,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 from appui.data import trace_table as traces_data
 from appui.data import traces as data
 from eval import datasets, runs
-from retrieval import LookupConfig, TraceStore
+from retrieval import LookupConfig, TraceStore, lookup_knowledge
 from retrieval.lookup.invocation import ToolInvocation
 from tests.app_helpers import APP, QUERIES, lookup, ok, select
 from tests.kb_fixture import write_kb
@@ -226,3 +226,14 @@ def test_the_run_filter_offers_the_newest_runs_first_and_at_most_a_bounded_numbe
     monkeypatch.setattr(data, "RUN_OPTIONS", 5)
     options = data.distinct_values(store)["run_id"]
     assert options == [f"run-{i:03d}" for i in (11, 10, 9, 8, 7)]
+
+
+def test_a_recorded_dense_setting_reads_as_a_changed_setting_and_its_models_do_not(index, store):
+    config = LookupConfig(l1_dense_model="hash:32", l1_dense_weight=2.0, rerank_model="hash")
+    result = lookup_knowledge("rotate an API token", index=index, config=config, recorder=store)
+    row = store.query("SELECT config, arguments FROM tool_invocation WHERE id = ?",
+                      [result.invocation_id]).iloc[0].to_dict()
+    assert set(json.loads(row["config"])["models"]) == {"dense", "rerank"}  # recorded beside the settings
+    assert traces_data.settings_label(row["config"]) == "l1_dense_model=hash:32, l1_dense_weight=2.0, rerank_model=hash"
+    recorded, _ = traces_data.recorded_settings(row)  # what a replay or "why not" of this call runs with
+    assert recorded == config

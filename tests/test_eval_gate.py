@@ -54,3 +54,19 @@ def test_reports_count_no_default_as_a_change_and_print_no_html_entities(two_run
     assert "settings changed: none (defaults)" in capsys.readouterr().out
     assert main(["compare", a, b, "--traces", traces]) == 0
     assert "&lt;" not in capsys.readouterr().out
+
+
+def test_the_gate_stops_a_dense_weight_that_loses_and_the_comparison_names_the_setting(tmp_path, capsys):
+    """The dense part's settings are settings like any other: a run that only raises l1_dense_weight (the weight-free
+    hash:32 encoder, at 100 it swamps L1) is gated as any losing change is, and its diff names the weight."""
+    traces, ids = str(tmp_path / "t.duckdb"), []
+    for weight in ("1", "100"):
+        assert main(["run", "--dataset", str(PROJECT_ROOT / "data"), "--traces", traces, "--no-progress", "--no-oracle",
+                     "--no-baseline", "--no-attribution", "--metrics", "ndcg@10,mrr@10", "--json",
+                     "--set", "l1_dense_model=hash:32", "--set", f"l1_dense_weight={weight}"]) == 0
+        ids.append(json.loads(capsys.readouterr().out)["run_id"])
+    assert main(["compare", *ids, "--traces", traces, "--fail-on-regression", "ndcg@10:0.01", "--json"]) == 1
+    out, err = capsys.readouterr()
+    assert json.loads(out)["config_diff"] == {"l1_dense_weight": [1.0, 100.0]}
+    assert err.strip().splitlines()[-1].startswith("regression: ndcg@10: B is ")
+    assert main(["compare", ids[1], ids[0], "--traces", traces, "--fail-on-regression", "ndcg@10:0.01"]) == 0

@@ -9,10 +9,12 @@ import json
 import pandas as pd
 import pytest
 
+from eval import datasets, runs
 from eval.cli import main
 from eval.leaderboard import CREATED, LEAD, leaderboard
 from eval.storage import delete_run, list_runs
-from retrieval import TraceStore
+from retrieval import LookupConfig, TraceStore
+from tests.eval_helpers import write_dataset
 
 
 def _board(ranked, dataset="set", **kwargs):
@@ -180,3 +182,21 @@ def test_cli_runs_with_a_dataset_lists_only_its_runs(ranked, capsys):
     assert {r["run_id"] for r in listed} == {*ranked["sweep"], ranked["later"], "run-stopped-set"}
     code, out, _ = _cli(ranked, capsys, "--dataset", "set", "--incomplete", "--json")
     assert [r["run_id"] for r in json.loads(out)] == ["run-stopped-set"]
+
+
+def test_a_sweep_over_the_dense_weight_has_the_model_and_the_weight_as_columns(tmp_path):
+    store = TraceStore(tmp_path / "traces.duckdb")
+    dataset = datasets.load_dataset(write_dataset(tmp_path / "set"))
+    plain = runs.run_evaluation(dataset, LookupConfig(), store=store, baseline=False, oracle=False)
+    swept = runs.run_sweep(dataset, {"l1_dense_weight": ["0", "2.5"]}, store=store, baseline=False, oracle=False,
+                           base_overrides={"l1_dense_model": "hash:32"})
+    board = leaderboard(store, "set", sort=CREATED)
+    assert board.settings == ("l1_dense_model", "l1_dense_weight")
+    rows = board.rows.set_index("run_id")
+    assert pd.isna(rows.loc[plain.run_id, "l1_dense_model"])  # unset (— in the text, null in --json)
+    assert [rows.loc[r.run_id, "l1_dense_model"] for r in swept] == ["hash:32", "hash:32"]
+    assert rows["l1_dense_weight"].to_dict() == {plain.run_id: 1.0, swept[0].run_id: 0.0, swept[1].run_id: 2.5}
+    assert rows.loc[plain.run_id, "label"] == "defaults"
+    assert [rows.loc[r.run_id, "label"] for r in swept] == ["l1_dense_model=hash:32, l1_dense_weight=0.0",
+                                                            "l1_dense_model=hash:32, l1_dense_weight=2.5"]
+    assert rows.loc[swept[0].run_id, "sweep_id"] == rows.loc[swept[1].run_id, "sweep_id"] == swept[0].sweep_id

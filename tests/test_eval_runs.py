@@ -304,3 +304,54 @@ def test_project_sample_set_keeps_its_quality(tmp_path):
     assert result.diagnostics["queries"] == len(result.per_query) >= 60
     assert result.metrics["ndcg@10"] >= 0.9
     assert result.metrics["hit@10"] >= 0.95
+
+
+# the contextual models' settings, like any other -----------------------------------------------------------
+
+def _dense_statuses(traces: Path, run_id: str) -> set:
+    """The `retrieval_details.l1.dense` status of every lookup of `run_id` that L1 answered ("off" where the part
+    was not asked for; a question no L1 page matches, q7, has no dense part to report)."""
+    frame = TraceStore(traces).query("SELECT retrieval_details->'l1' AS l1 FROM tool_invocation WHERE run_id = ?",
+                                     [run_id])
+    answered = [json.loads(d) for d in frame["l1"] if json.loads(d)["status"] == "ok"]
+    assert len(answered) >= 6
+    return {(l1.get("dense") or {}).get("status", "off") for l1 in answered}
+
+
+def test_cli_sweep_over_the_dense_weight_runs_one_run_per_weight_with_the_model_set(tmp_path, capsys):
+    root, traces = write_dataset(tmp_path / "set"), tmp_path / "t.duckdb"
+    code, out, _ = _cli(["sweep", "--dataset", root, "--traces", traces, "--json", "--no-progress", "--no-oracle",
+                         "--grid", "l1_dense_weight=0,1", "--set", "l1_dense_model=hash:32"], capsys)
+    swept = json.loads(out)
+    assert code == 0 and [r["overrides"] for r in swept] == [{"l1_dense_model": "hash:32", "l1_dense_weight": 0.0},
+                                                             {"l1_dense_model": "hash:32", "l1_dense_weight": 1.0}]
+    assert [r["config"]["l1_dense_weight"] for r in swept] == [0.0, 1.0]
+    assert len({r["sweep_id"] for r in swept}) == 1
+    # weight 0 turns the part off (no `dense` in the details); weight 1 ran it on every lookup
+    assert [_dense_statuses(traces, r["run_id"]) for r in swept] == [{"off"}, {"ok"}]
+
+
+def test_cli_sweep_over_model_specs_takes_each_spec_as_text_spaces_and_all(tmp_path, capsys):
+    root, traces = write_dataset(tmp_path / "set"), tmp_path / "t.duckdb"
+    code, out, err = _cli(["sweep", "--dataset", root, "--traces", traces, "--json", "--no-progress", "--no-oracle",
+                           "--no-baseline", "--grid", "l1_dense_model=hash:16, hash:32"], capsys)
+    assert code == 0, err
+    swept = json.loads(out)
+    assert [r["overrides"] for r in swept] == [{"l1_dense_model": "hash:16"}, {"l1_dense_model": "hash:32"}]
+    frame = TraceStore(traces).query("SELECT run_id, retrieval_details->'l1' AS l1 FROM tool_invocation "
+                                     "WHERE retrieval_details->'l1'->>'status' = 'ok'")
+    names = {(r, json.loads(l1)["dense"]["model"]["name"]) for r, l1 in frame.itertuples(index=False)}
+    assert names == {(swept[0]["run_id"], "hash:16"), (swept[1]["run_id"], "hash:32")}
+
+
+def test_cli_run_with_a_dense_setting_records_it_as_an_override_and_runs_the_part(tmp_path, capsys):
+    root, traces = write_dataset(tmp_path / "set"), tmp_path / "t.duckdb"
+    code, out, _ = _cli(["run", "--dataset", root, "--traces", traces, "--json", "--no-progress", "--no-oracle",
+                         "--set", "l1_dense_model=hash:32", "--set", "l1_dense_weight=2.5",
+                         "--set", "l1_dense_norm=z"], capsys)
+    result = json.loads(out)
+    assert code == 0 and result["overrides"] == {"l1_dense_model": "hash:32", "l1_dense_weight": 2.5,
+                                                 "l1_dense_norm": "z"}
+    assert _dense_statuses(traces, result["run_id"]) == {"ok"}
+    code, out, _ = _cli(["report", result["run_id"], "--traces", traces], capsys)
+    assert code == 0 and "settings changed: l1_dense_model = hash:32, l1_dense_weight = 2.500, l1_dense_norm = z" in out

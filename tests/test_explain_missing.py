@@ -13,6 +13,7 @@ import pytest
 
 from retrieval import MISSING_STAGES as STAGES
 from retrieval import LookupConfig, TraceStore, explain_missing, explain_result, lookup_knowledge, open_index
+from retrieval.cli import main as cli_main
 from retrieval.lookup.explain import NOT_REPRODUCED
 from tests.fixtures.explain_fixtures import QUERY
 
@@ -182,3 +183,45 @@ def test_cli_explain_names_a_missing_source_flag_and_an_empty_query(explain_kb):
     assert "--source" in _cli(QUERY, "--kb", str(explain_kb)).stderr
     empty = _cli(" ", "--source", "x.md", "--kb", str(explain_kb))
     assert empty.returncode == 2 and "the query is empty" in empty.stderr
+
+
+MODEL_QUERY = "alerts invoices tokens install agent"  # matches many pages of the tiny base: a pool to re-rank
+
+
+def _lost_to_a_model_part(model_kb, tmp_path, config, part):
+    """Explain, at top_k 2, the first page the lookup ranks below it; the page's parts must be its card's in the
+    same lookup at top_k 10, and its reason must name `part` as what it trails on most."""
+    index = open_index(model_kb, cache_dir=tmp_path / "cache")
+    wide = lookup_knowledge(MODEL_QUERY, index=index, config=config, top_k=10)
+    lost = wide.evidence_blocks[2]
+    report = explain_missing(MODEL_QUERY, [lost.source], index=index, config=config, top_k=2)
+    found = report.explanations[0]
+    assert report.returned == tuple(b.source for b in wide.evidence_blocks[:2])
+    assert (found.stage, found.rank) == ("below_top_k", 3)
+    assert f"it trails most on the {part} part " in found.reason
+    assert found.parts == lost.score_parts and found.last_parts == wide.evidence_blocks[1].score_parts
+    assert part in {p.part for p in found.parts} & {p.part for p in found.last_parts}
+    return found
+
+
+def test_a_page_the_dense_part_moved_below_top_k_trails_on_the_dense_part(model_kb, tmp_path):
+    config = LookupConfig(l1_dense_model="hash:32", l1_dense_weight=5.0, l0_filter=False)
+    found = _lost_to_a_model_part(model_kb, tmp_path, config, "L1 dense")
+    dense = next(p for p in found.parts if p.part == "L1 dense")
+    assert dense.weight == pytest.approx(5.0 * config.l1_weight)  # at its own weight, as on the card
+
+
+def test_a_page_the_reranker_moved_below_top_k_trails_on_the_rerank_part(model_kb, tmp_path):
+    config = LookupConfig(rerank_model="hash", rerank_weight=5.0, l0_filter=False)
+    _lost_to_a_model_part(model_kb, tmp_path, config, "L1 rerank")
+
+
+def test_the_explain_command_takes_the_dense_settings_and_names_the_part(model_kb, tmp_path, capsys):
+    index = open_index(model_kb, cache_dir=tmp_path / "cache")
+    config = LookupConfig(l1_dense_model="hash:32", l1_dense_weight=5.0, l0_filter=False)
+    lost = lookup_knowledge(MODEL_QUERY, index=index, config=config, top_k=10).evidence_blocks[2].source
+    assert cli_main(["explain", MODEL_QUERY, "--source", lost, "--kb", str(model_kb), "--top-k", "2",
+                     "--no-l0-filter", "--l1-dense-model", "hash:32", "--l1-dense-weight", "5"]) == 0
+    (found,) = json.loads(capsys.readouterr().out)["sources"]
+    assert found["stage"] == "below_top_k" and "it trails most on the L1 dense part " in found["reason"]
+    assert "L1 dense" in {p["part"] for p in found["last_returned_score_parts"]}

@@ -21,6 +21,7 @@ from retrieval.agent.mcp_output import (
 from retrieval.agent.mcp_resources import SourceRefused, find_entry, render_entry, resource_uri
 from retrieval.agent.tool import tool_definition
 from retrieval.cli import build_parser, config_flag, config_from_args, main
+from retrieval.config import field_choices
 from retrieval.lookup.invocation import ToolInvocation
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -175,6 +176,10 @@ def test_mcp_command_takes_every_config_flag_of_lookup():
         flag = config_flag(f.name)
         if f.type in (bool, "bool"):
             argv.append(flag)
+        elif field_choices(f.name):
+            argv += [flag, next(c for c in field_choices(f.name) if c != f.default)]
+        elif str(f.type).startswith("str"):  # a model spec (nothing is loaded to read the flags)
+            argv += [flag, "hash:32"]
         else:
             default = 256 if f.default is None else f.default  # svd_dims: unset by default, any index
             is_int = str(f.type).startswith("int")

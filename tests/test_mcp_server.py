@@ -174,3 +174,31 @@ def test_optional_http_transport_serves_on_localhost_only(tmp_path):
     assert not result.is_error
     assert result.structured_content["evidence_blocks"][0]["source"] == "billing/invoices.md"
     assert {line.split()[3] for line in listening.splitlines()} == {f"127.0.0.1:{port}"}  # local address column
+
+
+def test_a_server_started_with_a_dense_model_answers_with_the_dense_part_on(tmp_path):
+    """The server takes the dense part's settings as the other commands do (its flags are LookupConfig's)."""
+    with mcp_server(tmp_path, "--l1-dense-model", "hash:32", "--l1-dense-weight", "2") as server:
+        result = server.lookup(query="silence alerts during maintenance")
+        traces = server.traces
+    assert not result.is_error and result.structured_content["l1_status"] == "ok"
+    assert any("dense " in r["reason"] for b in result.structured_content["evidence_blocks"] for r in b["hit_reasons"])
+    row = TraceStore(traces).query("SELECT retrieval_details->'l1'->'dense' AS dense, config FROM tool_invocation "
+                                   "WHERE id = ?", [result.structured_content["invocation_id"]]).iloc[0]
+    dense, config = json.loads(row["dense"]), json.loads(row["config"])
+    assert dense["status"] == "ok" and dense["model"]["name"] == "hash:32"
+    assert (config["l1_dense_model"], config["l1_dense_weight"]) == ("hash:32", 2.0)
+    assert config["models"]["dense"]["fingerprint"] == dense["model"]["fingerprint"]
+
+
+def test_a_server_whose_model_cannot_load_refuses_to_start_with_one_line(tmp_path):
+    missing = tmp_path / "no-such-model"
+    traces = tmp_path / "traces.duckdb"
+    done = subprocess.run([sys.executable, "-m", "retrieval", "mcp", "--traces", str(traces),
+                           "--l1-dense-model", f"onnx:{missing}"], stdin=subprocess.DEVNULL, capture_output=True,
+                          text=True, cwd=ROOT, timeout=120,
+                          env={**os.environ, "LOOKUP_KNOWLEDGE_CACHE": str(tmp_path / "index-cache")})
+    err = done.stderr.strip()
+    assert done.returncode == 2 and len(err.splitlines()) == 1 and "Traceback" not in err
+    assert err.startswith(f"error: model 'onnx:{missing}': ") and str(missing) in err
+    assert not traces.exists()  # refused before anything was opened for writing

@@ -15,6 +15,7 @@ from eval import compare, judgements, replays, runs, storage
 from eval.cli import main
 from eval.unanswerable import with_unanswerable
 from retrieval import LookupConfig, TraceStore, lookup_knowledge
+from retrieval.models import load_encoder
 from tests.app_helpers import QUERIES
 from tests.replay_helpers import by_hand, recorded_rankings
 
@@ -212,3 +213,31 @@ def test_a_replay_of_a_judged_replay_is_judged_too(store, index):
                                                                           relevant)["mrr@10"] > 0
     assert runs.load_run(store, second).per_query.set_index("query").loc["download invoices", "categories"] == [
         "billing"]
+
+
+def test_a_run_replayed_under_a_dense_model_is_a_run_that_names_it(tiny_kb_dataset, store):
+    original = runs.run_evaluation(tiny_kb_dataset, CONFIG, store=store, baseline=False, oracle=False)
+    index = runs.open_dataset_index(tiny_kb_dataset, CONFIG.svd_dims)
+    calls = replay.recorded_calls(store, run_id=original.run_id, limit=100)
+    dense = replace(CONFIG, l1_dense_model="hash:32", l1_dense_weight=2.0)
+    a, b = _replay(store, index, calls, original.run_id, dense)
+    stored = runs.load_run(store, b)
+    assert stored.overrides == {"svd_dims": 16, "top_k": 100, "l1_dense_model": "hash:32", "l1_dense_weight": 2.0}
+    assert stored.models == {"dense": load_encoder("hash:32").info.to_dict(), "rerank": None}
+    assert runs.load_run(store, a).models == {"dense": None, "rerank": None}
+    comparison = compare.compare_runs(store, a, b)
+    assert comparison.config_diff == {"l1_dense_model": [None, "hash:32"], "l1_dense_weight": [1.0, 2.0]}
+    details = store.query("SELECT retrieval_details->'l1' AS l1 FROM tool_invocation WHERE run_id = ?", [b])["l1"]
+    assert {(json.loads(d).get("dense") or {}).get("status") for d in details} - {None} == {"ok"}
+
+
+def test_an_interactive_replay_records_the_models_its_recorded_calls_named(store, index):
+    dense = replace(C64, l1_dense_model="hash:32")
+    for query in ("rotate an API token", "download invoices"):
+        lookup_knowledge(query, index=index, config=dense, recorder=store)
+    calls = replay.recorded_calls(store, limit=20)
+    a, b = _replay(store, index, calls, None, B64)
+    assert runs.load_run(store, a).models == {"dense": load_encoder("hash:32").info.to_dict(), "rerank": None}
+    assert runs.load_run(store, b).models == {"dense": None, "rerank": None}  # B names no model
+    assert compare.compare_runs(store, a, b).config_diff == {"l0_filter": [True, False],
+                                                             "l1_dense_model": ["hash:32", None]}

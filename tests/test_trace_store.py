@@ -75,14 +75,16 @@ def test_a_v5_file_gains_the_tags_column_on_open_and_keeps_its_rows(tmp_path):
     for column in ("answerable", "confidence", "relevance_level", "question_set", "relevant_stages",  # v10's, v11's
                    "ranked", "ranked_scores", "tie_ranges", "judged_at_10", "facets"):  # v12's
         con.execute(f"ALTER TABLE eval_query DROP COLUMN {column}")
+    con.execute("ALTER TABLE eval_run DROP COLUMN models")  # v13's
     con.execute("DELETE FROM schema_version WHERE version >= 6")
     con.close()
     store = TraceStore(path)
     store.record_many([_invocation("new", tags={"side": "A"})])
     rows = store.query("SELECT query, coalesce(tags->>'side', '-') AS side FROM tool_invocation ORDER BY query")
     assert rows.values.tolist() == [["new", "A"], ["old", "-"]]
-    assert store.query("SELECT max(version) AS v FROM schema_version")["v"][0] == SCHEMA_VERSION == 12
+    assert store.query("SELECT max(version) AS v FROM schema_version")["v"][0] == SCHEMA_VERSION == 13
     assert {"relevance_level", "relevant_stages"} <= set(store.query("SELECT * FROM eval_query LIMIT 0").columns)
+    assert "models" in store.query("SELECT * FROM eval_run LIMIT 0").columns  # v13's column came back
     assert store.query("SELECT count(*) AS n FROM judgement_cleared")["n"][0] == 0  # v7's table came too
 
 

@@ -17,6 +17,7 @@ from appui.data.cells import no_none
 from appui.panels import answerability, run_compare
 from appui.widgets import build_bar, eval_inputs, state
 from retrieval import LookupConfig
+from retrieval.config import changed_settings
 
 try:
     from eval import datasets as eval_datasets
@@ -47,6 +48,13 @@ def parse_grid(text: str) -> dict[str, list[str]]:
     return grid
 
 
+def run_overrides(config: LookupConfig) -> dict[str, Any]:
+    """The sidebar's settings that differ from the defaults: what a run or a sweep started here records as its
+    overrides, as `--set` does on the command line, so its label names them (a run with the sidebar's dense model
+    is not "default settings"). `top_k` is left out: a run retrieves to its metrics' depth, not to the sidebar's."""
+    return {k: v for k, v in changed_settings(config.to_dict()).items() if k != "top_k"}
+
+
 def _start(ctx: state.AppContext, config: LookupConfig) -> None:
     dataset = eval_inputs.load(eval_datasets, ctx.traces_path)
     building = st.empty()  # the dataset's index, behind the same bar as the sidebar's (then from the disk cache)
@@ -59,9 +67,11 @@ def _start(ctx: state.AppContext, config: LookupConfig) -> None:
 
     if st.session_state.get("eval_mode") == "Sweep":
         grid = parse_grid(st.session_state.get("eval_grid", ""))
-        results = eval_runs.run_sweep(dataset, grid, store=ctx.store, base_config=config, progress=progress)
+        results = eval_runs.run_sweep(dataset, grid, store=ctx.store, base_config=config,
+                                      base_overrides=run_overrides(config), progress=progress)
     else:
-        results = [eval_runs.run_evaluation(dataset, config, store=ctx.store, progress=progress, index=index)]
+        results = [eval_runs.run_evaluation(dataset, config, store=ctx.store, progress=progress, index=index,
+                                            overrides=run_overrides(config))]
     bar.empty()
     st.session_state["eval_last"] = [r.run_id for r in results]
     _select_new(ctx, [r.run_id for r in results])

@@ -157,9 +157,10 @@ def _render(ctx: state.AppContext, table: pd.DataFrame) -> None:
 
 
 def _library_notes(comparison: Any) -> None:
-    """A warning when the two runs were made with different library versions (they are still compared: the
-    settings may have moved the metrics, or the libraries), a note when a run did not record them."""
-    for note in comparison.library_notes():
+    """A warning when the two runs were made with different library versions, or with other weights for a model
+    both name (they are still compared: the settings may have moved the metrics, or the libraries or the
+    weights), a note when a run did not record its versions."""
+    for note in [*comparison.library_notes(), *comparison.model_notes()]:
         text = note.text[0].upper() + note.text[1:]
         if note.level == "warning":
             st.warning(text)

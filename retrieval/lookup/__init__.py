@@ -13,6 +13,6 @@ __all__, __getattr__, __dir__ = lazy_exports(__name__, {
     "confidence": "ConfidenceModel",
     "grading": "ModelConfiguration CONFIDENCE_MODELS=MODELS_FOLDER configured_models=configured "
                "confidence_model_path=model_path read_confidence_model=read_model",
-    "model_parts": "prepare_models",
+    "model_parts": "prepare_models recorded_models",
     "explain": "explain_missing explain_result MissingReport Explanation MISSING_STAGES=STAGES",
 })

@@ -1,12 +1,14 @@
 """`explain_missing`: for a query and the pages an analyst expected, the first stage of the lookup that lost each.
 
-The lookup is a pipeline (L0 hints → domain vote → filter → L1 pool → static re-ranking → merge → `top_k`), and
-a page can be lost at any step; the fix differs for each. The stages, in pipeline order (STAGES):
+The lookup is a pipeline (L0 hints → domain vote → filter → L1 pool → static or dense re-ranking → reranker →
+merge → `top_k`), and a page can be lost at any step; the fix differs for each. The stages, in pipeline order
+(STAGES):
 - `not_in_kb`: the knowledge base does not hold it (excluded by a prefix, skipped at load, or absent);
 - `filtered_out`: the search ran inside a category the page is not in (the filter and the vote that chose it);
 - `below_min_score`: its best section's L1 score is below `l1_min_score` (or nothing of it matched);
 - `not_in_pool`: it scored, but other pages filled L1's pool (`l1_pool` pages) before it;
-- `below_top_k`: it was ranked, below the last returned block (its score parts beside that block's);
+- `below_top_k`: it was ranked, below the last returned block (its score parts beside that block's, with the
+  parts it trails on most named: `L1 dense` and `L1 rerank` among them when the dense part or the reranker ran);
 - `merged`: folded into another block (blocks merge by source identity only, so a page is never folded into
   another page's block today; the stage is kept so the list stays the pipeline's);
 - `returned`: it is in the result, at rank r.
@@ -146,6 +148,9 @@ class _Pipeline:
         self.matches = {m.source: m for m in self.details.l0.matches}
         self.weights = dict(l0_bound=self.details.l0.score_bound, l0_weight=config.l0_weight,
                             l1_weight=config.l1_weight, page_weight=config.page_weight)
+        # the parts' own weights, as the lookup ranks with them: a rebuilt block's parts read as its card's
+        self.part_weights = dict(tfidf_weight=config.l1_tfidf_weight, static_weight=config.l1_static_weight,
+                                 dense_weight=config.l1_dense_weight, rerank_weight=config.rerank_weight)
 
     def explain(self, source: str) -> Explanation:
         entry = self.index.kb.entry(source)
@@ -222,7 +227,7 @@ class _Pipeline:
         no static part, which only the pool gets), as `rank` builds them."""
         block = EvidenceBlock(standing.source, "", "", "L1", "", (), l1_score=standing.best_score,
                               page_score=standing.page_score, l1_detail=(standing.lexical, standing.lsa, None, None))
-        return rank([block], tfidf_weight=self.config.l1_tfidf_weight, **self.weights)[0].score_parts
+        return rank([block], **self.part_weights, **self.weights)[0].score_parts
 
     def _unfiltered_parts(self, source: str) -> tuple[ScorePart, ...]:
         if self.index.l1 is None or self.outcome.result is None:
@@ -242,10 +247,11 @@ class _Pipeline:
         return kept[-1].score_parts if kept else ()
 
     def _pool_floor(self) -> float | None:
-        """The pool's last page's pooling score (before the static part re-ranked the pool)."""
+        """The pool's last page's pooling score (before the static or dense part and the reranker re-scored the
+        pool)."""
         page_weight = self.config.page_weight
-        best = [max(c.score - c.static_added + page_weight * c.page_score for c in found)
-                for found in self.by_page.values()]
+        best = [max(c.score - c.static_added - c.dense_added - c.rerank_added + page_weight * c.page_score
+                    for c in found) for found in self.by_page.values()]
         return round(min(best), 6) if best else None
 
     def _below_top_k(self, source: str, entry: Any, matched: bool) -> Explanation:
@@ -276,8 +282,7 @@ class _Pipeline:
         blocks = [l1_page_block(self.by_page[source])] if source in self.by_page else []
         if source in self.matches:
             blocks.append(l0_block(self.matches[source], entry))
-        return rank(dedupe(blocks), tfidf_weight=self.config.l1_tfidf_weight,
-                    static_weight=self.config.l1_static_weight, **self.weights)[0]
+        return rank(dedupe(blocks), **self.part_weights, **self.weights)[0]
 
     def _order(self) -> dict[str, float]:
         """Every ranked source's fused score, as `lookup_knowledge` orders them (pool pages and L0 matches)."""

@@ -1,4 +1,9 @@
-"""The record of one tool call: what `lookup_knowledge` hands to a recorder and the trace store keeps."""
+"""The record of one tool call: what `lookup_knowledge` hands to a recorder and the trace store keeps.
+
+The stored row's `config` is the call's settings with what they resolved to beside them: `index` (the index's
+settings as built) and `models` (retrieval.lookup.model_parts.recorded_models: the dense part's and the
+reranker's name, backend and weights' hash, or null when off), added when the row is made (`to_dict`).
+"""
 
 from __future__ import annotations
 
@@ -9,6 +14,8 @@ from datetime import datetime, timezone
 from typing import Any
 
 from retrieval.lookup.provenance import COLUMNS as PROVENANCE_COLUMNS
+
+MODELS_KEY = "models"  # of the stored `config`: the models its settings name (recorded_models)
 
 
 @dataclass(frozen=True)
@@ -48,8 +55,20 @@ class ToolInvocation:
 
     def to_dict(self) -> dict[str, Any]:
         row = {f.name: getattr(self, f.name) for f in fields(self)}  # shallow: asdict deep-copies details
+        row["config"] = with_models(self.config)
         row.update(self.typed_columns())
         return row
+
+
+def with_models(config: Any) -> Any:
+    """A recorded `config` with the models its settings name under MODELS_KEY (kept when it has them already).
+    Made when the row is, not with the invocation: a row read back into one (the OTel backfill) is not given
+    the models this process would load now."""
+    if not isinstance(config, dict) or MODELS_KEY in config:
+        return config
+    from retrieval.lookup.model_parts import recorded_models  # loads retrieval.models only when a row is made
+
+    return {**config, MODELS_KEY: recorded_models(config)}
 
 
 Recorder = Callable[[ToolInvocation], None]

@@ -4,10 +4,13 @@
 part's section vectors (encoding only what the vector store lacks), and a missing, unloadable or mismatched
 model is a `ModelError`: the command's one-line error. A running lookup asks `dense_part`/`reranker`, which
 never raise: a model that fails leaves the lookup without that part, and `retrieval_details` says so.
+`recorded_models` is the provenance of both: what every trace row and evaluation run records of the models its
+settings name (which weights answered), whatever the spec said.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +20,9 @@ from retrieval.l1.results import DenseStatus
 from retrieval.l1.stages import Progress
 
 DENSE_FOLDER = "dense"  # beside the index cache's folders: one folder per model fingerprint
+# each part's model and weight settings, and what loads its model (recorded_models' keys, in its order)
+MODEL_SETTINGS = {"dense": ("l1_dense_model", "l1_dense_weight", "encoder"),
+                  "rerank": ("rerank_model", "rerank_weight", "reranker")}
 
 
 def dense_on(config: LookupConfig) -> bool:
@@ -58,6 +64,31 @@ def reranker(config: LookupConfig) -> tuple[Any | None, str | None]:
         return load_reranker(config.rerank_model), None
     except Exception as exc:  # noqa: BLE001 (as dense_part)
         return None, _one_line(exc)
+
+
+def recorded_models(settings: Mapping[str, Any]) -> dict[str, dict[str, Any] | None]:
+    """The models `settings` (a LookupConfig's fields, as a dict or as recorded) name, part by part: `dense` and
+    `rerank`, each the model's ModelInfo.to_dict() (spec, backend, name, dimensions, weights_sha256,
+    fingerprint), `{"spec", "error"}` when it does not load, or None when the part is off (no model, or weight 0).
+    Models load through retrieval.models' per-process cache, so a lookup's own load is read back, not repeated;
+    this never raises, as the recording it is part of must not."""
+    from retrieval.models import load_encoder, load_reranker
+
+    found: dict[str, dict[str, Any] | None] = {}
+    for part, (model, weight, load) in MODEL_SETTINGS.items():
+        spec = settings.get(model)
+        if not isinstance(spec, str) or not spec or not _positive(settings.get(weight, 1.0)):
+            found[part] = None
+            continue
+        try:
+            found[part] = (load_encoder if load == "encoder" else load_reranker)(spec).info.to_dict()
+        except Exception as exc:  # noqa: BLE001 (as dense_part: provenance says what failed, never raises)
+            found[part] = {"spec": spec, "error": _one_line(exc)}
+    return found
+
+
+def _positive(weight: Any) -> bool:
+    return isinstance(weight, (int, float)) and not isinstance(weight, bool) and weight > 0
 
 
 def store_root(index: Any) -> Path:

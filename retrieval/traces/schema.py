@@ -146,6 +146,11 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
         "ALTER TABLE eval_query ADD COLUMN IF NOT EXISTS judged_at_10 DOUBLE",
         "ALTER TABLE eval_query ADD COLUMN IF NOT EXISTS facets JSON",
     )),
+    # v13 (models): the dense encoder's and the reranker's name and weights' hash each evaluation run's settings
+    # named (retrieval.lookup.model_parts.recorded_models), beside its library versions; runs stored before read null
+    (13, (
+        "ALTER TABLE eval_run ADD COLUMN IF NOT EXISTS models JSON",
+    )),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 LEDGER = "trace_batch"  # the names of the parts the fold stored (fold.py), with when
