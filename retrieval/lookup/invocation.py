@@ -1,8 +1,8 @@
 """The record of one tool call: what `lookup_knowledge` hands to a recorder and the trace store keeps.
 
 The stored row's `config` is the call's settings with what they resolved to beside them: `index` (the index's
-settings as built) and `models` (retrieval.lookup.model_parts.recorded_models: the dense part's and the
-reranker's name, backend and weights' hash, or null when off), added when the row is made (`to_dict`).
+settings as built) and, when a dense part or a reranker is on, `models` (retrieval.lookup.model_parts.
+recorded_models: each part's name, backend and weights' hash, or null when off), added when the row is made.
 """
 
 from __future__ import annotations
@@ -68,7 +68,10 @@ def with_models(config: Any) -> Any:
         return config
     from retrieval.lookup.model_parts import recorded_models  # loads retrieval.models only when a row is made
 
-    return {**config, MODELS_KEY: recorded_models(config)}
+    models = recorded_models(config)
+    if not any(models.values()):  # no model part on: the row is what it always was
+        return config
+    return {**config, MODELS_KEY: models}
 
 
 Recorder = Callable[[ToolInvocation], None]
