@@ -168,3 +168,10 @@ def test_a_page_of_many_sections_is_read_on_its_best_lexical_sections_and_its_po
     best = own[np.argsort(-scores.lexical[own], kind="stable")[:DENSE_SECTIONS_PER_PAGE]]
     assert set(pooled) <= set(read) and len(read) <= DENSE_SECTIONS_PER_PAGE + pooled.size
     assert set(scores.lexical[read].tolist()) >= set(scores.lexical[best].tolist())
+
+
+def test_a_query_with_no_indexed_term_says_the_dense_part_had_nothing_to_rescore(model_kb, tmp_path):
+    index = open_index(model_kb, cache_dir=tmp_path / "cache")
+    result = _lookup(index, DENSE, "zzqxv wqqpt")
+    assert result.retrieval_details["l1"]["status"] == "empty"
+    assert result.retrieval_details["l1"]["dense"]["status"] == "empty"

@@ -49,7 +49,8 @@ class L1Result:
 
 @dataclass(frozen=True)
 class DenseStatus:
-    """What the dense part did in one search: `ok`, or `failed` with the error (the search went on without it)."""
+    """What the dense part did in one search: `ok`; `empty` (no term of the query is indexed: no pool to
+    re-score); or `failed` with the error (the search went on without it)."""
 
     model: dict[str, Any] | str
     status: str

@@ -137,8 +137,9 @@ class L1Index:
         if last is not None and last[0] == key:
             return last[1]
         scores = self._score(query, tfidf_weight, static_weight)
-        if dense is not None and dense.weight > 0 and scores.lexical is not None:
-            scores = _with_dense_query(scores, dense, query)
+        if dense is not None and dense.weight > 0:  # no indexed term: no pool to re-score, and the status says so
+            scores = _with_dense_query(scores, dense, query) if scores.lexical is not None else \
+                replace(scores, dense=DenseQuery(dense, None, DenseStatus(dense.part.info, "empty")))
         self._last_scores = (key, scores)  # one tuple assignment: a concurrent caller sees old or new, whole
         return scores
 
@@ -206,7 +207,7 @@ class L1Index:
         allowed = self.pages.allowed(filters or {})
         searched = self.pages.live_rows if allowed is None else int(self.pages.sizes[allowed].sum())
         if scores.lexical is None or searched == 0:
-            return L1Result((), searched, 0, 0)
+            return L1Result((), searched, 0, 0, dense=scores.dense.status if scores.dense is not None else None)
         page_relative = _relative(scores.pages, allowed)
         probe = scores.probes.get((top_k, min_score, page_weight)) if allowed is not None and not exact else None
         derived = self._derived(scores, probe, allowed, searched, min_score) if probe is not None else None
