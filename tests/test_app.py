@@ -78,7 +78,7 @@ def test_a_comparison_with_the_dense_part_in_b_names_its_settings_and_b_runs_it(
                                            "config->'models'->'dense' AS dense FROM tool_invocation ORDER BY side")
     l1 = [json.loads(v) for v in rows["l1"]]
     assert rows["side"].tolist() == ["A", "B"] and "dense" not in l1[0] and l1[1]["dense"]["status"] == "ok"
-    assert json.loads(rows["dense"][0]) is None and json.loads(rows["dense"][1])["name"] == "hash:32"
+    assert pd.isna(rows["dense"][0]) and json.loads(rows["dense"][1])["name"] == "hash:32"  # A: no models key
 
 
 def test_traces_page_filters_and_opens_a_row_in_full(env):
