@@ -32,13 +32,12 @@ import numpy as np
 
 from retrieval.kb.model import Chunk
 from retrieval.l1.stacked import Stacked
-from retrieval.l1.static import REFERENCE_PAGES
+from retrieval.l1.stages import Progress
+from retrieval.l1.static import REFERENCE_PAGES, pool_boosts
 
 KEY_BYTES = 16  # of a text's SHA-256: collisions among 1e9 texts have odds of 1e-20
 SHARD_TEXTS = 8192  # texts encoded between shard writes: an interrupted build keeps what it encoded
 READ_BLOCK = 8192  # chunks read from the index at a time
-NORMS = ("raw", "z")
-Progress = Callable[[str, float], None]
 ENCODING = "L1: encoding sections (dense part)"
 
 
@@ -82,10 +81,6 @@ class VectorStore:
             if mine.size:
                 out[mine] = vectors[located[mine, 1]]
         return out
-
-    def count(self) -> int:
-        """How many texts the store holds vectors of."""
-        return len(self._index()[1])
 
     def _index(self) -> tuple[list[np.ndarray], dict[bytes, tuple[int, int]]]:
         """Every whole shard's vectors (memory-mapped) and where each text's vector lies: (shard, row)."""
@@ -136,22 +131,16 @@ class DensePart:
         return vector[0]
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True)
 class DenseSettings:
-    """How one search uses a dense part: its weight, normalisation (NORMS) and the best pages it re-scores (by
-    fused score; the pool's other pages keep theirs). Equal settings over the same part are one key."""
+    """How one search uses a dense part: its weight, normalisation (`raw` or `z`) and the best pages it re-scores
+    (by fused score; the pool's other pages keep theirs). Equal settings over the same part are one key (a
+    DensePart equals only itself)."""
 
     part: DensePart
     weight: float
     norm: str = "raw"
     pool: int = 20
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, DenseSettings) and (self.part is other.part) and \
-            (self.weight, self.norm, self.pool) == (other.weight, other.norm, other.pool)
-
-    def __hash__(self) -> int:
-        return hash((id(self.part), self.weight, self.norm, self.pool))
 
 
 def segment_vectors(chunks: Sequence[Chunk], rows: range, store: VectorStore, encoder: Any,
@@ -163,16 +152,6 @@ def segment_vectors(chunks: Sequence[Chunk], rows: range, store: VectorStore, en
         block = list(range(start, min(start + READ_BLOCK, rows.stop)))
         texts.extend(dense_text(c) for c in (take(block) if take is not None else [chunks[r] for r in block]))
     return store.vectors(texts, encoder.encode, progress)
-
-
-def page_vectors(vectors: Stacked, page_of_row: np.ndarray, n_pages: int) -> np.ndarray:
-    """Each page's unit vector (float16): the sum of its rows' vectors, a block of rows at a time."""
-    sums = np.zeros((n_pages, vectors.shape[1]), dtype=np.float32)
-    for start in range(0, vectors.shape[0], READ_BLOCK):
-        rows = np.arange(start, min(start + READ_BLOCK, vectors.shape[0]))
-        np.add.at(sums, page_of_row[rows], vectors.take(rows).astype(np.float32))
-    norms = np.linalg.norm(sums, axis=1, keepdims=True)
-    return (sums / np.where(norms > 0, norms, 1.0)).astype(np.float16)
 
 
 def page_dense_scores(part: DensePart, pages: np.ndarray, rows: np.ndarray, row_page: np.ndarray,
@@ -187,13 +166,10 @@ def page_dense_scores(part: DensePart, pages: np.ndarray, rows: np.ndarray, row_
 
 
 def dense_boosts(page_scores: np.ndarray, page_fused: np.ndarray, weight: float, norm: str) -> np.ndarray:
-    """What each pool page's dense score adds, centred on the mean of the REFERENCE_PAGES best pages (by fused
-    score): `weight * (score - centre)` (norm `raw`), or `weight * spread * z` (norm `z`: the scores
-    standardised over those pages, the spread being the standard deviation of their fused scores)."""
+    """What each pool page's dense score adds: `weight * (score - centre)` (norm `raw`), the centre being the
+    mean score of the REFERENCE_PAGES best pages (by fused score); or, with norm `z`, the static part's
+    standardised boost (static.pool_boosts)."""
+    if norm != "raw":
+        return pool_boosts(page_scores, page_fused, weight)
     reference = np.argsort(-page_fused, kind="stable")[:REFERENCE_PAGES]
-    centre = float(page_scores[reference].mean())
-    if norm == "raw":
-        return weight * (page_scores - centre)
-    spread, deviation = float(page_fused[reference].std()), float(page_scores[reference].std())
-    z = (page_scores - centre) / deviation if deviation > 0 else np.zeros_like(page_scores)
-    return weight * spread * z
+    return weight * (page_scores - float(page_scores[reference].mean()))

@@ -29,7 +29,6 @@ from retrieval.l1.dense import (
     VectorStore,
     dense_boosts,
     page_dense_scores,
-    page_vectors,
     segment_vectors,
 )
 from retrieval.l1.embedder import Embedder, EmbedderInfo, LazyEmbedder
@@ -39,8 +38,9 @@ from retrieval.l1.postings import postings_sum
 from retrieval.l1.results import DenseQuery, DenseStatus, L1Candidate, L1Result, L1Scores, LsaMemo, Probe
 from retrieval.l1.segments import Delta, QueryTerms, QueryWeights, Segment, Tombstones, live_frequencies
 from retrieval.l1.stacked import Stacked
-from retrieval.l1.static import pool_boosts
+from retrieval.l1.static import page_vectors, pool_boosts
 from retrieval.l1.static import query_vector as static_query_vector  # `_score` has an LSA `query_vector`
+from retrieval.models.errors import cause
 from retrieval.storage.spill import IN_MEMORY, Spill
 
 SECTIONS_PER_PAGE = 3  # sections of one page L1 returns; the rest stay out of the pool
@@ -394,7 +394,7 @@ def _with_dense_query(scores: L1Scores, dense: DenseSettings, query: str) -> L1S
     try:
         vector, status = dense.part.query_vector(query), DenseStatus(model, "ok")
     except Exception as exc:  # noqa: BLE001 (a plugged-in model may raise anything: the search goes on without it)
-        vector, status = None, DenseStatus(model, "failed", f"{type(exc).__name__}: {' '.join(str(exc).split())}")
+        vector, status = None, DenseStatus(model, "failed", cause(exc))
     return replace(scores, dense=DenseQuery(dense, vector, status))
 
 

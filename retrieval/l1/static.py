@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from retrieval.l1.embedder import Embedder, StaticEmbedder, is_static, unit_rows
+from retrieval.l1.stacked import Stacked, one_array
 from retrieval.l1.terms import SurfaceWords
 from retrieval.storage.spill import IN_MEMORY, Spill
 from retrieval.text.analysis import WORD
@@ -72,11 +73,13 @@ def _page_sums(block: np.ndarray, pages: np.ndarray, n_pages: int) -> np.ndarray
     return np.asarray(owner @ block, dtype=np.float32)
 
 
-def page_vectors(vectors: np.ndarray, page_of_row: np.ndarray, n_pages: int) -> np.ndarray:
-    """Each page's unit vector (float16): its rows' vectors summed (one sparse product per block of rows)."""
-    sums = np.zeros((n_pages, vectors.shape[1]), dtype=np.float32)
-    for start in range(0, vectors.shape[0], TEXT_BLOCK):
-        block = vectors[start:start + TEXT_BLOCK].astype(np.float32)
+def page_vectors(vectors: np.ndarray | Stacked, page_of_row: np.ndarray, n_pages: int) -> np.ndarray:
+    """Each page's unit vector (float16): its rows' vectors summed (one sparse product per block of rows); the
+    static part's at build, the dense part's over an index's segments."""
+    rows = one_array(vectors)
+    sums = np.zeros((n_pages, rows.shape[1]), dtype=np.float32)
+    for start in range(0, rows.shape[0], TEXT_BLOCK):
+        block = rows.take(np.arange(start, min(start + TEXT_BLOCK, rows.shape[0]))).astype(np.float32)
         sums += _page_sums(block, page_of_row[start:start + block.shape[0]], n_pages)
     return unit_rows(sums).astype(np.float16)
 

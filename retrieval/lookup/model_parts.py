@@ -18,6 +18,7 @@ from retrieval.config import LookupConfig
 from retrieval.l1.dense import DensePart
 from retrieval.l1.results import DenseStatus
 from retrieval.l1.stages import Progress
+from retrieval.models.errors import cause
 
 DENSE_FOLDER = "dense"  # beside the index cache's folders: one folder per model fingerprint
 # each part's model and weight settings, and what loads its model (recorded_models' keys, in its order)
@@ -53,7 +54,7 @@ def dense_part(index: Any, config: LookupConfig) -> tuple[DensePart | None, Dens
 
         return index.l1.dense_part(load_encoder(config.l1_dense_model), store_root(index)), None
     except Exception as exc:  # noqa: BLE001 (a plugged-in model may raise anything: the lookup goes on without it)
-        return None, DenseStatus(config.l1_dense_model, "failed", _one_line(exc))
+        return None, DenseStatus(config.l1_dense_model, "failed", cause(exc))
 
 
 def reranker(config: LookupConfig) -> tuple[Any | None, str | None]:
@@ -63,7 +64,7 @@ def reranker(config: LookupConfig) -> tuple[Any | None, str | None]:
 
         return load_reranker(config.rerank_model), None
     except Exception as exc:  # noqa: BLE001 (as dense_part)
-        return None, _one_line(exc)
+        return None, cause(exc)
 
 
 def recorded_models(settings: Mapping[str, Any]) -> dict[str, dict[str, Any] | None]:
@@ -83,7 +84,7 @@ def recorded_models(settings: Mapping[str, Any]) -> dict[str, dict[str, Any] | N
         try:
             found[part] = (load_encoder if load == "encoder" else load_reranker)(spec).info.to_dict()
         except Exception as exc:  # noqa: BLE001 (as dense_part: provenance says what failed, never raises)
-            found[part] = {"spec": spec, "error": _one_line(exc)}
+            found[part] = {"spec": spec, "error": cause(exc)}
     return found
 
 
@@ -96,7 +97,3 @@ def store_root(index: Any) -> Path:
     from retrieval.index import default_cache_dir
 
     return Path(getattr(index, "cache_root", None) or default_cache_dir()) / DENSE_FOLDER
-
-
-def _one_line(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {' '.join(str(exc).split())}"

@@ -212,7 +212,7 @@ def _reranked(query: str, final: _Ranked, hints: L0Hints, l0_evidence: list[Evid
     scorer, error = reranker(config)
     if scorer is None:
         return final, RerankReport(config.rerank_model, "failed", error=error)
-    if result is None or not result.candidates:
+    if result is None:
         return final, RerankReport(scorer.info.to_dict(), "empty")
     result, report = reranked(query, result, scorer, top=config.rerank_top, weight=config.rerank_weight,
                               budget_ms=config.rerank_budget_ms, page_weight=config.page_weight)

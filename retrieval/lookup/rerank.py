@@ -19,6 +19,7 @@ import numpy as np
 from retrieval.l1.dense import dense_text
 from retrieval.l1.results import L1Candidate, L1Result
 from retrieval.lookup.guard import time_limited
+from retrieval.models.errors import cause
 
 PAGE_TEXT_CHARS = 2000  # of a page's best section given to the model (cross-encoders read ~512 tokens)
 
@@ -52,8 +53,7 @@ def reranked(query: str, result: L1Result, scorer: Any, *, top: int, weight: flo
                         lambda returned: _checked(returned, len(texts)), lambda: RerankTimeout(late))
     if call.error is not None:
         status = "timeout" if isinstance(call.error, RerankTimeout) else "failed"
-        error = str(call.error) if status == "timeout" else \
-            f"{type(call.error).__name__}: {' '.join(str(call.error).split())}"
+        error = str(call.error) if status == "timeout" else cause(call.error)
         return result, RerankReport(model, status, len(pages), _ms(started), error)
     scores = call.result
     fused = np.array([score for _, score in pages])
