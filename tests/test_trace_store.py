@@ -69,7 +69,7 @@ def test_a_v5_file_gains_the_tags_column_on_open_and_keeps_its_rows(tmp_path):
         store.record_many([_invocation("old")])
     pack(path, timeout=30.0)
     con = duckdb.connect(str(path))
-    for column in ("tags", "host", "pid"):
+    for column in ("tags", "host", "pid", "subject"):
         con.execute(f"ALTER TABLE tool_invocation DROP COLUMN {column}")
     con.execute("DROP TABLE judgement_cleared")
     for column in ("answerable", "confidence", "relevance_level", "question_set", "relevant_stages",  # v10's, v11's
@@ -82,10 +82,29 @@ def test_a_v5_file_gains_the_tags_column_on_open_and_keeps_its_rows(tmp_path):
     store.record_many([_invocation("new", tags={"side": "A"})])
     rows = store.query("SELECT query, coalesce(tags->>'side', '-') AS side FROM tool_invocation ORDER BY query")
     assert rows.values.tolist() == [["new", "A"], ["old", "-"]]
-    assert store.query("SELECT max(version) AS v FROM schema_version")["v"][0] == SCHEMA_VERSION == 13
+    assert store.query("SELECT max(version) AS v FROM schema_version")["v"][0] == SCHEMA_VERSION == 14
     assert {"relevance_level", "relevant_stages"} <= set(store.query("SELECT * FROM eval_query LIMIT 0").columns)
     assert "models" in store.query("SELECT * FROM eval_run LIMIT 0").columns  # v13's column came back
     assert store.query("SELECT count(*) AS n FROM judgement_cleared")["n"][0] == 0  # v7's table came too
+
+
+def test_a_schema_13_file_upgrades_and_its_old_rows_read_subject_null(tmp_path):
+    """Schema v14: `subject`, who an authenticated MCP caller was; a v13 file gains the column on open, its old
+    rows read null and a new row keeps its subject."""
+    path = tmp_path / "t.duckdb"
+    with TraceStore(path) as old:
+        old.record_many([_invocation("old")])
+    assert pack(path, timeout=10) is not None  # the row in the file's table, as a v13 file holds its rows
+    con = duckdb.connect(str(path))
+    con.execute("ALTER TABLE tool_invocation DROP COLUMN subject")
+    con.execute("DELETE FROM schema_version WHERE version >= 14")
+    assert con.execute("SELECT max(version) FROM schema_version").fetchone()[0] == 13
+    con.close()
+    store = TraceStore(path)
+    store.record(_invocation("new", subject="ci-agent"))
+    rows = store.query("SELECT query, subject FROM tool_invocation ORDER BY query")
+    assert rows.astype(object).where(rows.notna(), None).values.tolist() == [["new", "ci-agent"], ["old", None]]
+    assert store.query("SELECT max(version) AS v FROM schema_version")["v"][0] == 14
 
 
 def test_batched_insert_keeps_every_row(store):
@@ -168,7 +187,7 @@ def test_each_row_says_which_host_and_process_recorded_it(tmp_path, monkeypatch)
         old.record_many([_invocation("old")])
     assert pack(path, timeout=10) is not None  # the row in the file's table, as a v8 file holds its rows
     con = duckdb.connect(str(path))
-    for column in ("host", "pid"):
+    for column in ("host", "pid", "subject"):
         con.execute(f"ALTER TABLE tool_invocation DROP COLUMN {column}")
     con.execute("DELETE FROM schema_version WHERE version >= 9")
     con.close()

@@ -36,6 +36,7 @@ class ToolInvocation:
     id: str = field(default_factory=lambda: str(uuid.uuid4()))
     created_at: datetime = field(default_factory=lambda: datetime.now(timezone.utc))
     tags: dict[str, Any] | None = None  # the caller's labels, e.g. {"page": "compare", "side": "A", ...}
+    subject: str | None = None  # who an authenticated caller is (the MCP server over HTTP); never a token
 
     @property
     def retrieval_layer(self) -> str | None:

@@ -27,7 +27,7 @@ from retrieval.traces.schema import COLUMN_TYPES, COLUMNS
 Row = tuple[Any, ...]  # one value per COLUMNS entry, typed for DuckDB
 REQUIRED_TEXT = ("id", "tool_name", "query", "status")
 OPTIONAL_TEXT = ("error", "retrieval_layer", "filter_decision", "l1_status", "run_id", "query_id", "kb_path",
-                 "kb_fingerprint", "host")
+                 "kb_fingerprint", "host", "subject")
 INTEGERS = ("l0_match_count", "l1_candidate_count", "candidate_count", "evidence_count", "kb_entries", "kb_chunks",
             "pid")
 INT32 = 2**31

@@ -26,12 +26,13 @@ TABLE = "tool_invocation"
 COLUMNS = ("id", "created_at", "tool_name", "query", "arguments", "status", "error", "latency_ms",
            "retrieval_layer", "filter_decision", "l1_status", "l0_match_count", "l1_candidate_count",
            "candidate_count", "evidence_count", "run_id", "query_id", "config", "retrieval_details",
-           *PROVENANCE_COLUMNS, "tags", "host", "pid")
+           *PROVENANCE_COLUMNS, "tags", "host", "pid", "subject")
 V1_COLUMNS = COLUMNS[:19]
 JSON_COLUMNS = ("arguments", "config", "retrieval_details", "index_settings", "tags")
 COLUMN_TYPES = ("VARCHAR", "TIMESTAMP", "VARCHAR", "VARCHAR", "JSON", "VARCHAR", "VARCHAR", "DOUBLE",
                 "VARCHAR", "VARCHAR", "VARCHAR", "INTEGER", "INTEGER", "INTEGER", "INTEGER", "VARCHAR", "VARCHAR",
-                "JSON", "JSON", "VARCHAR", "VARCHAR", "INTEGER", "INTEGER", "JSON", "JSON", "VARCHAR", "INTEGER")
+                "JSON", "JSON", "VARCHAR", "VARCHAR", "INTEGER", "INTEGER", "JSON", "JSON", "VARCHAR", "INTEGER",
+                "VARCHAR")
 
 MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
     (1, (
@@ -150,6 +151,12 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
     # named (retrieval.lookup.model_parts.recorded_models), beside its library versions; runs stored before read null
     (13, (
         "ALTER TABLE eval_run ADD COLUMN IF NOT EXISTS models JSON",
+    )),
+    # v14 (who called): the subject an authenticated MCP-over-HTTP caller was admitted as (the static token's
+    # configured name, or the JWT's `sub`; never the token itself); calls without authentication and rows stored
+    # before read null
+    (14, (
+        f"ALTER TABLE {TABLE} ADD COLUMN IF NOT EXISTS subject VARCHAR",
     )),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
