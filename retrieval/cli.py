@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 import warnings
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from retrieval.agent.categories import check_category
+from retrieval.agent.http_flags import add_http_flags, http_settings
 from retrieval.agent.tool import tool_definition
 from retrieval.config import LookupConfig, add_config_flags, config_flag, config_from_args  # noqa: F401 (re-exported)
 from retrieval.console.pipes import quiet_when_reader_leaves
@@ -84,7 +86,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="serve the index as it was at start; by default an edited, added or deleted page is "
                           "served within about a second, without a restart")
     mcp.add_argument("--http", type=int, default=None, metavar="PORT",
-                     help="serve streamable HTTP on 127.0.0.1:PORT instead of stdio")
+                     help="serve streamable HTTP on HOST:PORT (--host, default 127.0.0.1) instead of stdio")
+    add_http_flags(mcp)
     mcp.add_argument("--otlp-endpoint", default=None, metavar="URL", help=OTLP_HELP)
     add_config_flags(mcp)
     definition = commands.add_parser("tool-definition", help="print the agent tool definition as JSON")
@@ -302,6 +305,12 @@ def _serve_mcp(args: argparse.Namespace, kb: Any) -> None:
                          f"install it with pip install 'lookup-knowledge[mcp]'") from None
     if args.http is not None and not 1 <= args.http <= 65535:
         raise ValueError(f"--http takes a port from 1 to 65535, got {args.http}")
+    http = http_settings(args, os.environ)  # a host beyond this machine without authentication stops here
+    auth = None
+    if http is not None:
+        from retrieval.agent.mcp_auth import server_auth
+
+        auth = server_auth(http)  # an OAuth issuer's keys are fetched now: none to be had refuses to start
     config = config_from_args(args)
     tracing = tracing_from_env(args.otlp_endpoint, set_global=True)  # the SDK's `tools/call` spans go there too
     try:
@@ -314,8 +323,7 @@ def _serve_mcp(args: argparse.Namespace, kb: Any) -> None:
 
             index = LiveIndex(kb, index, svd_dims=config.svd_dims, strict=args.strict, use_cache=not args.no_cache,
                               exclude_paths=args.exclude).start()
-        serve(index, config, combine(store, tracing.recorder if tracing else None),
-              transport="http" if args.http is not None else "stdio", port=args.http or 0)
+        serve(index, config, combine(store, tracing.recorder if tracing else None), http=http, auth=auth)
     finally:
         if tracing is not None:
             tracing.shutdown()
