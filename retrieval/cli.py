@@ -298,14 +298,14 @@ def _drain_at_exit(store: TraceStore, helper: CommandHelper) -> None:
 
 def _serve_mcp(args: argparse.Namespace, kb: Any) -> None:
     """Load the index once, then serve until the client leaves; `mcp` is imported only here."""
+    if args.http is not None and not 1 <= args.http <= 65535:
+        raise ValueError(f"--http takes a port from 1 to 65535, got {args.http}")
+    http = http_settings(args, os.environ)  # a host beyond this machine without authentication stops here
     try:
         from retrieval.agent.mcp_server import serve
     except ImportError as exc:
         raise ValueError(f"the MCP server needs the mcp package ({exc}); "
                          f"install it with pip install 'lookup-knowledge[mcp]'") from None
-    if args.http is not None and not 1 <= args.http <= 65535:
-        raise ValueError(f"--http takes a port from 1 to 65535, got {args.http}")
-    http = http_settings(args, os.environ)  # a host beyond this machine without authentication stops here
     auth = None
     if http is not None:
         from retrieval.agent.mcp_auth import server_auth

@@ -36,6 +36,7 @@ pytest_plugins = [
     "tests.fixtures.index_fixtures",
     "tests.fixtures.leaderboard_fixtures",
     "tests.fixtures.mcp_fixtures",
+    "tests.fixtures.mcp_http_fixtures",
     "tests.fixtures.model_fixtures",
     "tests.fixtures.otel_fixtures",
     "tests.fixtures.parallel_fixtures",
