@@ -265,3 +265,16 @@ def test_the_right_jwt_answers_and_the_row_records_its_sub(tmp_path, issuer):
     assert row["subject"] == "analyst-7"
     assert files_holding(tmp_path / "server", token) == []
     assert files_holding(tmp_path / "server", token.rsplit(".", 1)[1]) == []  # nor its signature alone
+
+
+def test_a_static_verifier_with_an_empty_secret_admits_no_one_not_even_an_empty_token():
+    """The second guard, behind the refusal to start: compare_digest(b"", b"") is True, so it is never asked."""
+    import anyio
+
+    from retrieval.agent.mcp_auth import StaticTokenVerifier
+
+    empty = StaticTokenVerifier(b"", "nobody", "http://127.0.0.1:8000/mcp")
+    assert anyio.run(empty.verify_token, "") is None
+    right = StaticTokenVerifier(b"tok-1", "ci-agent", "http://127.0.0.1:8000/mcp")
+    assert anyio.run(right.verify_token, "tok-1").subject == "ci-agent"
+    assert anyio.run(right.verify_token, "") is None and "tok-1" not in repr(right)

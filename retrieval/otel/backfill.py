@@ -102,7 +102,7 @@ def invocation_of(record: dict[str, Any]) -> ToolInvocation:
         float(latency) if isinstance(latency, (int, float)) and math.isfinite(latency) else 0.0,
         values.get("config") or {}, values.get("retrieval_details") or {},
         error=_text(record.get("error")), run_id=_text(record.get("run_id")), query_id=_text(record.get("query_id")),
-        id=str(record.get("id")),
+        id=str(record.get("id")), subject=_text(record.get("subject")),
         created_at=created.replace(tzinfo=timezone.utc) if created.tzinfo is None else created)
 
 
