@@ -69,7 +69,8 @@ def test_an_allowed_user_gets_the_app_and_their_identity_in_the_sidebar(env):
 def test_a_user_not_on_the_list_is_refused_and_no_page_runs(env):
     at = _app({"auth": AUTH, "access": ACCESS}, {"is_logged_in": True, "email": "mallory@evil-example.com"})
     assert [t.value for t in at.text] == ["Signed in as mallory@evil-example.com"]
-    assert [e.value for e in at.error][0].startswith("mallory@evil-example.com is not on the allowed list")
+    # the address as typed, escaped for Markdown (the browser test reads it rendered)
+    assert at.error[0].value.startswith(r"mallory@evil\-example\.com is not on the allowed list")
     assert [b.label for b in at.button] == ["Log out"]
     assert not _query_boxes(at) and not at.sidebar.text
 
@@ -112,3 +113,30 @@ def test_signed_in_email_is_the_admitted_users_address_and_none_otherwise():
     assert who({"auth": AUTH, "access": ACCESS}, {"is_logged_in": True, "email": "m@evil.org"}) == "None"
     assert who({"auth": AUTH, "access": ACCESS}, {"is_logged_in": False}) == "None"
     assert who({"auth": AUTH}, ANA) == "None"
+
+
+def test_log_out_in_the_sidebar_returns_to_the_sign_in_screen(env):
+    at = ok(_app({"auth": AUTH, "access": ACCESS}, ANA))
+    at = at.button(key="signin_logout").click().run()
+    assert not at.exception and at.user == {"is_logged_in": False}
+    assert [b.key for b in at.button] == ["signin_login_default"] and not _query_boxes(at)
+
+
+def test_a_refused_user_can_log_out(env):
+    at = _app({"auth": AUTH, "access": ACCESS}, {"is_logged_in": True, "email": "mallory@evil-example.com"})
+    at = at.button(key="signin_refused_logout").click().run()
+    assert [b.key for b in at.button] == ["signin_login_default"] and not at.error
+
+
+def test_a_signed_in_user_can_log_out_of_a_misconfigured_app(env):
+    at = _app({"auth": AUTH}, ANA)
+    at = at.button(key="signin_settings_logout").click().run()
+    assert "no one is allowed in" in at.error[0].value and not at.button  # still closed, no one to log out
+
+
+def test_log_in_with_an_incomplete_auth_section_shows_streamlits_reason_on_the_sign_in_screen(env):
+    incomplete = {k: v for k, v in AUTH.items() if k != "redirect_uri"}
+    at = _app({"auth": incomplete, "access": ACCESS}, {"is_logged_in": False})
+    at = at.button(key="signin_login_default").click().run()
+    assert not at.exception  # Streamlit's StreamlitAuthError, caught: its message names the file to fix
+    assert ".streamlit/secrets.toml" in at.error[0].value and at.button(key="signin_login_default")

@@ -10,6 +10,7 @@ localhost").
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +23,7 @@ ACCESS_SECTION = "access"
 ACCESS_KEYS = ("allowed_emails", "allowed_domains")
 SETTINGS_FILE = ".streamlit/secrets.toml"
 PROVIDER_KEYS = ("client_id", "client_secret", "server_metadata_url")  # what makes a subsection a provider
+LOG_OUT_ICON = ":material/logout:"
 EXAMPLE = '[access]\nallowed_emails = ["ana@example.com"]\nallowed_domains = ["example.com"]'
 
 
@@ -145,14 +147,16 @@ def _login(provider: str | None) -> None:
         st.session_state["signin_error"] = str(error)
 
 
+def _literal(text: str) -> str:
+    """`text` escaped for Streamlit Markdown: an address from the provider shows as typed, never as a link or
+    emphasis or math."""
+    return re.sub(r"([\\`*_{}\[\]()#+\-.!<>|~$])", r"\\\1", text)
+
+
 def _identity(user: Mapping[str, Any]) -> str:
     """`Name <email>` as plain text (the provider's claims are never read as Markdown)."""
     name, email = str(user.get("name") or "").strip(), str(user.get("email") or "").strip()
     return f"{name} <{email}>" if name and email else name or email or "an account without a name or email"
-
-
-def _log_out_button(key: str) -> None:
-    st.button("Log out", key=key, on_click=st.logout, icon=":material/logout:")
 
 
 def _sign_in_screen(auth: Mapping[str, Any]) -> None:
@@ -160,8 +164,8 @@ def _sign_in_screen(auth: Mapping[str, Any]) -> None:
     st.markdown("Sign in to use the analysts' app.")
     named = providers(auth)
     for name in named or [None]:
-        label = f"Log in with {name}" if len(named) > 1 else "Log in"
-        st.button(label, key=f"signin_login_{name or 'default'}", type="primary", on_click=_login, args=(name,),
+        label, slot = f"Log in with {name}" if len(named) > 1 else "Log in", name or "default"
+        st.button(label, key=f"signin_login_{slot}", type="primary", on_click=_login, args=(name,),
                   icon=":material/login:")
     if st.session_state.get("signin_error"):
         st.error(st.session_state.pop("signin_error"))
@@ -173,16 +177,16 @@ def _settings_error(message: str, user: Mapping[str, Any]) -> None:
         st.error(message)
     st.code(EXAMPLE, language="toml")
     if user.get("is_logged_in"):
-        _log_out_button("signin_settings_logout")
+        st.button("Log out", key="signin_settings_logout", on_click=st.logout, icon=LOG_OUT_ICON)
 
 
 def _refusal(decision: Admission, user: Mapping[str, Any]) -> None:
     st.title("lookup-knowledge")
     st.text(f"Signed in as {_identity(user)}")
     with st.container(key="signin_refused"):
-        st.error(f"{decision.reason} Ask the app's administrator to add your address or domain to its allowed "
-                 "list, or log out and sign in with another account.")
-    _log_out_button("signin_refused_logout")
+        st.error(f"{_literal(decision.reason)} Ask the app's administrator to add your address or domain to "
+                 "its allowed list, or log out and sign in with another account.")
+    st.button("Log out", key="signin_refused_logout", on_click=st.logout, icon=LOG_OUT_ICON)
 
 
 def gate() -> bool:
@@ -221,4 +225,4 @@ def identity_sidebar() -> None:
     with st.sidebar.container(key="signin_identity"):
         st.caption("Signed in as")
         st.text(_identity(user))
-        _log_out_button("signin_logout")
+        st.button("Log out", key="signin_logout", on_click=st.logout, icon=LOG_OUT_ICON)
