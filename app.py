@@ -1,14 +1,16 @@
 """The analysts' app: `streamlit run app.py`. UI only; every page calls the retrieval core and eval/.
 
 Pages: Lookup, Compare settings, Traces, Export (appui/pages/). The sidebar's knowledge-base picker
-and the trace file ($LOOKUP_KNOWLEDGE_TRACES, else traces.duckdb here) are shared by every page.
+and the trace file ($LOOKUP_KNOWLEDGE_TRACES, else traces.duckdb here) are shared by every page. With an `[auth]`
+section in .streamlit/secrets.toml, only a signed-in user on the `[access]` allow-list gets past the sign-in
+screen (appui/widgets/signin.py).
 """
 
 from __future__ import annotations
 
 import streamlit as st
 
-from appui.widgets import state
+from appui.widgets import signin, state
 
 LOOKUP = st.Page("appui/pages/lookup.py", title="Lookup", icon=":material/search:", url_path="home",
                  default=True)  # served at /; "home" only reserves a name, so that /lookup is free for the alias
@@ -30,10 +32,13 @@ PAGES = [
 ]
 
 st.set_page_config(page_title="lookup-knowledge", page_icon=":material/search:", layout="wide")
+if not signin.gate():  # [auth] is on and this visitor is not (yet) admitted: no page of the app runs
+    st.stop()
 page = st.navigation(PAGES)
 # chips (inline code: titles, sources, domains) are whole boxes: one that fits its column moves to the next line
 # whole, never wrapping mid-title; only one wider than its column wraps, inside it (never over the next column)
 st.html("<style>[data-testid='stMarkdownContainer'] p code, [data-testid='stMarkdownContainer'] li code"
         "{display: inline-block; max-width: 100%; white-space: normal; overflow-wrap: anywhere}</style>")
+signin.identity_sidebar()
 state.remember(state.sidebar_context())
 page.run()  # an unexpected error shows its type only; the traceback goes to the log (.streamlit/config.toml)

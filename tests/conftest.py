@@ -40,6 +40,7 @@ pytest_plugins = [
     "tests.fixtures.model_fixtures",
     "tests.fixtures.otel_fixtures",
     "tests.fixtures.parallel_fixtures",
+    "tests.fixtures.signin_fixtures",
     "tests.fixtures.tiny_models",
     "tests.fixtures.trec_fixtures",
     "tests.fixtures.trace_fixtures",
