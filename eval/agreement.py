@@ -454,12 +454,11 @@ class AnnotatorFlips:
         if self.reason:
             return self.reason
         flipped = self.flipped()
-        who = f"{len(self.annotators)} annotators ({', '.join(self.annotators)})"
+        who = f"scored again under each annotator's marks ({', '.join(self.annotators)}, with the labels)"
         if not flipped:
-            return (f"scored again under each of {who}' marks, every metric keeps its verdict: the conclusions do not "
-                    "depend on who judged")
-        return (f"scored again under each of {who}' marks, the verdict on {', '.join(flipped)} changes with the "
-                "annotator: the conclusion depends on who judged")
+            return f"{who}, every metric keeps its verdict: the conclusions do not depend on who judged"
+        return (f"{who}, the verdict on {', '.join(flipped)} changes with the annotator: the conclusion depends on "
+                "who judged")
 
     def to_dict(self) -> dict[str, Any]:
         return {"run_a": self.run_a, "run_b": self.run_b, "annotators": list(self.annotators),

@@ -41,7 +41,7 @@ def agreement_section(found: agreement.Agreement) -> Section:
     lines = (f"{len(found.annotators)} annotators ({', '.join(found.annotators)}) marked {found.pages} page(s) of "
              "these questions", alpha, *sets,
              f"disagreements: {len(found.disagreements)} page(s), {found.adjudicated} adjudicated; settle one with "
-             f"`{agreement.ADJUDICATE}`",
+             f"{agreement.ADJUDICATE}",
              f"Cohen's κ per pair on the pages both judged; {pct} bootstrap intervals over pages ({found.resamples} "
              f"resamples, seed {found.seed}); docs/evaluation.md#several-annotators-agreement-and-adjudication")
     return Section("Annotator agreement", lines, table=found.pairs_frame())
