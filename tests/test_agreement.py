@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 import warnings
@@ -20,6 +21,7 @@ from eval import agreement, annotation, judgements
 from eval.cli import main
 from retrieval import TraceStore
 from tests.fixtures.annotation_fixtures import ANNOTATORS, GRADES, QUEUE, QUEUED
+from tests.kb_fixture import write_kb
 
 TOLERANCE = 1e-9
 
@@ -305,3 +307,43 @@ def test_eval_judgements_rule_exports_the_consensus_and_latest_stays_as_it_was(s
     assert out.out.splitlines() == [f"{qid} 0 a.md 1", f"{qid} 0 b.md 0"] and "1 tie(s)" in out.err
     assert main(["judgements", "--traces", traces, "--rule", "adjudicated", "--format", "jsonl"]) == 2
     assert "leaves no page" in capsys.readouterr().err
+
+
+def _documented_annotator_commands() -> list[str]:
+    """The ```sh lines of docs/evaluation.md's section on several annotators."""
+    text = (Path(__file__).resolve().parents[1] / "docs" / "evaluation.md").read_text(encoding="utf-8")
+    section = text.split("## Several annotators: agreement and adjudication", 1)[1].split("\n## ", 1)[0]
+    block = section.split("```sh\n", 1)[1].split("```", 1)[0]
+    return [line for line in block.splitlines() if line.startswith("python -m eval")]
+
+
+def test_the_documented_annotator_commands_run_on_a_file_of_three_annotators(three_annotators, tmp_path):
+    three_annotators["store"].close()  # the fixture's file is tmp_path/traces.duckdb, as the docs name it
+    (tmp_path / "pages.tsv").write_text("".join(f"{q}\t{s}\n" for q, s in QUEUED), encoding="utf-8")
+    commands = _documented_annotator_commands()
+    assert len(commands) >= 4
+    for command in commands:
+        done = _cli(shlex.split(command)[3:], tmp_path)
+        assert done.returncode == 0, (command, done.stderr)
+    found = agreement.compute(TraceStore(tmp_path / "traces.duckdb"), queue=QUEUE)
+    assert found.pages == len(QUEUED) and found.adjudicated == 1
+
+
+def test_eval_run_takes_the_judgement_rule(tmp_path, capsys):
+    kb = write_kb(tmp_path / "kb")
+    marks = TraceStore(tmp_path / "marks.duckdb")
+    for who, grade in (("ana", 1), ("bob", 0), ("cy", 0)):
+        judgements.record(marks, "rotate an API token", "security/tokens.md", grade, who=who)
+    judgements.record(marks, "download invoices", "billing/invoices.md", 1, who="ana")
+    base = ["run", "--kb", str(kb), "--judgements", str(tmp_path / "marks.duckdb"), "--traces",
+            str(tmp_path / "runs.duckdb"), "--no-progress", "--no-baseline", "--no-oracle", "--no-attribution",
+            "--json"]
+    assert main(base) == 0  # latest: cy's 0 came last, so only the invoices question is labelled
+    latest = json.loads(capsys.readouterr().out)
+    assert latest["dataset"]["queries"] == 1 and latest["dataset"]["name"] == "kb:judgements"
+    assert main([*base, "--judgement-rule", "majority"]) == 0
+    assert json.loads(capsys.readouterr().out)["dataset"]["name"] == "kb:judgements-majority"
+    assert main([*base, "--judgement-rule", "vote"]) == 2
+    assert "unknown judgement rule 'vote'" in capsys.readouterr().err
+    assert main(["run", "--kb", str(kb), "--queries", "q.jsonl", "--judgement-rule", "mean", "--no-progress"]) == 2
+    assert "--judgement-rule only applies with --judgements" in capsys.readouterr().err
