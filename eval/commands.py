@@ -55,9 +55,11 @@ def dispatch(args: argparse.Namespace) -> str | bytes:
     if args.command == "import-run":
         return _import(args, store)
     if args.command == "judgements":
-        from .trec_export import judgements_file
+        from .trec_export import judgements_export
 
-        text = judgements_file(store, args.format, rule=args.rule)
+        text, note = judgements_export(store, args.format, rule=args.rule)
+        if args.rule != "latest":  # what the rule did, beside the qrels (stdout stays the qrels alone)
+            print(f"note: {note}", file=sys.stderr)
         if args.output:
             Path(args.output).write_text(text, encoding="utf-8")
             return f"wrote {args.output}"
