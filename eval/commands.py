@@ -17,7 +17,7 @@ from retrieval.config import parse_assignments
 from retrieval.paths import default_traces, trace_sources
 
 from .abstention import summary_line
-from .compare import compare_runs
+from .compare import Comparison, compare_runs
 from .datasets import Dataset, load_dataset, load_query_set, skipped_note
 from .depth import judged_line
 from .gate import RegressionFound, parse_tolerances, regressions
@@ -31,6 +31,10 @@ from .unanswerable import with_unanswerable
 
 
 def dispatch(args: argparse.Namespace) -> str | bytes:
+    if args.command in ("agreement", "adjudicate", "assign"):
+        from .annotation_commands import annotation_command
+
+        return annotation_command(args)
     # it writes one file; its reads (runs, reports, comparisons) take every file $LOOKUP_KNOWLEDGE_TRACES names
     store = TraceStore(args.traces or default_traces(), sources=None if args.traces else trace_sources())
     if args.command == "run":
@@ -51,9 +55,11 @@ def dispatch(args: argparse.Namespace) -> str | bytes:
     if args.command == "import-run":
         return _import(args, store)
     if args.command == "judgements":
-        from .trec_export import judgements_file
+        from .trec_export import judgements_export
 
-        text = judgements_file(store, args.format)
+        text, note = judgements_export(store, args.format, rule=args.rule)
+        if args.rule != "latest":  # what the rule did, beside the qrels (stdout stays the qrels alone)
+            print(f"note: {note}", file=sys.stderr)
         if args.output:
             Path(args.output).write_text(text, encoding="utf-8")
             return f"wrote {args.output}"
@@ -156,13 +162,26 @@ def _compare(args: argparse.Namespace, store: TraceStore) -> str | bytes:
     if args.format:
         output = _emit(comparison, args.format, args.output, store)
     elif args.json:
-        output = json.dumps(comparison.to_dict(args.limit), indent=2, default=str)
+        output = json.dumps({**comparison.to_dict(args.limit), **_annotators(comparison, store, args.permutations)},
+                            indent=2, default=str)
     else:
-        output = render(comparison, "markdown")
+        output = render(comparison, "markdown", store=store)
     found = regressions(comparison, tolerances)
     if found:
         raise RegressionFound("regression: " + "; ".join(found), output)
     return output
+
+
+def _annotators(comparison: Comparison, store: TraceStore, permutations: int) -> dict[str, Any]:
+    """With marks by two annotators or more on the paired questions: their agreement and the verdicts under each
+    one's marks (`annotator_agreement`, `annotator_flips`); else nothing."""
+    from .agreement import annotators_on, compute, flips
+
+    questions = list(comparison.per_query["query"])
+    if len(annotators_on(store, questions)) < 2:
+        return {}
+    return {"annotator_agreement": compute(store, queries=questions).to_dict(),
+            "annotator_flips": flips(store, comparison, permutations=permutations).to_dict()}
 
 
 def _facets(args: argparse.Namespace) -> list[str] | None:
@@ -206,11 +225,14 @@ def _dataset(args: argparse.Namespace) -> Dataset:
     if args.known_item:
         return load_dataset(args.kb, split=args.split, known_item_field=args.known_item, exclude_paths=args.exclude,
                             qrels_file=args.qrels)
+    if getattr(args, "judgement_rule", "latest") != "latest" and not getattr(args, "judgements", None):
+        raise ValueError("--judgement-rule only applies with --judgements TRACES_FILE")
     if getattr(args, "judgements", None):
         if args.queries or args.qrels:
             raise ValueError("give --queries FILE (and --qrels FILE) or --judgements TRACES_FILE, not both")
         from .judgements import load_judged_set
-        return load_judged_set(args.kb, args.judgements, split=args.split, exclude_paths=args.exclude)
+        return load_judged_set(args.kb, args.judgements, split=args.split, exclude_paths=args.exclude,
+                               rule=args.judgement_rule)
     if not args.queries:
         raise ValueError("--kb needs --queries FILE (a JSONL file of labelled queries), or --known-item FIELD")
     return load_query_set(args.kb, args.queries, split=args.split, exclude_paths=args.exclude, qrels_file=args.qrels)

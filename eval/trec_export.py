@@ -36,19 +36,28 @@ def _ranking(ranked: Any, scores: Any, details: Any) -> tuple[list[str], list[fl
     return sources, ranked_scores(recorded, len(sources))  # as a run stores them (eval.scoring)
 
 
-def judgements_file(store: TraceStore, fmt: str = "trec") -> str:
-    """The analysts' marks (the latest per query and page) as TREC qrels (`trec`), BEIR qrels TSV (`beir`) or
-    a queries.jsonl labelled set (`jsonl`); the query ids are the stable ids of the judged query texts."""
-    marks = judgements.latest(store)
+def judgements_file(store: TraceStore, fmt: str = "trec", *, rule: str = "latest") -> str:
+    """The analysts' marks, one grade per query and page by `rule` (eval.judgements.RULES; `latest`: the latest
+    mark), as TREC qrels (`trec`), BEIR qrels TSV (`beir`) or a queries.jsonl labelled set (`jsonl`); the query
+    ids are the stable ids of the judged query texts."""
+    return judgements_export(store, fmt, rule=rule)[0]
+
+
+def judgements_export(store: TraceStore, fmt: str = "trec", *, rule: str = "latest") -> tuple[str, str]:
+    """`judgements_file`'s text, and what the rule did in words (the consensus frame's note)."""
+    marks = judgements.consensus(store, rule)
     if marks.empty:
+        if rule != "latest" and not judgements.latest(store).empty:
+            raise ValueError(f"the {rule} rule leaves no page of {store.path}: {marks.attrs.get('note')}")
         raise ValueError(f"{store.path} holds no judgement yet; judge results in the app first")
+    note = str(marks.attrs.get("note", ""))
     if fmt == "trec":
         return qrels_lines((judgements.query_id(str(r.query)), str(r.source), float(r.grade))
-                           for r in marks.itertuples(index=False))
+                           for r in marks.itertuples(index=False)), note
     if fmt == "beir":
-        return judgements.to_qrels_tsv(marks)
+        return judgements.to_qrels_tsv(marks), note
     if fmt == "jsonl":
-        return judgements.to_queries_jsonl(marks)
+        return judgements.to_queries_jsonl(marks), note
     raise ValueError(f"unknown judgements format {fmt!r}; known formats: trec, beir, jsonl")
 
 
