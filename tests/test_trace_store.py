@@ -105,7 +105,7 @@ def test_a_schema_13_file_upgrades_and_its_old_rows_read_subject_null(tmp_path):
     store.record(_invocation("new", subject="ci-agent"))
     rows = store.query("SELECT query, subject FROM tool_invocation ORDER BY query")
     assert rows.astype(object).where(rows.notna(), None).values.tolist() == [["new", "ci-agent"], ["old", None]]
-    assert store.query("SELECT max(version) AS v FROM schema_version")["v"][0] == 14
+    assert store.query("SELECT max(version) AS v FROM schema_version")["v"][0] == SCHEMA_VERSION
 
 
 def test_batched_insert_keeps_every_row(store):
