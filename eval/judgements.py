@@ -23,33 +23,42 @@ from retrieval import TraceStore
 
 from .datasets import Dataset, DatasetError, load_query_set
 
-GRADES = {0: "not relevant", 1: "relevant"}
-def record(store: TraceStore, query: str, source: str, grade: int, *, who: str = "",
+GRADES = {0: "not relevant", 1: "relevant", 2: "highly relevant"}  # ordinal: agreement uses that order
+
+
+def record(store: TraceStore, query: str, source: str, grade: int, *, who: str,
            invocation_id: str | None = None, kb_fingerprint: str | None = None) -> None:
-    """Keep one mark; ValueError for a blank query or source or a grade outside GRADES."""
+    """Keep one mark by the annotator `who` (a signed-in email or a name the analyst gives); ValueError for a blank
+    query, source or annotator, or a grade outside GRADES."""
     if not str(query).strip() or not str(source).strip():
         raise ValueError(f"a judgement needs a query and a source, got {query!r} and {source!r}")
     if grade not in GRADES:
         raise ValueError(f"grade must be one of {sorted(GRADES)} ({', '.join(GRADES.values())}), got {grade!r}")
+    if not isinstance(who, str) or not who.strip():
+        raise ValueError(f"a judgement needs the annotator who made it (who=NAME or an email), got {who!r}")
     with store.connect() as con:
         con.execute("INSERT INTO judgement VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    [query.strip(), source, int(grade), who, datetime.now(timezone.utc).replace(tzinfo=None),
+                    [query.strip(), source, int(grade), who.strip(), datetime.now(timezone.utc).replace(tzinfo=None),
                      invocation_id, kb_fingerprint])
 
 
-def clear(store: TraceStore, query: str, source: str) -> int:
-    """Take every mark of (`query`, `source`) out of `judgement`, so the pair counts as unjudged again, and
-    keep them in `judgement_cleared` with the time they were cleared (one transaction); how many moved.
+def clear(store: TraceStore, query: str, source: str, *, who: str | None = None) -> int:
+    """Take every mark of (`query`, `source`) out of `judgement` (only the annotator `who`'s, when given), so the
+    pair counts as unjudged again (by them), and keep them in `judgement_cleared` with the time they were cleared
+    (one transaction); how many moved.
 
-    ValueError for a blank query or source (it would name no pair)."""
+    ValueError for a blank query or source (it would name no pair) or a blank `who`."""
     if not str(query).strip() or not str(source).strip():
         raise ValueError(f"clearing a judgement needs a query and a source, got {query!r} and {source!r}")
-    pair = [query.strip(), source]
+    if who is not None and not str(who).strip():
+        raise ValueError("clearing one annotator's marks needs their name (who=NAME), got a blank one")
+    where = "query = ? AND source = ?" + ("" if who is None else " AND who = ?")
+    pair = [query.strip(), source, *([] if who is None else [str(who).strip()])]
     with store.connect() as con:  # a failure closes the connection, which rolls the transaction back
         con.execute("BEGIN TRANSACTION")
-        moved = con.execute("INSERT INTO judgement_cleared SELECT *, ? FROM judgement WHERE query = ? AND source = ?",
+        moved = con.execute(f"INSERT INTO judgement_cleared SELECT *, ? FROM judgement WHERE {where}",
                             [datetime.now(timezone.utc).replace(tzinfo=None), *pair]).fetchone()[0]
-        con.execute("DELETE FROM judgement WHERE query = ? AND source = ?", pair)
+        con.execute(f"DELETE FROM judgement WHERE {where}", pair)
         con.execute("COMMIT")
     return int(moved)
 

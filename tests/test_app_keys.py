@@ -110,7 +110,7 @@ def _download(at: AppTest, key: str):
 
 def test_run_filter_and_both_download_buttons_by_key(env):
     at = lookup(ok(AppTest.from_file(APP, default_timeout=60).run()), "download invoices")
-    judgements.record(TraceStore(env["traces"]), "download invoices", "billing/invoices.md", 1)
+    judgements.record(TraceStore(env["traces"]), "download invoices", "billing/invoices.md", 1, who="ana")
     at = ok(at.switch_page("appui/pages/traces.py").run())
     at = ok(at.selectbox(key="tr_run").set_value(data.NO_RUN).run())
     assert at.dataframe(key="tr_table").value["query"].tolist() == ["download invoices"]

@@ -213,8 +213,8 @@ def test_the_import_run_command_prints_the_metrics_and_how_to_compare(sample_set
 
 
 def test_judgements_format_trec_writes_the_marks_as_qrels(store, tmp_path):
-    record(store, "how do I install", "getting-started/install-linux.md", 1)
-    record(store, "how do I install", "alerting/overview.md", 0)
+    record(store, "how do I install", "getting-started/install-linux.md", 1, who="ana")
+    record(store, "how do I install", "alerting/overview.md", 0, who="ana")
     text = judgements_file(store, "trec")
     qid = query_id("how do I install")
     assert sorted(text.splitlines()) == [f"{qid} 0 alerting/overview.md 0",

@@ -40,7 +40,7 @@ def test_a_marked_page_leaves_the_queue(hole_runs):
     store, a, b = hole_runs["store"], hole_runs["a"].run_id, hole_runs["b"].run_id
     before = holes.judging_queue(store, a, b)
     first = before.holes[0]
-    judgements.record(store, first.query, first.source, 0)  # judged not relevant: a judgement all the same
+    judgements.record(store, first.query, first.source, 0, who="ana")  # judged not relevant: a judgement all the same
     again = holes.judging_queue(store, a, b)
     assert (first.query_id, first.source) not in {(h.query_id, h.source) for h in again.holes}
     assert len(again.holes) == len(before.holes) - 1
@@ -84,7 +84,7 @@ def test_a_tie_becomes_a_significant_win_once_bs_pages_are_judged_relevant(hole_
     assert what_if.outcome(comparison.metrics["recall@10"]["p_randomization"],
                            comparison.metrics["recall@10"]["delta"]) == "tie"  # both find every labelled page
     for found in holes.judging_queue(store, a, b).by_query().values():
-        judgements.record(store, found[0].query, found[0].source, 1)  # B's second page answers too
+        judgements.record(store, found[0].query, found[0].source, 1, who="ana")  # B's second page answers too
     result = what_if.what_if_judged(store, comparison, permutations=PERMUTATIONS)
     recall = next(c for c in result.conclusions if c.metric == "recall@10")
     assert recall.delta_before == 0.0 and recall.delta_after > 0.2 and recall.p_after < 0.05
@@ -101,7 +101,7 @@ def test_a_mark_overrides_a_label_of_the_same_page(hole_runs):
     store, a, b = hole_runs["store"], hole_runs["a"].run_id, hole_runs["b"].run_id
     comparison = compare_runs(store, a, b, permutations=PERMUTATIONS)
     text = hole_runs["dataset"].queries[0].text
-    judgements.record(store, text, "api/tokens.md", 0)  # q1's labelled page, marked not relevant
+    judgements.record(store, text, "api/tokens.md", 0, who="ana")  # q1's labelled page, marked not relevant
     result = what_if.what_if_judged(store, comparison, permutations=PERMUTATIONS)
     assert result.rescored == 1
     q1 = result.per_query.set_index("query_id").loc["q1"]

@@ -99,7 +99,7 @@ def test_an_analysts_mark_counts_as_a_judgement_in_the_next_run(tmp_path):
     before = run_evaluation(dataset, LookupConfig(), store=store, **QUICK)
     value, top = _stored(store, before.run_id)["q3"]
     page = next(s for s in top if s != "alerting/silences.md")
-    judgements.record(store, dataset.queries[2].text, page, 0)
+    judgements.record(store, dataset.queries[2].text, page, 0, who="ana")
     after = run_evaluation(dataset, LookupConfig(), store=store, **QUICK)
     assert _stored(store, after.run_id)["q3"][0] == pytest.approx(value + 0.1)
     assert after.diagnostics["judged_at_10"] > before.diagnostics["judged_at_10"]

@@ -20,17 +20,17 @@ def test_latest_mark_of_a_query_and_source_counts(store):
 
 
 def test_bad_marks_are_refused_with_the_allowed_grades(store):
-    with pytest.raises(ValueError, match=r"grade must be one of \[0, 1\]"):
-        judgements.record(store, "q", "a.md", 3)
+    with pytest.raises(ValueError, match=r"grade must be one of \[0, 1, 2\]"):
+        judgements.record(store, "q", "a.md", 3, who="ana")
     with pytest.raises(ValueError, match="needs a query and a source"):
-        judgements.record(store, " ", "a.md", 1)
+        judgements.record(store, " ", "a.md", 1, who="ana")
 
 
 def test_clearing_a_mark_removes_every_mark_of_that_query_and_source_only(store):
-    judgements.record(store, "rotate a token", "security/tokens.md", 0)
-    judgements.record(store, "rotate a token", "security/tokens.md", 1)
-    judgements.record(store, "rotate a token", "security/sso.md", 1)
-    judgements.record(store, "other query", "security/tokens.md", 1)
+    judgements.record(store, "rotate a token", "security/tokens.md", 0, who="ana")
+    judgements.record(store, "rotate a token", "security/tokens.md", 1, who="ana")
+    judgements.record(store, "rotate a token", "security/sso.md", 1, who="ana")
+    judgements.record(store, "other query", "security/tokens.md", 1, who="ana")
     assert judgements.clear(store, " rotate a token ", "security/tokens.md") == 2
     assert judgements.latest(store)[["query", "source"]].values.tolist() == [
         ["other query", "security/tokens.md"], ["rotate a token", "security/sso.md"]]
@@ -51,9 +51,9 @@ def test_a_cleared_mark_keeps_its_history_in_judgement_cleared(store):
 
 
 def test_exports_as_queries_jsonl_and_qrels_tsv(store):
-    judgements.record(store, "q one", "a.md", 1)
-    judgements.record(store, "q one", "b.md", 0)
-    judgements.record(store, "q two", "c.md", 0)  # no relevant block: not a labelled query
+    judgements.record(store, "q one", "a.md", 1, who="ana")
+    judgements.record(store, "q one", "b.md", 0, who="ana")
+    judgements.record(store, "q two", "c.md", 0, who="ana")  # no relevant block: not a labelled query
     frame = judgements.latest(store)
     rows = [json.loads(line) for line in judgements.to_queries_jsonl(frame).splitlines()]
     assert rows == [{"_id": judgements.query_id("q one"), "text": "q one", "relevant": ["a.md"]}]
@@ -65,8 +65,8 @@ def test_exports_as_queries_jsonl_and_qrels_tsv(store):
 def test_eval_run_with_judgements_scores_against_them(tmp_path, capsys):
     kb = write_kb(tmp_path / "kb")
     marks = TraceStore(tmp_path / "marks.duckdb")
-    judgements.record(marks, "rotate an API token", "security/tokens.md", 1)
-    judgements.record(marks, "download invoices", "billing/invoices.md", 1)
+    judgements.record(marks, "rotate an API token", "security/tokens.md", 1, who="ana")
+    judgements.record(marks, "download invoices", "billing/invoices.md", 1, who="ana")
     code = main(["run", "--kb", str(kb), "--judgements", str(tmp_path / "marks.duckdb"), "--traces",
                  str(tmp_path / "runs.duckdb"), "--no-progress", "--no-baseline", "--no-oracle", "--json"])
     assert code == 0

@@ -80,7 +80,7 @@ def test_a_replay_of_a_run_with_unanswerable_questions_grades_them_and_keeps_the
 def test_an_interactive_replay_is_paired_with_its_recorded_calls_as_a_run(store, index):
     for query in ("rotate an API token", "download invoices", "silence an alert"):
         lookup_knowledge(query, index=index, config=C64, recorder=store)
-    judgements.record(store, "download invoices", "billing/invoices.md", 1)
+    judgements.record(store, "download invoices", "billing/invoices.md", 1, who="ana")
     calls = replay.recorded_calls(store, limit=20)
     a, b = _replay(store, index, calls, None, B64)
     assert a == replays.RECORDED_PREFIX + b.removeprefix(replay.PREFIX)
@@ -168,7 +168,7 @@ def test_a_saved_replay_judged_later_is_scored_against_the_judgements_as_they_ar
     rankings = {a: recorded_rankings(store, ids=list(calls["id"])), b: recorded_rankings(store, run_id=b)}
     relevant = {"download invoices": "billing/invoices.md", "rotate an API token": "security/tokens.md"}
     for query, page in relevant.items():
-        judgements.record(store, query, page, 1)
+        judgements.record(store, query, page, 1, who="ana")
     listed = runs.list_runs(store).set_index("run_id")
     for run_id in (a, b):
         expected = by_hand(rankings[run_id], relevant)
@@ -188,7 +188,7 @@ def test_a_saved_replay_judged_later_is_scored_against_the_judgements_as_they_ar
     assert comparison.metrics["mrr@10"]["mean_a"] == pytest.approx(by_hand(rankings[a], relevant)["mrr@10"], abs=1e-4)
     assert comparison.metrics["mrr@10"]["mean_b"] == pytest.approx(by_hand(rankings[b], relevant)["mrr@10"], abs=1e-4)
 
-    judgements.record(store, "download invoices", "billing/invoices.md", 0)  # changed: not relevant after all
+    judgements.record(store, "download invoices", "billing/invoices.md", 0, who="ana")  # changed: not relevant
     del relevant["download invoices"]
     assert {m: runs.load_run(store, b).metrics[m] for m in ("mrr@10", "hit@10")} == {
         m: by_hand(rankings[b], relevant)[m] for m in ("mrr@10", "hit@10")}
@@ -206,7 +206,7 @@ def test_a_replay_of_a_judged_replay_is_judged_too(store, index):
     _, first = _replay(store, index, replay.recorded_calls(store, limit=20), None, B64)
     again, second = _replay(store, index, replay.recorded_calls(store, run_id=first, limit=20), first, B64)
     assert again == first and runs.load_run(store, second).metrics["mrr@10"] == 0
-    judgements.record(store, "download invoices", "billing/invoices.md", 1)
+    judgements.record(store, "download invoices", "billing/invoices.md", 1, who="ana")
     relevant = {"download invoices": "billing/invoices.md"}
     for run_id in (first, second):
         assert runs.load_run(store, run_id).metrics["mrr@10"] == by_hand(recorded_rankings(store, run_id=run_id),

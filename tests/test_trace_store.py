@@ -14,7 +14,7 @@ import pytest
 from retrieval import TraceStore, TraceStoreError, lookup_knowledge
 from retrieval.lookup.invocation import ToolInvocation
 from retrieval.traces.fold import pack
-from retrieval.traces.schema import SCHEMA_VERSION
+from retrieval.traces.schema import MIGRATIONS, SCHEMA_VERSION
 from retrieval.traces.writer import TraceStoreLockedWarning
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,7 +33,8 @@ def test_schema_version_is_recorded(store):
 def test_reopening_does_not_migrate_twice(tmp_path):
     first = TraceStore(tmp_path / "t.duckdb").query("SELECT count(*) AS n FROM schema_version")["n"][0]
     store = TraceStore(tmp_path / "t.duckdb")
-    assert store.query("SELECT count(*) AS n FROM schema_version")["n"][0] == first == SCHEMA_VERSION
+    assert store.query("SELECT count(*) AS n FROM schema_version")["n"][0] == first == len(MIGRATIONS)
+    assert store.query("SELECT max(version) AS v FROM schema_version")["v"][0] == SCHEMA_VERSION
 
 
 def test_newer_schema_is_refused_with_advice(tmp_path):
@@ -82,7 +83,7 @@ def test_a_v5_file_gains_the_tags_column_on_open_and_keeps_its_rows(tmp_path):
     store.record_many([_invocation("new", tags={"side": "A"})])
     rows = store.query("SELECT query, coalesce(tags->>'side', '-') AS side FROM tool_invocation ORDER BY query")
     assert rows.values.tolist() == [["new", "A"], ["old", "-"]]
-    assert store.query("SELECT max(version) AS v FROM schema_version")["v"][0] == SCHEMA_VERSION == 13
+    assert store.query("SELECT max(version) AS v FROM schema_version")["v"][0] == SCHEMA_VERSION == 15
     assert {"relevance_level", "relevant_stages"} <= set(store.query("SELECT * FROM eval_query LIMIT 0").columns)
     assert "models" in store.query("SELECT * FROM eval_run LIMIT 0").columns  # v13's column came back
     assert store.query("SELECT count(*) AS n FROM judgement_cleared")["n"][0] == 0  # v7's table came too

@@ -151,6 +151,17 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
     (13, (
         "ALTER TABLE eval_run ADD COLUMN IF NOT EXISTS models JSON",
     )),
+    # v15 (named annotators, eval/annotation.py and eval/agreement.py): queues of (query, source) pages assigned to
+    # annotators, and the adjudicator's final grade of a disputed page (the latest counts). v14 is
+    # `tool_invocation.subject`, added on another branch; a file at v13 goes straight to v15 until it lands
+    (15, (
+        """CREATE TABLE IF NOT EXISTS judgement_assignment (
+            queue VARCHAR NOT NULL, annotator VARCHAR NOT NULL, query VARCHAR NOT NULL, source VARCHAR NOT NULL,
+            assigned_at TIMESTAMP NOT NULL, assigned_by VARCHAR)""",
+        """CREATE TABLE IF NOT EXISTS judgement_adjudication (
+            query VARCHAR NOT NULL, source VARCHAR NOT NULL, grade INTEGER NOT NULL, who VARCHAR NOT NULL,
+            created_at TIMESTAMP NOT NULL, note VARCHAR)""",
+    )),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 LEDGER = "trace_batch"  # the names of the parts the fold stored (fold.py), with when
