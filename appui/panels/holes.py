@@ -92,6 +92,10 @@ def _annotator_flips(traces_path: str, run_a: str, run_b: str, labels: str, _com
 
 def _flips(ctx: state.AppContext, comparison: Any, labels: str) -> None:
     """When two or more annotators marked the paired questions: which verdicts flip with the annotator."""
+    try:
+        from eval import agreement  # noqa: F401 - only checked for here
+    except ImportError:
+        return
     result = state.guarded(lambda: _annotator_flips(ctx.traces_path, comparison.run_a, comparison.run_b, labels,
                                                     comparison))
     if result is None or len(result.annotators) < 2:

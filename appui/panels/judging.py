@@ -15,9 +15,9 @@ import streamlit as st
 from appui.widgets import annotator, marking, state
 
 try:
-    from eval import agreement, annotation, judgements
+    from eval import annotation, judgements
 except ImportError:  # eval/ is optional for the Lookup and Traces pages
-    agreement = annotation = judgements = None
+    annotation = judgements = None
 
 Judge = marking.Judge
 EXPORTS = {"queries.jsonl (relevant)": ("queries.jsonl", "application/x-ndjson"),
@@ -86,6 +86,8 @@ def export(ctx: state.AppContext) -> None:
     if judgements is None:
         st.warning("Judgement exports need the evaluation package (eval/), which is not available.")
         return
+    from eval import agreement
+
     rule = st.radio("Grades by", list(agreement.RULES), key="ex_consensus_rule", horizontal=True,
                     format_func=lambda r: RULE_WORDS.get(r, r), help=RULE_HELP)
     frame = state.guarded(lambda: agreement.consensus(ctx.store, rule))
