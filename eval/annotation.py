@@ -105,6 +105,8 @@ def pages_from_tsv(path: str | Path) -> list[tuple[str, str]]:
 @one_read
 def queues(store: TraceStore) -> pd.DataFrame:
     """Per queue and annotator: pages assigned, judged (the annotator has a mark on it) and pending (QUEUE_COLUMNS)."""
+    if not has_table(store, "judgement_assignment"):
+        return pd.DataFrame(columns=QUEUE_COLUMNS)
     return store.query(f"""
         WITH assigned AS (SELECT DISTINCT queue, annotator, query, source FROM judgement_assignment),
              marked AS (SELECT DISTINCT query, source, {ANNOTATOR} AS who FROM judgement)
@@ -114,8 +116,16 @@ def queues(store: TraceStore) -> pd.DataFrame:
         GROUP BY a.queue, a.annotator ORDER BY a.queue, a.annotator""")
 
 
+def has_table(store: TraceStore, name: str) -> bool:
+    """Whether the trace file (or, for several, any of them) has the table `name`: files read as one through
+    $LOOKUP_KNOWLEDGE_TRACES are not migrated, so an older one lacks the newer tables."""
+    return bool(store.query("SELECT count(*) AS n FROM information_schema.tables WHERE table_name = ?", [name])["n"][0])
+
+
 def queue_names(store: TraceStore) -> list[str]:
     """Every queue's name, sorted."""
+    if not has_table(store, "judgement_assignment"):
+        return []
     return sorted(store.query("SELECT DISTINCT queue FROM judgement_assignment")["queue"])
 
 
