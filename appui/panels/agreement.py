@@ -34,15 +34,19 @@ def _version(ctx: state.AppContext) -> str:
     return str(frame["v"].iloc[0])
 
 
-def _ci(low: float, high: float) -> str:
-    return f"[{low:.3f}, {high:.3f}]"
+def _num(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
 
 
-def pairs_table(result: Any) -> pd.DataFrame:
-    """One row per pair of annotators: pages both judged, κ and its confidence interval."""
-    return pd.DataFrame([{"annotator A": p.a, "annotator B": p.b, "pages both judged": p.n,
-                          "Cohen's κ": round(p.kappa, 3), "CI": _ci(p.ci_low, p.ci_high)} for p in result.pairs],
-                        columns=["annotator A", "annotator B", "pages both judged", "Cohen's κ", "CI"])
+def _ci(ci: tuple[float, float] | None) -> str:
+    return "n/a" if ci is None else f"[{ci[0]:.3f}, {ci[1]:.3f}]"
+
+
+def disagreements_table(result: Any) -> pd.DataFrame:
+    """One row per disputed page: query, source, each annotator's grade, and the adjudicated grade (if any)."""
+    rows = [{"query": d.query, "source": d.source, **{who: grade for who, grade in d.grades},
+             "adjudicated": d.adjudicated_grade} for d in result.disagreements]
+    return pd.DataFrame(rows, columns=["query", "source", *result.annotators, "adjudicated"])
 
 
 def render(ctx: state.AppContext) -> None:
@@ -58,56 +62,49 @@ def render(ctx: state.AppContext) -> None:
     result = state.guarded(lambda: _agreement(ctx.traces_path, None if picked == OVERALL else picked, version))
     if result is None:
         return
-    st.markdown(result.sentence())
-    if len(result.annotators) < 2:
+    with st.container(key="jg_sentence"):
+        st.markdown(result.sentence() + ".")
+    if result.reason:
         st.info("Agreement needs two annotators who marked the same pages: assign a queue to a second annotator "
                 "on the Assign tab.")
         return
     left, right = st.columns([1, 2])
-    low, high = result.alpha_ci
-    left.metric("Krippendorff's α (ordinal)", f"{result.alpha:.3f}", help=f"CI {_ci(low, high)} (bootstrap over "
-                f"pages); 1 is perfect agreement, 0 what chance gives", border=True)
-    left.caption(f"α {result.alpha:.3f}, CI {_ci(low, high)} · {len(result.annotators)} annotators · "
-                 f"{result.pages} page(s)")
+    left.metric(f"Krippendorff's α ({result.metric})", _num(result.alpha), border=True,
+                help=f"{result.level:.0%} CI {_ci(result.alpha_ci)} (bootstrap over pages, {result.resamples} "
+                     "resamples); 1 is perfect agreement, 0 what chance gives" if result.alpha is not None
+                else result.alpha_reason)
+    left.caption(f"α {_num(result.alpha)}, {result.level:.0%} CI {_ci(result.alpha_ci)} · "
+                 f"{len(result.annotators)} annotators · {result.pairable} of {result.pages} page(s) judged by two "
+                 "or more")
     with right:
-        st.markdown("**Cohen's κ per pair** (pages both judged)")
-        st.dataframe(pairs_table(result), hide_index=True, key="jg_pairs")
-    per_set = _per_set_table(result)
-    if per_set is not None and picked == OVERALL:
-        st.markdown("**Per question set**")
-        st.dataframe(per_set, hide_index=True, key="jg_per_set")
+        st.markdown("**Cohen's κ per pair** (on the pages both judged)")
+        st.dataframe(result.pairs_frame(), hide_index=True, key="jg_pairs")
+    if result.per_set:
+        st.markdown("**Per question set** (a queue's pages; marks outside every queue form “(no queue)”)")
+        st.dataframe(result.sets_frame(), hide_index=True, key="jg_per_set")
     _disagreements(ctx, result)
-
-
-def _per_set_table(result: Any) -> pd.DataFrame | None:
-    """α and its interval per question set (a queue, or "(no queue)")."""
-    sets = result.per_set
-    if not sets:
-        return None
-    items = sets.items() if isinstance(sets, dict) else ((s.name, s) for s in sets)
-    return pd.DataFrame([{"question set": name, "pages": part.pages, "annotators": len(part.annotators),
-                          "α": round(part.alpha, 3), "CI": _ci(*part.alpha_ci)} for name, part in items])
 
 
 def _disagreements(ctx: state.AppContext, result: Any) -> None:
     """The pages the annotators grade differently and, for the one picked, the adjudicator's grade buttons."""
-    frame = result.disagreements if isinstance(result.disagreements, pd.DataFrame) else pd.DataFrame(
-        result.disagreements)
     said = st.session_state.pop("jg_adjudicated", None)
     if said:
         st.success(said)
-    st.markdown(f"**Disagreements** ({len(frame)} page(s) graded differently)")
+    frame = disagreements_table(result)
+    st.markdown(f"**Disagreements**: {len(frame)} page(s) graded differently, {result.adjudicated} adjudicated")
     if frame.empty:
         st.caption("Every page judged by two or more annotators got the same grade.")
         return
     st.dataframe(frame, hide_index=True, key="jg_disagreements")
-    labels = [f"“{q}” · {s}" for q, s in zip(frame["query"], frame["source"], strict=True)]
-    chosen = st.selectbox("Adjudicate", range(len(labels)), format_func=labels.__getitem__, key="jg_dispute")
-    query, source = str(frame["query"].iloc[chosen]), str(frame["source"].iloc[chosen])
+    labels = [f"“{d.query}” · {d.source}" + (" (adjudicated)" if d.adjudicated else "")
+              for d in result.disagreements]
+    chosen = st.selectbox("Adjudicate", range(len(labels)), format_func=labels.__getitem__, key="jg_dispute",
+                          help="Your grade settles the page: the “adjudicated” export rule uses it")
+    dispute = result.disagreements[min(chosen, len(labels) - 1)]
     note = st.text_input("Note (optional)", key="jg_note", placeholder="why this grade")
     for column, (grade, label, icon) in zip(st.columns(len(GRADE_BUTTONS)), GRADE_BUTTONS, strict=True):
         column.button(label, key=f"jg_adjudicate_{grade}", icon=icon, on_click=_adjudicate,
-                      args=(ctx, query, source, grade, note))
+                      args=(ctx, dispute.query, dispute.source, grade, note))
 
 
 def _adjudicate(ctx: state.AppContext, query: str, source: str, grade: int, note: str) -> None:
