@@ -1,5 +1,5 @@
-"""Command line: `python -m eval run|sweep|compare|report|runs|collect|import-run|judgements` — a thin layer over
-the eval library.
+"""Command line: `python -m eval run|sweep|compare|report|runs|collect|import-run|judgements|agreement|assign|…`
+— a thin layer over the eval library.
 
 `run` and `sweep` take a labelled set as `--dataset DIR`, or as `--kb DIR --queries FILE` (a query
 file run against a docs folder in place; `--kb DIR --known-item FIELD` works too); `--exclude
@@ -15,6 +15,11 @@ complete run of a dataset side by side: the settings that differ, every metric, 
 
 `run` and `sweep` take `--workers N|auto` (local worker processes) or `--dask ADDRESS` (an existing Dask
 cluster); `collect RUN_ID` loads a Dask run's Parquet trace parts into the trace file.
+
+`agreement` measures how far named annotators agree on their marks (Cohen's κ per pair, Krippendorff's α,
+per queue), `adjudicate` settles a disputed page, `assign` gives annotators a queue of pages (`--holes RUN_A
+RUN_B`: the hole loop's), and `judgements --rule` / `run --judgement-rule` choose how several annotators' marks
+make one grade.
 
 Bad input (unknown metric, setting, dataset, run id or format) prints one `error: ...` line on stderr
 and exits with status 2.
@@ -89,7 +94,33 @@ def build_parser() -> argparse.ArgumentParser:
                        help="trec: TREC qrels (qid 0 docid grade); beir: qrels TSV with a header; jsonl: "
                             "queries.jsonl rows with relevant pages")
     marks.add_argument("--output", default=None, help="file to write (default: stdout)")
-    for sub in (run, sweep, compare, report, collect, runs, imported, marks):
+    marks.add_argument("--rule", default="latest", metavar="RULE",
+                       help="how several annotators' marks of a page make one grade: latest (the latest mark, "
+                            "whoever made it; the default), adjudicated (the adjudicated grade, else the grade all "
+                            "annotators agree on; disputed pages left out), majority (ties: the lower grade) or "
+                            "mean (rounded half up)")
+    agree = commands.add_parser("agreement", help="how far the annotators agree: Cohen's kappa per pair, "
+                                                  "Krippendorff's alpha, per question set, and the disputed pages")
+    agree.add_argument("--queue", default=None, metavar="Q", help="only the pages of this queue")
+    agree.add_argument("--level", default="0.95", metavar="L", help="confidence level of the intervals, in (0, 1)")
+    agree.add_argument("--resamples", default="1000", metavar="N", help="bootstrap resamples over pages")
+    agree.add_argument("--seed", default="0", metavar="N", help="the bootstrap's seed (same seed, same intervals)")
+    settle = commands.add_parser("adjudicate", help="settle a disputed page: the adjudicator's final grade")
+    settle.add_argument("--query", required=True, help="the question's text, as marked")
+    settle.add_argument("--source", required=True, help="the page, as marked")
+    settle.add_argument("--grade", required=True, metavar="G", help="0 not relevant, 1 relevant, 2 highly relevant")
+    settle.add_argument("--who", required=True, metavar="NAME", help="the adjudicator (a name or an email)")
+    settle.add_argument("--note", default="", help="why (kept with the grade)")
+    queue = commands.add_parser("assign", help="assign pages to annotators in a named queue (re-assigning adds "
+                                               "nothing)")
+    queue.add_argument("--queue", required=True, metavar="Q", help="the queue's name")
+    queue.add_argument("--annotators", required=True, metavar="A,B,...", help="comma-separated annotators")
+    pages = queue.add_mutually_exclusive_group(required=True)
+    pages.add_argument("--holes", nargs=2, metavar=("RUN_A", "RUN_B"),
+                       help="the hole loop's pages: the unjudged pages of the top 10s that changed from A to B")
+    pages.add_argument("--pages", metavar="FILE.tsv", help="a TSV file of pages, one `query<TAB>source` a line")
+    queue.add_argument("--by", default=None, metavar="NAME", help="who assigns (default: the system user)")
+    for sub in (run, sweep, compare, report, collect, runs, imported, marks, agree, settle, queue):
         sub.add_argument("--traces", default=None, help="DuckDB trace file (default: traces.duckdb)")
         sub.add_argument("--json", action="store_true", help="print JSON")
     return parser
@@ -125,6 +156,9 @@ def _dataset_source_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--judgements", default=None, metavar="TRACES_FILE",
                         help="with --kb: the relevance judgements made in the app, read from this trace file, "
                              "as the labelled set (instead of --queries)")
+    parser.add_argument("--judgement-rule", default="latest", metavar="RULE",
+                        help="with --judgements: how several annotators' marks of a page make its label: latest "
+                             "(default), adjudicated, majority or mean (`python -m eval judgements --help`)")
     parser.add_argument("--qrels", default=None, metavar="FILE",
                         help="TREC qrels (qid 0 docid grade) as the questions' labels, instead of the labels in "
                              "--queries or the BEIR split's qrels")

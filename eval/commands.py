@@ -31,6 +31,10 @@ from .unanswerable import with_unanswerable
 
 
 def dispatch(args: argparse.Namespace) -> str | bytes:
+    if args.command in ("agreement", "adjudicate", "assign"):
+        from .annotation_commands import annotation_command
+
+        return annotation_command(args)
     # it writes one file; its reads (runs, reports, comparisons) take every file $LOOKUP_KNOWLEDGE_TRACES names
     store = TraceStore(args.traces or default_traces(), sources=None if args.traces else trace_sources())
     if args.command == "run":
@@ -53,7 +57,7 @@ def dispatch(args: argparse.Namespace) -> str | bytes:
     if args.command == "judgements":
         from .trec_export import judgements_file
 
-        text = judgements_file(store, args.format)
+        text = judgements_file(store, args.format, rule=args.rule)
         if args.output:
             Path(args.output).write_text(text, encoding="utf-8")
             return f"wrote {args.output}"
@@ -206,11 +210,14 @@ def _dataset(args: argparse.Namespace) -> Dataset:
     if args.known_item:
         return load_dataset(args.kb, split=args.split, known_item_field=args.known_item, exclude_paths=args.exclude,
                             qrels_file=args.qrels)
+    if getattr(args, "judgement_rule", "latest") != "latest" and not getattr(args, "judgements", None):
+        raise ValueError("--judgement-rule only applies with --judgements TRACES_FILE")
     if getattr(args, "judgements", None):
         if args.queries or args.qrels:
             raise ValueError("give --queries FILE (and --qrels FILE) or --judgements TRACES_FILE, not both")
         from .judgements import load_judged_set
-        return load_judged_set(args.kb, args.judgements, split=args.split, exclude_paths=args.exclude)
+        return load_judged_set(args.kb, args.judgements, split=args.split, exclude_paths=args.exclude,
+                               rule=args.judgement_rule)
     if not args.queries:
         raise ValueError("--kb needs --queries FILE (a JSONL file of labelled queries), or --known-item FIELD")
     return load_query_set(args.kb, args.queries, split=args.split, exclude_paths=args.exclude, qrels_file=args.qrels)

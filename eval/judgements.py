@@ -93,16 +93,20 @@ def to_qrels_tsv(frame: pd.DataFrame) -> str:
 
 
 def load_judged_set(kb: str | Path, traces_file: str | Path, *, split: str | None = None,
-                    exclude_paths: Any = ()) -> Dataset:
-    """The judgements of `traces_file` as a labelled set run against the docs folder `kb`."""
+                    exclude_paths: Any = (), rule: str = "latest") -> Dataset:
+    """The judgements of `traces_file`, one grade per page by `rule` (eval.agreement.RULES; `latest`: the latest
+    mark), as a labelled set run against the docs folder `kb`."""
+    from .agreement import consensus
+
     path = Path(traces_file)
     if not path.is_file():
         raise DatasetError(f"no trace file {path}; give the trace file the judgements were made in")
-    text = to_queries_jsonl(latest(TraceStore(path)))
+    text = to_queries_jsonl(consensus(TraceStore(path), rule))
     if not text:
         raise DatasetError(f"{path} holds no judgement marking a block relevant; judge some results first")
     with tempfile.TemporaryDirectory() as folder:
         queries = Path(folder) / "judgements.jsonl"
         queries.write_text(text, encoding="utf-8")
         dataset = load_query_set(kb, queries, split=split, exclude_paths=exclude_paths)
-    return replace(dataset, name=f"{Path(kb).name}:judgements", path=str(path.resolve()))
+    named = "judgements" if rule == "latest" else f"judgements-{rule}"  # another rule, other labels
+    return replace(dataset, name=f"{Path(kb).name}:{named}", path=str(path.resolve()))

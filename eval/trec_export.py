@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 import pandas as pd
@@ -36,12 +37,19 @@ def _ranking(ranked: Any, scores: Any, details: Any) -> tuple[list[str], list[fl
     return sources, ranked_scores(recorded, len(sources))  # as a run stores them (eval.scoring)
 
 
-def judgements_file(store: TraceStore, fmt: str = "trec") -> str:
-    """The analysts' marks (the latest per query and page) as TREC qrels (`trec`), BEIR qrels TSV (`beir`) or
-    a queries.jsonl labelled set (`jsonl`); the query ids are the stable ids of the judged query texts."""
-    marks = judgements.latest(store)
+def judgements_file(store: TraceStore, fmt: str = "trec", *, rule: str = "latest") -> str:
+    """The analysts' marks, one grade per query and page by `rule` (eval.agreement.RULES; `latest`: the latest
+    mark), as TREC qrels (`trec`), BEIR qrels TSV (`beir`) or a queries.jsonl labelled set (`jsonl`); the query
+    ids are the stable ids of the judged query texts. What a rule other than `latest` did goes to stderr."""
+    from .agreement import consensus
+
+    marks = consensus(store, rule)
     if marks.empty:
+        if rule != "latest" and not judgements.latest(store).empty:
+            raise ValueError(f"the {rule} rule leaves no page of {store.path}: {marks.attrs.get('note')}")
         raise ValueError(f"{store.path} holds no judgement yet; judge results in the app first")
+    if rule != "latest":
+        print(f"note: {marks.attrs['note']}", file=sys.stderr)
     if fmt == "trec":
         return qrels_lines((judgements.query_id(str(r.query)), str(r.source), float(r.grade))
                            for r in marks.itertuples(index=False))

@@ -10,7 +10,7 @@ is a view, "what if judged", and the stored runs and their comparison stay as th
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import pandas as pd
@@ -78,13 +78,15 @@ class WhatIf:
 
 @one_read
 def what_if_judged(store: TraceStore, comparison: Comparison, *, permutations: int = PERMUTATIONS,
-                   seed: int = 0) -> WhatIf:
-    """`comparison` (eval.compare.compare_runs, at the same `permutations` and `seed`) again with the marks."""
+                   seed: int = 0, marks: Mapping[str, Mapping[str, float]] | None = None) -> WhatIf:
+    """`comparison` (eval.compare.compare_runs, at the same `permutations` and `seed`) again with the marks:
+    `marks` as qrels by query text (default: every annotator's, the latest mark of each page, judged_qrels;
+    eval.agreement.flips passes one annotator's)."""
     names = list(comparison.metrics)
     parsed = metric_lib.parse_metrics(names)
     frames = {side: load_per_query(store, run) for side, run in (("a", comparison.run_a), ("b", comparison.run_b))}
     labels = run_labels(load_run_row(store, comparison.run_a), frames["a"], store)
-    marks = judged.judged_qrels(store)
+    marks = judged.judged_qrels(store) if marks is None else marks
     table = comparison.per_query.copy()
     marked = table["query"].map(lambda q: bool(marks.get(str(q).strip())))
     for side, frame in frames.items():
