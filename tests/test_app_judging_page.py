@@ -10,6 +10,8 @@ from streamlit.testing.v1 import AppTest
 
 from appui.widgets.annotator import ASK
 from eval import agreement, annotation, judgements
+from eval.compare import compare_runs
+from eval.holes import judging_queue
 from retrieval import TraceStore
 from tests.app_helpers import APP, named, ok, page_text
 
@@ -187,3 +189,35 @@ def test_export_with_each_rule(audit_queue, rule):
     at = ok(at.radio(key="ex_judgement_format").set_value("qrels TSV").run())
     assert at.get("download_button")[0].label == "Download qrels.tsv"
     assert expected.attrs["note"] in page_text(at)
+
+
+def test_the_hole_loop_says_which_verdicts_flip_with_the_annotator(holes_app, hole_runs):
+    store = TraceStore(hole_runs["traces"])
+    queue = judging_queue(store, hole_runs["a"].run_id, hole_runs["b"].run_id)
+    firsts = [found[0] for found in queue.by_query().values()]
+    assert not any("changes with the annotator" in w.value for w in holes_app.warning)
+    for hole in firsts:  # ana finds B's second pages relevant, bob does not
+        judgements.record(store, hole.query, hole.source, 1, who="ana")
+        judgements.record(store, hole.query, hole.source, 0, who="bob")
+    at = ok(holes_app.run())
+    expected = agreement.flips(store, compare_runs(store, hole_runs["a"].run_id, hole_runs["b"].run_id))
+    assert "recall@10" in expected.flipped()
+    sentence = expected.sentence()
+    assert any(w.value == sentence[0].upper() + sentence[1:] + "." for w in at.warning)
+    assert any("recall@10: the verdict changes with the annotator" in m.value for m in at.markdown)
+
+
+def test_assigning_the_hole_loop_of_two_runs_on_the_assign_tab(holes_app, hole_runs):
+    run_a, run_b = hole_runs["a"].run_id, hole_runs["b"].run_id
+    at = ok(holes_app.switch_page(JUDGING).run())
+    at.text_input(key="ja_queue").set_value("week 12")
+    at.selectbox(key="ja_run_a").set_value(run_a)
+    at.selectbox(key="ja_run_b").set_value(run_b)
+    at.text_input(key="ja_others").set_value("bob")
+    at = ok(at.button(key="ja_assign").click().run())
+    store = TraceStore(hole_runs["traces"])
+    holes = judging_queue(store, run_a, run_b).holes
+    assert sorted(map(tuple, annotation.pending(store, "bob", "week 12")[["query", "source"]].values)) == \
+        sorted({(h.query, h.source) for h in holes})
+    assert any(f"{len({(h.query, h.source) for h in holes})} assignment(s) added to queue “week 12”" in s.value
+               for s in at.success)

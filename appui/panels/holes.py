@@ -91,7 +91,8 @@ def _annotator_flips(traces_path: str, run_a: str, run_b: str, labels: str, _com
 
 
 def _flips(ctx: state.AppContext, comparison: Any, labels: str) -> None:
-    """When two or more annotators marked the paired questions: which verdicts flip with the annotator."""
+    """When two or more annotators marked the paired questions: which verdicts flip with the annotator
+    (eval.agreement.flips), a line per flipped metric."""
     try:
         from eval import agreement  # noqa: F401 - only checked for here
     except ImportError:
@@ -101,4 +102,9 @@ def _flips(ctx: state.AppContext, comparison: Any, labels: str) -> None:
     if result is None or len(result.annotators) < 2:
         return
     sentence = result.sentence()
-    (st.warning if result.flipped else st.caption)(sentence[0].upper() + sentence[1:], icon=None)
+    with st.container(key="holes_flips"):
+        if result.flipped():
+            st.warning(sentence[0].upper() + sentence[1:] + ".")
+            st.markdown("\n".join(f"- {line}" for line in result.lines()))
+        else:
+            st.caption(sentence[0].upper() + sentence[1:] + ".")

@@ -4,8 +4,7 @@ of queues. Queues, assignments and marks live in eval.annotation and eval.judgem
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
 
 import pandas as pd
 import streamlit as st
@@ -16,6 +15,7 @@ from retrieval import LookupConfig
 GRADE_BUTTONS = ((0, "Not relevant", ":material/thumb_down:"), (1, "Relevant", ":material/thumb_up:"),
                  (2, "Highly relevant", ":material/verified:"))
 ALL = "(all my queues)"
+HOLES, MARKED = "Hole loop of two runs", "Pages already marked"
 UPCOMING = 5  # pages named under the one being judged
 
 
@@ -32,35 +32,48 @@ def known_annotators(ctx: state.AppContext) -> list[str]:
     return sorted(n for n in names if n.strip())
 
 
-def pick_annotators(ctx: state.AppContext, key: str) -> list[str]:
-    """The annotators chosen in a multiselect of the known ones plus a free-text field of others (comma-separated);
-    keys `<key>_annotators` and `<key>_others`."""
+def pick_annotators(ctx: state.AppContext, key: str) -> None:
+    """A multiselect of the known annotators (`<key>_annotators`) and a free-text field of others, separated by
+    commas (`<key>_others`); chosen_annotators reads them."""
     left, right = st.columns(2)
-    chosen = left.multiselect("Annotators", known_annotators(ctx), key=f"{key}_annotators",
-                              help="Everyone who marked a page or has a queue")
-    typed = right.text_input("Other annotators", key=f"{key}_others", placeholder="e.g. carol, dave@example.com",
-                             help="Names or emails not in the list, separated by commas")
-    names = [*chosen, *(n.strip() for n in typed.split(",") if n.strip())]
-    return list(dict.fromkeys(names))
+    left.multiselect("Annotators", known_annotators(ctx), key=f"{key}_annotators",
+                     help="Everyone who marked a page or has a queue")
+    right.text_input("Other annotators", key=f"{key}_others", placeholder="e.g. carol, dave@example.com",
+                     help="Names or emails not in the list, separated by commas")
 
 
-def assign_button(ctx: state.AppContext, key: str, label: str, work: Any, names: Sequence[str], queue: str) -> None:
-    """An Assign button (key `<key>_assign`) that runs `work(by)` for the current annotator and says how many
-    assignments were added; it asks for a name, a queue name and annotators first."""
-    if not st.button(label, key=f"{key}_assign", type="primary"):
-        return
-    by = annotator.current()
+def chosen_annotators(key: str) -> list[str]:
+    """The annotators picked in pick_annotators(`key`), in order, each once."""
+    typed = str(st.session_state.get(f"{key}_others") or "")
+    names = [*(st.session_state.get(f"{key}_annotators") or []), *(n.strip() for n in typed.split(","))]
+    return list(dict.fromkeys(n for n in names if n))
+
+
+def assign_button(key: str, work: Callable[[str, str, list[str]], int]) -> None:
+    """An Assign button (key `<key>_assign`) whose callback runs `work(by, queue, annotators)` with the current
+    annotator and the queue name and annotators as typed (`<key>_queue`, pick_annotators), before the rerun reads
+    anything (as a mark's does); it says how many assignments were added, or asks for what is missing."""
+    said = st.session_state.pop(f"{key}_assigned", None)
+    if said:
+        st.success(said)
+    st.button("Assign", key=f"{key}_assign", type="primary", on_click=_assign, args=(key, work))
+
+
+def _assign(key: str, work: Callable[[str, str, list[str]], int]) -> None:
+    by, queue, names = annotator.current(), str(st.session_state.get(f"{key}_queue") or "").strip(), \
+        chosen_annotators(key)
     if not by:
         annotator.ask()
-    elif not queue.strip():
+    elif not queue:
         st.warning("Name the queue first (e.g. “holes run-a vs run-b”).")
     elif not names:
         st.warning("Pick or type at least one annotator to assign the pages to.")
     else:
-        added = state.guarded(lambda: work(by))
+        added = state.guarded(lambda: work(by, queue, names))
         if added is not None:
-            st.success(f"{added} assignment(s) added to queue “{queue.strip()}” for {', '.join(names)}"
-                       + (" (the rest were assigned already)" if added == 0 else "") + ".")
+            st.session_state[f"{key}_assigned"] = (
+                f"{added} assignment(s) added to queue “{queue}” for {', '.join(names)}"
+                + (" (the rest were assigned already)" if added == 0 else "") + ".")
 
 
 def assign_holes(ctx: state.AppContext, run_a: str, run_b: str, key: str = "holes") -> None:
@@ -68,10 +81,19 @@ def assign_holes(ctx: state.AppContext, run_a: str, run_b: str, key: str = "hole
     from eval import annotation
 
     with st.popover("Assign this queue to…", icon=":material/group_add:"):
-        queue = st.text_input("Queue name", value=f"holes {run_a} vs {run_b}", key=f"{key}_queue")
-        names = pick_annotators(ctx, key)
-        assign_button(ctx, key, "Assign", lambda by: annotation.assign_holes(
-            ctx.store, run_a, run_b, queue.strip(), names, by=by), names, queue)
+        st.text_input("Queue name", value=f"holes {run_a} vs {run_b}", key=f"{key}_queue")
+        pick_annotators(ctx, key)
+        assign_button(key, lambda by, queue, names: annotation.assign_holes(ctx.store, run_a, run_b, queue, names,
+                                                                           by=by))
+
+
+def _marked_pages(ctx: state.AppContext, whose: Sequence[str]) -> list[tuple[str, str]]:
+    """The (query, source) pages any of `whose` marked, sorted."""
+    from eval import annotation
+
+    marked = annotation.by_annotator(ctx.store)
+    return sorted({(str(q), str(s)) for q, s in marked.loc[marked["who"].isin(list(whose)), ["query", "source"]]
+                   .itertuples(index=False)})
 
 
 def assign_tab(ctx: state.AppContext) -> None:
@@ -80,39 +102,42 @@ def assign_tab(ctx: state.AppContext) -> None:
     from eval import annotation
     from eval.runs import list_runs
 
-    source = st.radio("Pages", ["Hole loop of two runs", "Pages already marked"], key="ja_source", horizontal=True,
+    source = st.radio("Pages", [HOLES, MARKED], key="ja_source", horizontal=True,
                       help="The hole loop: the pages two runs' changed top 10s brought up that nobody judged. "
                            "Pages already marked: so that others judge the same pages")
-    queue = st.text_input("Queue name", key="ja_queue", placeholder="e.g. march audit")
-    if source == "Hole loop of two runs":
+    st.text_input("Queue name", key="ja_queue", placeholder="e.g. march audit")
+    ready = True
+    if source == HOLES:
         runs = state.guarded(lambda: list_runs(ctx.store))
         ids = [] if runs is None or runs.empty else runs["run_id"].tolist()
-        if len(ids) < 2:
+        ready = len(ids) >= 2
+        if not ready:
             st.info("The hole loop needs two runs: start them on the Compare settings page.")
-            work = None
         else:
             left, right = st.columns(2)
-            run_a = left.selectbox("Run A", ids, index=1, key="ja_run_a")
-            run_b = right.selectbox("Run B", ids, index=0, key="ja_run_b")
-
-            def work(by: str) -> int:
-                return annotation.assign_holes(ctx.store, run_a, run_b, queue.strip(), names, by=by)
+            left.selectbox("Run A", ids, index=1, key="ja_run_a")
+            right.selectbox("Run B", ids, index=0, key="ja_run_b")
     else:
-        marked = state.guarded(lambda: annotation.by_annotator(ctx.store))
-        markers = [] if marked is None or marked.empty else sorted(marked["who"].astype(str).unique())
-        whose = st.multiselect("Pages marked by", markers, key="ja_marked_by",
+        marked = state.guarded(lambda: annotation.annotators(ctx.store)) or []
+        whose = st.multiselect("Pages marked by", marked, key="ja_marked_by",
                                help="Every page these annotators marked (any grade) goes into the queue")
-        pages = [] if marked is None or marked.empty else sorted(
-            set(map(tuple, marked.loc[marked["who"].isin(whose), ["query", "source"]].to_numpy().tolist())))
+        pages = state.guarded(lambda: _marked_pages(ctx, whose)) or []
         st.caption(f"{len(pages)} page(s) marked by {', '.join(whose) or 'nobody picked yet'}")
-
-        def work(by: str) -> int:
-            return annotation.assign(ctx.store, queue.strip(), pages, names, by=by)
-    names = pick_annotators(ctx, "ja")
-    if work is not None:
-        assign_button(ctx, "ja", "Assign", work, names, queue)
+    pick_annotators(ctx, "ja")
+    if ready:
+        assign_button("ja", lambda by, queue, names: _assign_tab_work(ctx, by, queue, names))
     st.markdown("**Queues**")
     table_or_note(state.guarded(lambda: annotation.queues(ctx.store)), "ja_queues", "No queue yet.")
+
+
+def _assign_tab_work(ctx: state.AppContext, by: str, queue: str, names: list[str]) -> int:
+    """The Assign tab's assignment, from the widgets' values when the button was pressed."""
+    from eval import annotation
+
+    picked = st.session_state
+    if picked.get("ja_source") == MARKED:
+        return annotation.assign(ctx.store, queue, _marked_pages(ctx, picked.get("ja_marked_by") or []), names, by=by)
+    return annotation.assign_holes(ctx.store, picked["ja_run_a"], picked["ja_run_b"], queue, names, by=by)
 
 
 def page_text(ctx: state.AppContext, source: str) -> tuple[str, str, str]:
