@@ -21,30 +21,13 @@ import pandas as pd
 
 from retrieval import TraceStore
 
+from .annotators import ANNOTATOR, UNNAMED, annotator_sql, annotators, by_annotator, has_table
 from .reading import one_read
 
-UNNAMED = "(unnamed)"  # the annotator of marks made before marks named theirs (a blank `who`)
+__all__ = ["QUEUE_COLUMNS", "UNNAMED", "annotators", "assign", "assign_holes", "by_annotator", "check_queue",
+           "has_table", "pages_from_tsv", "pending", "queue_names", "queue_pages", "queues"]
 
-
-def annotator_sql(column: str = "who") -> str:
-    """SQL naming the annotator of a `judgement` row from its `column` (UNNAMED for a blank one)."""
-    return f"coalesce(nullif(trim({column}), ''), '{UNNAMED}')"
-
-
-ANNOTATOR = annotator_sql()
 QUEUE_COLUMNS = ["queue", "annotator", "assigned", "judged", "pending"]
-
-
-def by_annotator(store: TraceStore) -> pd.DataFrame:
-    """Each annotator's latest mark per page: columns query, source, who, grade, created_at (sorted)."""
-    return store.query(f"SELECT query, source, {ANNOTATOR} AS who, grade, created_at FROM judgement "
-                       f"QUALIFY row_number() OVER (PARTITION BY query, source, {ANNOTATOR} "
-                       "ORDER BY created_at DESC) = 1 ORDER BY query, source, who")
-
-
-def annotators(store: TraceStore) -> list[str]:
-    """Everyone who has marked a page, sorted."""
-    return sorted(set(by_annotator(store)["who"]))
 
 
 def assign(store: TraceStore, queue: str, pages: Iterable[tuple[str, str]], annotators: Sequence[str], *,
@@ -114,12 +97,6 @@ def queues(store: TraceStore) -> pd.DataFrame:
                count(*) - count(m.who) AS pending
         FROM assigned a LEFT JOIN marked m ON m.query = a.query AND m.source = a.source AND m.who = a.annotator
         GROUP BY a.queue, a.annotator ORDER BY a.queue, a.annotator""")
-
-
-def has_table(store: TraceStore, name: str) -> bool:
-    """Whether the trace file (or, for several, any of them) has the table `name`: files read as one through
-    $LOOKUP_KNOWLEDGE_TRACES are not migrated, so an older one lacks the newer tables."""
-    return bool(store.query("SELECT count(*) AS n FROM information_schema.tables WHERE table_name = ?", [name])["n"][0])
 
 
 def queue_names(store: TraceStore) -> list[str]:

@@ -17,7 +17,7 @@ from retrieval.config import parse_assignments
 from retrieval.paths import default_traces, trace_sources
 
 from .abstention import summary_line
-from .compare import compare_runs
+from .compare import Comparison, compare_runs
 from .datasets import Dataset, load_dataset, load_query_set, skipped_note
 from .depth import judged_line
 from .gate import RegressionFound, parse_tolerances, regressions
@@ -160,13 +160,26 @@ def _compare(args: argparse.Namespace, store: TraceStore) -> str | bytes:
     if args.format:
         output = _emit(comparison, args.format, args.output, store)
     elif args.json:
-        output = json.dumps(comparison.to_dict(args.limit), indent=2, default=str)
+        output = json.dumps({**comparison.to_dict(args.limit), **_annotators(comparison, store, args.permutations)},
+                            indent=2, default=str)
     else:
-        output = render(comparison, "markdown")
+        output = render(comparison, "markdown", store=store)
     found = regressions(comparison, tolerances)
     if found:
         raise RegressionFound("regression: " + "; ".join(found), output)
     return output
+
+
+def _annotators(comparison: Comparison, store: TraceStore, permutations: int) -> dict[str, Any]:
+    """With marks by two annotators or more on the paired questions: their agreement and the verdicts under each
+    one's marks (`annotator_agreement`, `annotator_flips`); else nothing."""
+    from .agreement import annotators_on, compute, flips
+
+    questions = list(comparison.per_query["query"])
+    if len(annotators_on(store, questions)) < 2:
+        return {}
+    return {"annotator_agreement": compute(store, queries=questions).to_dict(),
+            "annotator_flips": flips(store, comparison, permutations=permutations).to_dict()}
 
 
 def _facets(args: argparse.Namespace) -> list[str] | None:

@@ -19,7 +19,7 @@ from retrieval.config import changed_settings
 from retrieval.export import Section, cell_text, csv_safe, html_document, is_ms, markdown_document
 from retrieval.traces import TraceFilter, export_traces
 
-from . import abstention_report, facets_report
+from . import abstention_report, agreement_report, facets_report
 from .attribution import missed_cell
 from .compare import EXTERNAL, SIGNIFICANCE, Comparison, significance_words
 from .defaults import FORMATS
@@ -67,6 +67,8 @@ def render(obj: RunResult | Comparison, fmt: str, *, store: TraceStore | None = 
         frame.to_parquet(buffer, index=False)
         return buffer.getvalue()
     sections = _run_sections(obj) if isinstance(obj, RunResult) else _comparison_sections(obj)
+    sections += agreement_report.sections(list(obj.per_query["query"]) if "query" in obj.per_query else [], store,
+                                          obj if isinstance(obj, Comparison) else None)
     return markdown_document(sections) if fmt == "markdown" else html_document(sections)
 
 

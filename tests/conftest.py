@@ -23,6 +23,7 @@ from retrieval import TraceStore, build_index, load_knowledge_base  # noqa: E402
 from tests.kb_fixture import write_kb  # noqa: E402
 
 pytest_plugins = [
+    "tests.fixtures.annotation_fixtures",
     "tests.fixtures.app_fixtures",
     "tests.fixtures.cache_fixtures",
     "tests.fixtures.cli_fixtures",

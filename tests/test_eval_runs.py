@@ -293,7 +293,8 @@ def test_cli_missing_dataset_or_unknown_run_exits_2(tmp_path, capsys, args):
 
 def test_every_cli_command_is_documented_in_the_module_docstring():
     commands = cli.build_parser()._subparsers._group_actions[0].choices
-    assert set(commands) == {"run", "sweep", "compare", "report", "runs", "collect", "import-run", "judgements"}
+    assert set(commands) == {"run", "sweep", "compare", "report", "runs", "collect", "import-run", "judgements",
+                             "agreement", "adjudicate", "assign"}
     assert all(name in cli.__doc__ for name in commands)
 
 
