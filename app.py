@@ -28,6 +28,7 @@ PAGES = [
             url_path="compare"),
     st.Page("appui/pages/traces.py", title="Traces", icon=":material/table_rows:", url_path="traces"),
     st.Page("appui/pages/export.py", title="Export", icon=":material/download:", url_path="export"),
+    st.Page("appui/pages/judging.py", title="Judging", icon=":material/rule:", url_path="judging"),
     st.Page(_lookup_by_name, title="Lookup", url_path="lookup", visibility="hidden"),
 ]
 

@@ -9,7 +9,8 @@ from pathlib import Path
 from streamlit.testing.v1 import AppTest
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
-PAGES = ("appui/pages/lookup.py", "appui/pages/compare.py", "appui/pages/traces.py", "appui/pages/export.py")
+PAGES = ("appui/pages/lookup.py", "appui/pages/compare.py", "appui/pages/traces.py", "appui/pages/export.py",
+         "appui/pages/judging.py")
 QUERIES = [{"_id": "q1", "text": "rotate an API token", "relevant": ["security/tokens.md"]},
            {"_id": "q2", "text": "download invoices", "relevant": ["billing/invoices.md"]},
            {"_id": "q3", "text": "agent offline firewall port", "relevant": ["troubleshooting/agent-offline.md"]},
@@ -42,6 +43,12 @@ def lookup(at: AppTest, query: str) -> AppTest:
     return ok(at.button(key="lookup_run").click().run())
 
 
+def named(at: AppTest, name: str = "ana") -> AppTest:
+    """The sidebar's annotator set to `name` (the name an analyst types when the app has no login)."""
+    at.text_input(key="annotator_name").set_value(name)
+    return ok(at.run())
+
+
 def select(at: AppTest, key: str, row: int) -> AppTest:
     at.session_state[key] = {"selection": {"rows": [row], "columns": [], "cells": []}}
     return at.run()
@@ -49,7 +56,9 @@ def select(at: AppTest, key: str, row: int) -> AppTest:
 
 def judge_card(at: AppTest, source: str, grade: int, key: str = "lookup") -> AppTest:
     """Click Relevant (grade 1) or Not relevant (0) on the shown result's card of `source`, found by the source
-    line under its title."""
+    line under its title; as annotator "ana" when no name is typed yet."""
+    if not at.text_input(key="annotator_name").value:
+        at = named(at)
     cards = [c.value.split("`")[1] for c in at.caption if re.fullmatch(r"`[^`]+`( › .*)?", c.value, re.DOTALL)]
     if source not in cards:
         raise AssertionError(f"no card of {source} among {cards}")

@@ -9,10 +9,11 @@ from streamlit.testing.v1 import AppTest
 from eval import judgements
 from eval.cli import main
 from retrieval import TraceStore
-from tests.app_helpers import APP, lookup, ok, select
+from tests.app_helpers import APP, lookup, named, ok, select
 
 
 def _judge_five(at: AppTest) -> AppTest:
+    at = named(at)
     for query, keys in (("rotate an API token", ("lookup_judge_1_1", "lookup_judge_2_0")),
                         ("silence an alert", ("lookup_judge_1_1", "lookup_judge_2_0")),
                         ("agent offline firewall port", ("lookup_judge_2_0",))):
@@ -33,7 +34,7 @@ def test_marking_blocks_stores_judgements_and_shows_them_on_the_card(env):
 
 
 def test_a_trace_can_be_judged_on_the_traces_page(env):
-    at = lookup(ok(AppTest.from_file(APP, default_timeout=60).run()), "download invoices")
+    at = lookup(named(ok(AppTest.from_file(APP, default_timeout=60).run())), "download invoices")
     at = ok(select(ok(at.switch_page("appui/pages/traces.py").run()), "tr_table", 0))
     at = ok(at.button(key="tr_row_judge_1_1").click().run())
     frame = judgements.latest(TraceStore(env["traces"]))
@@ -80,7 +81,7 @@ def _card_title(at: AppTest, rank: int) -> str:
 
 
 def test_a_mark_shows_pressed_and_clearing_it_removes_it_from_the_trace_file(env):
-    at = lookup(ok(AppTest.from_file(APP, default_timeout=60).run()), "rotate an API token")
+    at = lookup(named(ok(AppTest.from_file(APP, default_timeout=60).run())), "rotate an API token")
     keys = [b.key for b in at.button]
     assert _pressed(at, 1) == [] and "lookup_judge_1_clear" not in keys  # nothing judged: nothing to clear
     at = ok(at.button(key="lookup_judge_1_1").click().run())

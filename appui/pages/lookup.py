@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from appui.panels import judging, why_not
-from appui.widgets import origin, state, views
+from appui.widgets import annotator, origin, state, views
 from retrieval import KnowledgeIndex
 
 ANY = "(any: L0 decides)"
@@ -58,8 +58,11 @@ def render() -> None:
                         {"config": config.to_dict()} if config is not None else None)
     if shown:
         st.markdown(f"### “{shown['query']}”")
-        views.lookup_result(shown, judge=judging.callback(ctx, shown), marks=judging.marks(ctx, shown["query"]))
-        if config is not None and index is not None:
+        blind = annotator.blind()
+        marks = judging.marks(ctx, shown["query"], blind=blind)
+        views.lookup_result(shown, judge=judging.callback(ctx, shown), marks=marks.mine, others=marks.others,
+                            blind=blind)
+        if config is not None and index is not None and not blind:  # "Why not…?" names ranks and scores
             why_not.render(shown, index, config, category=_category(), top_k=None, key="lookup")
     elif index is not None:
         st.info("Type a question and press Enter or **Look up**. Every lookup is recorded as a trace.")

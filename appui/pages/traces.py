@@ -14,7 +14,7 @@ from appui.data import sql_sandbox as sql_box
 from appui.data import trace_table as traces_data
 from appui.data import traces as data
 from appui.panels import judging, why_not
-from appui.widgets import cached_reads, state, trace_download, views
+from appui.widgets import annotator, cached_reads, state, trace_download, views
 from retrieval import TraceStore, TraceStoreError
 from retrieval.traces import waiting as rows_waiting
 
@@ -141,9 +141,12 @@ def _trace(row: dict, *, key: str = "tr_row") -> None:
             st.switch_page("appui/pages/compare.py")
     if row.get("status") != "ok":
         st.error(f"This call failed: {row.get('error')}")
-    result = traces_data.as_result(row)
-    views.lookup_result(result, key=key, judge=judging.callback(state.current(), result),
-                        marks=judging.marks(state.current(), str(row["query"])))
+    result, blind = traces_data.as_result(row), annotator.blind()
+    marks = judging.marks(state.current(), str(row["query"]), blind=blind)
+    views.lookup_result(result, key=key, judge=judging.callback(state.current(), result), marks=marks.mine,
+                        others=marks.others, blind=blind)
+    if blind:  # "Why not…?" and the raw row name ranks and scores
+        return
     if row.get("status") == "ok":
         _why_not(row, result, key)
     with st.expander("Raw row (every column, JSON as stored)"):

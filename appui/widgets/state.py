@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 import duckdb
 import streamlit as st
 
-from appui.widgets import build_bar, exclusions, wording
+from appui.widgets import annotator, build_bar, exclusions, wording
 from appui.widgets.config_inputs import GROUPS, config_widgets, grouped_fields, reset_config  # noqa: F401 (state.*)
 from appui.widgets.tracing import otel_recorder
 from retrieval import (
@@ -151,6 +151,7 @@ def sidebar_context() -> AppContext:
         read = expand_sources(sources)
         st.caption(f"Traces: `{traces}`" + (f" · reading {len(read)} trace files as one" if len(read) > 1 else ""),
                    help="$LOOKUP_KNOWLEDGE_TRACES: a trace file, a folder of them, or several separated by ':'")
+        annotator.sidebar()
     return AppContext(str(Path(kb_path).resolve()), traces, open_store(traces, sources), excluded.prefixes,
                       excluded.error)
 

@@ -5,6 +5,7 @@ Everything here reads `LookupResult.to_dict()` or a stored `retrieval_details`; 
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
@@ -97,23 +98,31 @@ def relevance(result: Mapping[str, Any]) -> None:
 def evidence_cards(blocks: Sequence[Mapping[str, Any]], *, full: bool = True,
                    relevant: Collection[str] = (), limit: int | None = None,
                    judge: marking.Judge | None = None,
-                   marks: Mapping[str, int] | None = None, key: str = "cards", returned: int | None = None) -> None:
+                   marks: Mapping[str, int] | None = None, key: str = "cards", returned: int | None = None,
+                   others: Mapping[str, Sequence[str]] | None = None, blind: bool = False) -> None:
     """One bordered card per block: title, source, breadcrumb, layer badge, score and its parts, hit reasons,
     content.
 
     Sources in `relevant` (a labelled set's relevant documents) get a green "relevant" badge; `limit` shows
     only the first blocks and says how many are left out. With `judge`, each card has Relevant / Not
-    relevant buttons (see marking.judge_buttons), the mark already made (`marks`) pressed, and Clear.
+    relevant buttons (see marking.judge_buttons), the annotator's own mark (`marks`) pressed, and Clear;
+    `others` (source -> other annotators' marks in words, "bob: relevant") are badges by the title. `blind`
+    shows only each page's title, source, breadcrumb and content, in an order not the system's (blind_card).
     """
     if not blocks:
         st.caption("No evidence blocks.")
     shown = blocks if limit is None else blocks[:limit]
+    if blind:
+        for position, block in enumerate(blind_order(shown), start=1):
+            blind_card(block, position, (marks or {}).get(block["source"]), judge, key)
+        return
     for rank, block in enumerate(shown, start=1):
         with st.container(border=True):
             mark = " :green-badge[relevant]" if block["source"] in relevant else ""
             judged = (marks or {}).get(block["source"])
             if judged is not None:
                 mark += " :violet-badge[judged relevant]" if judged > 0 else " :gray-badge[judged not relevant]"
+            mark += "".join(f" :blue-badge[{other}]" for other in (others or {}).get(block["source"], ()))
             st.markdown(f"**{rank}. {block.get('title') or block['source']}** "
                         f"{badge(str(block.get('retrieval_layer')), LAYER_COLOURS)} · score "
                         f"`{block.get('score', 0):.3f}`{mark}")
@@ -139,6 +148,26 @@ def evidence_cards(blocks: Sequence[Mapping[str, Any]], *, full: bool = True,
         st.caption(f"{len(blocks) - len(shown)} more stored block(s) not shown{stored}")
 
 
+def blind_order(blocks: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The blocks in an order fixed by their sources alone (a hash), so the position on screen says nothing of
+    the system's rank."""
+    return sorted(blocks, key=lambda b: hashlib.sha1(str(b["source"]).encode()).hexdigest())
+
+
+def blind_card(block: Mapping[str, Any], position: int, judged: int | None, judge: marking.Judge | None,
+               key: str) -> None:
+    """A card for blind judging: the page's title, source, breadcrumb and content, and the annotator's own mark
+    (buttons keyed by the card's position, `<key>_judge_<position>_<grade>`); no rank, score, parts, layer, hit
+    reasons or anyone else's mark."""
+    with st.container(border=True):
+        st.markdown(f"**{block.get('title') or block['source']}**")
+        crumb = block.get("breadcrumb")
+        st.caption(f"`{block['source']}`" + (f" › {crumb}" if crumb else ""))
+        if judge is not None:
+            marking.judge_buttons(block, position, judged, judge, key)
+        st.text(block.get("content", block.get("content_preview", "")))
+
+
 def timings(details: Mapping[str, Any]) -> None:
     """Per-stage timings; a value that is not a number (a masked golden, an odd trace) is shown as is."""
     values = details.get("timings_ms") or {}
@@ -148,15 +177,22 @@ def timings(details: Mapping[str, Any]) -> None:
 
 def lookup_result(result: Mapping[str, Any], *, key: str = "lookup",
                   judge: marking.Judge | None = None,
-                  marks: Mapping[str, int] | None = None) -> None:
-    """The whole result of one lookup (Lookup page, and a trace on the Traces page); `key` prefixes widget keys."""
+                  marks: Mapping[str, int] | None = None,
+                  others: Mapping[str, Sequence[str]] | None = None, blind: bool = False) -> None:
+    """The whole result of one lookup (Lookup page, and a trace on the Traces page); `key` prefixes widget keys.
+    `blind`: the pages only (see evidence_cards), none of the system's hints, relevance, counts or timings."""
     details = result.get("retrieval_details") or {}
+    if blind:
+        st.caption("Blind judging: the system's rank, scores, relevance and other annotators' marks are hidden; "
+                   "the pages are in an order of their own. Turn it off in the sidebar to see them.")
+        evidence_cards(result.get("evidence_blocks") or [], judge=judge, marks=marks, key=key, blind=True)
+        return
     relevance(result)
     hints(details)
     filter_and_l1(details, key=key)
     counts(details)
     st.markdown(f"**Evidence** ({len(result.get('evidence_blocks') or [])} blocks)")
-    evidence_cards(result.get("evidence_blocks") or [], judge=judge, marks=marks, key=key)
+    evidence_cards(result.get("evidence_blocks") or [], judge=judge, marks=marks, key=key, others=others)
     compare_two_blocks(result.get("evidence_blocks") or [], key=key)
     timings(details)
     with st.expander("Raw retrieval_details JSON"):
