@@ -15,6 +15,10 @@ QUERIES = [{"_id": "q1", "text": "rotate an API token", "relevant": ["security/t
            {"_id": "q2", "text": "download invoices", "relevant": ["billing/invoices.md"]},
            {"_id": "q3", "text": "agent offline firewall port", "relevant": ["troubleshooting/agent-offline.md"]},
            {"_id": "q4", "text": "escalation when nobody acknowledges", "relevant": ["alerting/routing.md"]}]
+# an [auth] section for AppTest's secrets: the sign-in gate is on (AppTest sets st.user itself)
+AUTH = {"redirect_uri": "http://localhost:8501/oauth2callback", "cookie_secret": "a test cookie secret, 32 chars",
+        "client_id": "lookup-knowledge", "client_secret": "not a secret",
+        "server_metadata_url": "http://localhost:9/.well-known/openid-configuration"}
 # interactive lookups recorded under mixed settings: (query, l0_filter)
 MIXED_LOOKUPS = (("rotate an API token", True), ("download invoices", False), ("silence an alert", False))
 

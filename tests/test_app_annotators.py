@@ -9,7 +9,7 @@ from streamlit.testing.v1 import AppTest
 from appui.widgets.annotator import ASK
 from eval import annotation, judgements
 from retrieval import TraceStore
-from tests.app_helpers import APP, lookup, named, ok, page_text
+from tests.app_helpers import APP, AUTH, lookup, named, ok, page_text
 
 
 def _app() -> AppTest:
@@ -35,7 +35,8 @@ def test_a_mark_records_the_typed_annotator_name(env):
 
 def test_a_signed_in_user_marks_as_their_email_and_has_no_name_field(env):
     at = AppTest.from_file(APP, default_timeout=60)
-    at.user = {"is_logged_in": True, "email": "bo@example.com"}
+    at.secrets.update({"auth": AUTH, "access": {"allowed_domains": ["example.com"]}})  # the gate admits bo
+    at.user = {"is_logged_in": True, "email": "Bo@Example.com", "email_verified": True}
     at = ok(at.run())
     assert "annotator_name" not in [t.key for t in at.text_input]  # the signed-in email cannot be changed
     assert "Annotator: `bo@example.com` (signed in)" in page_text(at)

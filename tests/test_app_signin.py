@@ -9,11 +9,8 @@ from typing import Any
 
 from streamlit.testing.v1 import AppTest
 
-from tests.app_helpers import APP, ok
+from tests.app_helpers import APP, AUTH, ok
 
-AUTH = {"redirect_uri": "http://localhost:8501/oauth2callback", "cookie_secret": "a test cookie secret, 32 chars",
-        "client_id": "lookup-knowledge", "client_secret": "not a secret",
-        "server_metadata_url": "http://localhost:9/.well-known/openid-configuration"}
 ACCESS = {"allowed_emails": ["bo@partner.org"], "allowed_domains": ["example.com"]}
 ANA = {"is_logged_in": True, "email": "Ana@Example.com", "email_verified": True, "name": "Ana Analyst"}
 

@@ -53,6 +53,7 @@ def test_a_signed_in_allowed_user_gets_in_sees_their_email_and_marks_a_result_re
     marks = TraceStore(signin_server["traces"]).query("SELECT query, source, grade, who FROM judgement")
     assert len(marks) == 1, marks
     assert marks["query"][0] == QUERY and marks["grade"][0] == 1 and marks["source"][0].endswith(".md")
+    assert marks["who"][0] == ANA["email"].lower()  # the mark names the signed-in annotator
 
 
 def test_a_user_not_on_the_list_is_refused_and_sees_no_page(signin_server, signin_tab):

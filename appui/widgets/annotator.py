@@ -7,17 +7,16 @@ from __future__ import annotations
 
 import streamlit as st
 
+from appui.widgets import signin
+
 NAME_KEY, BLIND_KEY = "annotator_name", "blind_judging"
 ASK = "Type your name in the sidebar (**Your name**) first: every mark records who made it."
 
 
 def signed_in() -> str:
-    """The signed-in user's email when the app has a login and someone is signed in, else ""; st.user has no
-    `is_logged_in` key without an `[auth]` section, and Mapping.get turns its KeyError into the default."""
-    user = st.user
-    if not user.get("is_logged_in"):
-        return ""
-    return str(user.get("email") or "").strip()
+    """The admitted user's email (lower case) when the app has a sign-in (appui.widgets.signin), else "": the
+    same identity the gate admitted, so a mark never records an address the allow-list refused."""
+    return signin.signed_in_email() or ""
 
 
 def current() -> str:
