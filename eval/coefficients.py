@@ -16,8 +16,6 @@ import numpy as np
 LEVELS = ("nominal", "ordinal", "interval")
 
 
-
-
 def cohen_kappa(x: np.ndarray | list[float], y: np.ndarray | list[float]) -> float | None:
     """Cohen's κ of two annotators' grades of the same pages (nominal, unweighted, as scikit-learn's
     `cohen_kappa_score`); None when undefined (no page, or chance agreement 1: both gave one and the same grade)."""
@@ -101,6 +99,7 @@ def alphas(coincidences: np.ndarray, domain: np.ndarray, level: str) -> np.ndarr
 
 
 def percentiles(values: np.ndarray, level: float) -> tuple[float, float] | None:
+    """The central `level` interval of the defined (non-NaN) bootstrap values; None when none is defined."""
     kept = values[~np.isnan(values)]
     if not len(kept):
         return None
