@@ -167,3 +167,13 @@ def test_the_trends_query_skips_row_groups_outside_its_window_and_returns_only_t
         returned = con.execute(trends_sql(since, UNTIL, "hour", None)).fetchall()
     assert total > 350_000 and profile["cumulative_rows_scanned"] <= total - 122_880, profile["cumulative_rows_scanned"]
     assert len(returned) == 24 + 1
+
+
+def test_the_docs_list_every_figure_with_its_definition():
+    """docs/traces.md's table of figures is FIGURES, row for row: a figure added or reworded fails here."""
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "traces.md").read_text(encoding="utf-8")
+    table = [line for line in page.splitlines() if line.startswith("| `") and line.count("|") == 4
+             and line.split("|")[2].strip() in {"count", "share", "latency", "mean"}]
+    assert table == [f"| `{f.name}` | {f.kind} | {f.definition} |" for f in FIGURES]
