@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from retrieval.traces import reader as trace_reader
-from retrieval.traces.figures import FIGURES, NAMES, PRODUCTION
+from retrieval.traces.figures import FIGURES, NAMES, PRODUCTION, formatted
 from retrieval.traces.filters import parse_since, utc_naive, utc_now
 from retrieval.traces.schema import TABLE
 
@@ -186,6 +186,4 @@ def _plain(value: Any) -> Any:
 
 
 def _cell(name: str, value: float | None) -> str:
-    from retrieval.traces.figures import formatted
-
     return formatted(name, value)
