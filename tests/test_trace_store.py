@@ -20,9 +20,10 @@ from retrieval.traces.writer import TraceStoreLockedWarning
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _invocation(query: str = "q", **kwargs) -> ToolInvocation:
+def _invocation(query: str = "q", extra: dict | None = None, **kwargs) -> ToolInvocation:
     details = {"retrieval_layer": "L0", "l0": {"match_count": 1}, "filter": {"decision": "applied"},
-               "l1": {"status": "ok", "candidate_count": 2}, "candidate_count": 3, "evidence_count": 1}
+               "l1": {"status": "ok", "candidate_count": 2}, "candidate_count": 3, "evidence_count": 1,
+               **(extra or {})}
     return ToolInvocation("lookup_knowledge", query, {"query": query}, "ok", 1.5, {"top_k": 5}, details, **kwargs)
 
 
@@ -83,7 +84,7 @@ def test_a_v5_file_gains_the_tags_column_on_open_and_keeps_its_rows(tmp_path):
     store.record_many([_invocation("new", tags={"side": "A"})])
     rows = store.query("SELECT query, coalesce(tags->>'side', '-') AS side FROM tool_invocation ORDER BY query")
     assert rows.values.tolist() == [["new", "A"], ["old", "-"]]
-    assert store.query("SELECT max(version) AS v FROM schema_version")["v"][0] == SCHEMA_VERSION == 15
+    assert store.query("SELECT max(version) AS v FROM schema_version")["v"][0] == SCHEMA_VERSION == 16
     assert {"relevance_level", "relevant_stages"} <= set(store.query("SELECT * FROM eval_query LIMIT 0").columns)
     assert "models" in store.query("SELECT * FROM eval_run LIMIT 0").columns  # v13's column came back
     assert store.query("SELECT count(*) AS n FROM judgement_cleared")["n"][0] == 0  # v7's table came too
@@ -106,6 +107,31 @@ def test_a_schema_13_file_upgrades_and_its_old_rows_read_subject_null(tmp_path):
     rows = store.query("SELECT query, subject FROM tool_invocation ORDER BY query")
     assert rows.astype(object).where(rows.notna(), None).values.tolist() == [["new", "ci-agent"], ["old", None]]
     assert store.query("SELECT max(version) AS v FROM schema_version")["v"][0] == SCHEMA_VERSION
+
+
+def test_a_v15_file_upgrades_and_its_old_rows_get_their_back_filled_columns(tmp_path):
+    """Schema v16: relevance level, confidence, abstention and the applied category as plain columns; a v15 file
+    gains them on open, filled from each old row's retrieval_details (a row without a relevance reads null), and a
+    new row is written with them."""
+    path = tmp_path / "t.duckdb"
+    graded = {"relevance": {"level": "low", "confidence": 0.12, "abstain": True},
+              "filter": {"decision": "applied", "applied": {"category": "security"}}}
+    with TraceStore(path) as old:
+        old.record_many([_invocation("old graded", extra=graded), _invocation("old bare")])
+    assert pack(path, timeout=10) is not None
+    con = duckdb.connect(str(path))
+    for column in ("relevance_level", "confidence", "abstained", "category"):
+        con.execute(f"ALTER TABLE tool_invocation DROP COLUMN {column}")
+    con.execute("DELETE FROM schema_version WHERE version >= 16")
+    con.close()
+    store = TraceStore(path)
+    store.record(_invocation("new", extra={"relevance": {"level": "high", "confidence": 0.9, "abstain": False}}))
+    rows = store.query("SELECT query, relevance_level, confidence, abstained, category FROM tool_invocation "
+                       "ORDER BY query")
+    assert rows.astype(object).where(rows.notna(), None).values.tolist() == [
+        ["new", "high", 0.9, False, None], ["old bare", None, None, None, None],
+        ["old graded", "low", 0.12, True, "security"]]
+    assert store.query("SELECT max(version) AS v FROM schema_version")["v"][0] == SCHEMA_VERSION == 16
 
 
 def test_batched_insert_keeps_every_row(store):

@@ -7,6 +7,7 @@ recorded_models: each part's name, backend and weights' hash, or null when off),
 
 from __future__ import annotations
 
+import math
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
@@ -45,6 +46,8 @@ class ToolInvocation:
     def typed_columns(self) -> dict[str, Any]:
         """Columns analysts filter on, read from `retrieval_details` (null for failed calls)."""
         details = self.retrieval_details
+        relevance = details.get("relevance") if isinstance(details.get("relevance"), dict) else {}
+        applied = (details.get("filter") or {}).get("applied")
         return {"retrieval_layer": details.get("retrieval_layer"),
                 "filter_decision": (details.get("filter") or {}).get("decision"),
                 "l1_status": (details.get("l1") or {}).get("status"),
@@ -52,6 +55,12 @@ class ToolInvocation:
                 "l1_candidate_count": (details.get("l1") or {}).get("candidate_count"),
                 "candidate_count": details.get("candidate_count"),
                 "evidence_count": details.get("evidence_count"),
+                # schema v16: the grade as plain columns (trends read these, never the JSON); a value of another
+                # type than the column's is left null rather than have the row refused
+                "relevance_level": _typed(relevance.get("level"), str),
+                "confidence": _finite(relevance.get("confidence")),
+                "abstained": _typed(relevance.get("abstain"), bool),
+                "category": _typed(applied.get("category"), str) if isinstance(applied, dict) else None,
                 **{name: self.knowledge_base.get(name) for name in PROVENANCE_COLUMNS}}
 
     def to_dict(self) -> dict[str, Any]:
@@ -59,6 +68,15 @@ class ToolInvocation:
         row["config"] = with_models(self.config)
         row.update(self.typed_columns())
         return row
+
+
+def _typed(value: Any, kind: type) -> Any:
+    return value if isinstance(value, kind) else None
+
+
+def _finite(value: Any) -> float | None:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    return float(value) if ok else None
 
 
 def with_models(config: Any) -> Any:

@@ -117,7 +117,7 @@ def _value(name: str, kind: str) -> str:
         return f"({value}->>'$')"
     if kind == "TIMESTAMP":
         return f"CAST(({value}->>'$') AS TIMESTAMP)"
-    if kind in ("INTEGER", "DOUBLE"):
+    if kind in ("INTEGER", "DOUBLE", "BOOLEAN"):
         return f"CAST({value} AS {kind})"
     if kind == "JSON":
         return value
@@ -137,6 +137,8 @@ def _check(name: str, kind: str, judged: bool) -> str:
         shape = f"json_type({value}) IN ('BIGINT', 'UBIGINT') AND abs(CAST({value} AS HUGEINT)) < {INT32}"
     elif kind == "DOUBLE":
         shape = f"json_type({value}) IN ('BIGINT', 'UBIGINT', 'DOUBLE') AND isfinite(CAST({value} AS DOUBLE))"
+    elif kind == "BOOLEAN":
+        shape = f"json_type({value}) = 'BOOLEAN'"
     elif kind == "JSON":
         shape = f"json_type({value}) IN ('OBJECT', 'ARRAY')"
         if not judged:

@@ -27,9 +27,11 @@ from retrieval.traces.schema import COLUMN_TYPES, COLUMNS
 Row = tuple[Any, ...]  # one value per COLUMNS entry, typed for DuckDB
 REQUIRED_TEXT = ("id", "tool_name", "query", "status")
 OPTIONAL_TEXT = ("error", "retrieval_layer", "filter_decision", "l1_status", "run_id", "query_id", "kb_path",
-                 "kb_fingerprint", "host", "subject")
+                 "kb_fingerprint", "host", "subject", "relevance_level", "category")
 INTEGERS = ("l0_match_count", "l1_candidate_count", "candidate_count", "evidence_count", "kb_entries", "kb_chunks",
             "pid")
+DOUBLES = ("latency_ms", "confidence")
+BOOLEANS = ("abstained",)
 INT32 = 2**31
 JSON_COLUMNS_SET = frozenset(name for name, kind in zip(COLUMNS, COLUMN_TYPES, strict=True) if kind == "JSON")
 
@@ -142,12 +144,16 @@ def _field(name: str, value: Any, present: bool) -> Any:
                 or (isinstance(value, float) and not value.is_integer()) or abs(value) >= INT32):
             raise RejectedLine(f"{name} must be a 32-bit integer or null, got {value!r:.40}")
         return int(value)
-    if name == "latency_ms":
+    if name in DOUBLES:
         if value is None:
             return None
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise RejectedLine(f"latency_ms must be a number or null, got {type(value).__name__}")
+            raise RejectedLine(f"{name} must be a number or null, got {type(value).__name__}")
         return float(value)
+    if name in BOOLEANS:
+        if value is None or isinstance(value, bool):
+            return value
+        raise RejectedLine(f"{name} must be true, false or null, got {type(value).__name__}")
     return _json_column(name, value)
 
 

@@ -26,13 +26,14 @@ TABLE = "tool_invocation"
 COLUMNS = ("id", "created_at", "tool_name", "query", "arguments", "status", "error", "latency_ms",
            "retrieval_layer", "filter_decision", "l1_status", "l0_match_count", "l1_candidate_count",
            "candidate_count", "evidence_count", "run_id", "query_id", "config", "retrieval_details",
-           *PROVENANCE_COLUMNS, "tags", "host", "pid", "subject")
+           *PROVENANCE_COLUMNS, "tags", "host", "pid", "subject", "relevance_level", "confidence", "abstained",
+           "category")
 V1_COLUMNS = COLUMNS[:19]
 JSON_COLUMNS = ("arguments", "config", "retrieval_details", "index_settings", "tags")
 COLUMN_TYPES = ("VARCHAR", "TIMESTAMP", "VARCHAR", "VARCHAR", "JSON", "VARCHAR", "VARCHAR", "DOUBLE",
                 "VARCHAR", "VARCHAR", "VARCHAR", "INTEGER", "INTEGER", "INTEGER", "INTEGER", "VARCHAR", "VARCHAR",
                 "JSON", "JSON", "VARCHAR", "VARCHAR", "INTEGER", "INTEGER", "JSON", "JSON", "VARCHAR", "INTEGER",
-                "VARCHAR")
+                "VARCHAR", "VARCHAR", "DOUBLE", "BOOLEAN", "VARCHAR")
 
 MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
     (1, (
@@ -167,6 +168,28 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
         """CREATE TABLE IF NOT EXISTS judgement_adjudication (
             query VARCHAR NOT NULL, source VARCHAR NOT NULL, grade INTEGER NOT NULL, who VARCHAR NOT NULL,
             created_at TIMESTAMP NOT NULL, note VARCHAR)""",
+    )),
+    # v16 (trends over production traces, retrieval/traces/trends.py): the relevance grade, its confidence, whether
+    # the lookup abstained and the filter's applied category as plain columns, written at record time, because
+    # parsing them out of `retrieval_details` over a million rows takes longer than a trends answer may; old rows
+    # are filled from their `retrieval_details` in one UPDATE (rows without a relevance or a filter read null)
+    (16, (
+        f"ALTER TABLE {TABLE} ADD COLUMN IF NOT EXISTS relevance_level VARCHAR",
+        f"ALTER TABLE {TABLE} ADD COLUMN IF NOT EXISTS confidence DOUBLE",
+        f"ALTER TABLE {TABLE} ADD COLUMN IF NOT EXISTS abstained BOOLEAN",
+        f"ALTER TABLE {TABLE} ADD COLUMN IF NOT EXISTS category VARCHAR",
+        f"""UPDATE {TABLE} SET
+            relevance_level = CASE WHEN json_type(retrieval_details->'$.relevance.level') = 'VARCHAR'
+                                   THEN retrieval_details->>'$.relevance.level' END,
+            confidence = CASE WHEN json_type(retrieval_details->'$.relevance.confidence') IN ('DOUBLE', 'BIGINT',
+                                                                                              'UBIGINT')
+                              THEN CAST(retrieval_details->>'$.relevance.confidence' AS DOUBLE) END,
+            abstained = CASE WHEN json_type(retrieval_details->'$.relevance.abstain') = 'BOOLEAN'
+                             THEN CAST(retrieval_details->>'$.relevance.abstain' AS BOOLEAN) END,
+            category = CASE WHEN json_type(retrieval_details->'$.filter.applied.category') = 'VARCHAR'
+                            THEN retrieval_details->>'$.filter.applied.category' END
+            WHERE (retrieval_details->'$.relevance') IS NOT NULL
+               OR (retrieval_details->'$.filter.applied') IS NOT NULL""",
     )),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
