@@ -23,4 +23,5 @@ __all__, __getattr__, __dir__ = lazy_exports(__name__, {
     "fold": "Packed pack",
     "view": "live_dir",
     "file_state": "FileState trace_file_state=file_state Waiting waiting held_message",
+    "gaps": "ContentGaps GapTopic NearestPage content_gaps",
 })
