@@ -166,9 +166,10 @@ def scale_rows(unanswered: int, *, seed: int = 20, answered: int = 0, topics: in
     return rows
 
 
-def write_trace_file(path: Path, rows: Sequence[PlannedRow], *, index=None) -> Path:
+def write_trace_file(path: Path, rows: Sequence[PlannedRow], *, index=None, slim: bool = False) -> Path:
     """A trace file at `path` holding `rows` (each a copy of one real recorded lookup with its own id, time,
-    question, run and relevance)."""
+    question, run and relevance); `slim`: their `retrieval_details` hold only the relevance (the bench's million
+    rows: content gaps never read that column, and whole details cost ~10 kB a row on disk)."""
     store = TraceStore(path)
     lookup_knowledge("install skylark server on linux", index=index or open_index(SAMPLE_KB), recorder=store)
     store.flush()
@@ -187,8 +188,9 @@ def write_trace_file(path: Path, rows: Sequence[PlannedRow], *, index=None) -> P
         columns = [r[0] for r in con.execute(f"SELECT column_name FROM (DESCRIBE {TABLE})").fetchall()]
         replaced = {"id": "uuid()::VARCHAR", "created_at": "f.new_created_at", "query": "f.new_query",
                     "run_id": "f.new_run_id",
-                    "retrieval_details": "json_merge_patch(s.retrieval_details, "
-                                         "json_object('relevance', f.new_relevance::JSON))",
+                    "retrieval_details": ("json_object('relevance', f.new_relevance::JSON)" if slim else
+                                          "json_merge_patch(s.retrieval_details, "
+                                          "json_object('relevance', f.new_relevance::JSON))"),
                     "relevance_level": "f.new_level", "abstained": "f.new_abstained",
                     "confidence": "(f.new_relevance::JSON->>'confidence')::DOUBLE"}
         select = ", ".join(f"{replaced.get(c, 's.' + c)} AS {c}" for c in columns)
@@ -200,3 +202,52 @@ def write_trace_file(path: Path, rows: Sequence[PlannedRow], *, index=None) -> P
     finally:
         con.close()
     return Path(path)
+
+
+def add_answered(path: Path, rows: int, *, days: int = 30, block: int = 200_000) -> int:
+    """Grow the file at `path` by `rows` answered production rows (copies of one of its answered rows, relevance
+    high, 500 distinct questions, `retrieval_details` only the relevance) spread over the `days` before UNTIL,
+    written by DuckDB a block at a time; the file's row count after."""
+    con = trace_db.connect(Path(path), timeout=30.0)
+    try:
+        columns = [r[0] for r in con.execute(f"SELECT column_name FROM (DESCRIBE {TABLE})").fetchall()]
+        step = days * 86_400 * 10**6 // max(rows, 1)
+        first = UNTIL - timedelta(days=days)
+        replaced = {"id": "uuid()::VARCHAR", "query": "'answered question ' || (g.i % 500)::VARCHAR",
+                    "retrieval_details": "json_object('relevance', s.retrieval_details->'relevance')",
+                    "created_at": f"TIMESTAMP '{first}' + to_microseconds((g.i * {step})::BIGINT)"}
+        select = ", ".join(f"{replaced.get(c, 's.' + c)} AS {c}" for c in columns)
+        con.execute(f"CREATE TEMP TABLE answered_seed AS SELECT * FROM {TABLE} WHERE relevance_level = 'high' "
+                    "AND run_id IS NULL LIMIT 1")
+        if not con.execute("SELECT count(*) FROM answered_seed").fetchone()[0]:
+            raise ValueError(f"{path} holds no answered production row to copy")
+        for start in range(0, rows, block):
+            con.execute(f"INSERT INTO {TABLE} SELECT {select} FROM range({start}, {min(start + block, rows)}) g(i) "
+                        "CROSS JOIN answered_seed s")
+        con.execute("CHECKPOINT")
+        return int(con.execute(f"SELECT count(*) FROM {TABLE}").fetchone()[0])
+    finally:
+        con.close()
+
+
+def timed_gaps(path: Path, window: str = "7d") -> dict:
+    """content_gaps over the file at `path` (the sample base's index opened first, not timed): seconds, this
+    process's peak RSS (MB) and the counts; what bench/content_gaps.py runs in a child process."""
+    import time
+
+    from retrieval.traces import content_gaps
+
+    index = open_index(SAMPLE_KB)
+    started = time.perf_counter()
+    gaps = content_gaps(path, index, window=window, until=UNTIL)
+    seconds = time.perf_counter() - started
+    peak = next(int(line.split()[1]) / 1024 for line in Path("/proc/self/status").read_text().splitlines()
+                if line.startswith("VmHWM:"))
+    return {"seconds": seconds, "peak_mb": peak, "questions": gaps.questions, "distinct": gaps.distinct,
+            "topics": len(gaps.topics) + gaps.more_topics, "unclustered": gaps.unclustered}
+
+
+if __name__ == "__main__":
+    import sys
+
+    print(json.dumps(timed_gaps(Path(sys.argv[1]), *sys.argv[2:])))

@@ -38,10 +38,10 @@ MEMBER_MIN = 0.25  # a question less similar than this to its topic's centroid i
 MIN_SIZE = 3  # a topic holds at least this many questions (and MIN_SHARE of the window's)
 MIN_SHARE = 0.002
 RANDOM_STATE = 0
-INIT_ROWS = 4096  # questions k-means++ picks its seeds from (a seeded sample)
+INIT_ROWS = 2048  # questions k-means++ picks its seeds from (a seeded sample)
 BATCH = 2048
 TERMS = 5  # distinctive terms kept per topic
-OWN_TERMS = 1024  # words of the own-terms part: those in most questions (the rest are left out of the vectors)
+OWN_TERMS = 512  # words of the own-terms part: those in most questions (the rest are left out of the vectors)
 WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
 
