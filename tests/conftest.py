@@ -46,6 +46,7 @@ pytest_plugins = [
     "tests.fixtures.tiny_models",
     "tests.fixtures.trec_fixtures",
     "tests.fixtures.trace_fixtures",
+    "tests.fixtures.trends_fixtures",
 ]
 
 SHARED_DATA = Path(os.environ.get("LOOKUP_KNOWLEDGE_SHARED_DATA",

@@ -15,6 +15,7 @@ from datetime import timedelta
 import duckdb
 import pytest
 
+from retrieval.traces.changes import ReportSection, changes
 from retrieval.traces.gaps import (
     ContentGaps,
     GapTopic,
@@ -23,7 +24,6 @@ from retrieval.traces.gaps import (
     normalised,
     trend_words,
 )
-from retrieval.traces.report_section import ReportSection
 from tests.gaps_helpers import NOISE_TOPICS, PLANTED_TERMS, UNTIL, WEEK, planted_rows
 
 
@@ -208,6 +208,12 @@ def test_as_section_is_a_report_section_of_the_same_report(planted_gaps):
     assert isinstance(section, ReportSection) and section.title == "Content gaps"
     assert section.markdown.startswith("### Content gaps") and section.data == planted_gaps.to_dict()
     assert "<h3>Content gaps</h3>" in section.html
+
+
+def test_the_changes_report_takes_the_gaps_as_a_section(planted_gaps, planted_traces):
+    report = changes(planted_traces, window="7d", until=UNTIL).with_sections([planted_gaps.as_section()])
+    assert "### Content gaps" in report.to_markdown() and "<h3>Content gaps</h3>" in report.to_html()
+    assert planted_gaps.topics[0].label in report.to_markdown()
 
 
 @pytest.mark.parametrize(("now", "before", "words"), [(5, 0, "new this window"), (30, 20, "grew from 20 to 30"),

@@ -21,15 +21,15 @@ import numpy as np
 
 from retrieval.traces import gaps_cluster
 from retrieval.traces import reader as trace_reader
+from retrieval.traces.changes import ReportSection
+from retrieval.traces.figures import PRODUCTION
 from retrieval.traces.filters import parse_since, parse_span, utc_naive, utc_now
-from retrieval.traces.report_section import ReportSection
 from retrieval.traces.schema import TABLE
 
 if TYPE_CHECKING:
     from retrieval.index.build import KnowledgeIndex
     from retrieval.traces.reader import Target
 
-TOOL = "lookup_knowledge"
 UNANSWERED = "(abstained OR relevance_level IN ('low', 'none'))"  # schema v16's columns, never the JSON
 DEFINITION = "abstained, or relevance graded low or none, in production lookups, not evaluation runs"
 MAX_TOPICS = 20
@@ -138,8 +138,7 @@ def content_gaps(path: Target, index: KnowledgeIndex, *, window: timedelta | str
                          "content gaps embed questions with its vectors")
     since, before = end - span, end - 2 * span
     frame = trace_reader.query(path, f"SELECT query, created_at, id FROM {TABLE} WHERE created_at >= ? AND "
-                                     f"created_at < ? AND run_id IS NULL AND tool_name = ? AND {UNANSWERED}",
-                               [before, end, TOOL])
+                                     f"created_at < ? AND {PRODUCTION} AND {UNANSWERED}", [before, end])
     now_rows = frame["created_at"] >= since
     base = dict(since=since, until=end, window=span, kb=str(index.kb.root))
     if not now_rows.any():
@@ -254,7 +253,7 @@ def window_words(span: timedelta) -> str:
 def _empty_reason(path: Target, since: datetime, until: datetime) -> str:
     """Why a window has nothing to group: no production lookup at all, or none unanswered."""
     frame = trace_reader.query(path, f"SELECT count(*) AS n FROM {TABLE} WHERE created_at >= ? AND created_at < ? "
-                                     "AND run_id IS NULL AND tool_name = ?", [since, until, TOOL])
+                                     f"AND {PRODUCTION}", [since, until])
     lookups = int(frame["n"].iloc[0])
     if lookups == 0:
         return "no production lookups in the window"
