@@ -31,6 +31,7 @@ pytest_plugins = [
     "tests.fixtures.eval_fixtures",
     "tests.fixtures.explain_fixtures",
     "tests.fixtures.facet_fixtures",
+    "tests.fixtures.gaps_fixtures",
     "tests.fixtures.holes_fixtures",
     "tests.fixtures.incremental_fixtures",
     "tests.fixtures.hostile_fixtures",
