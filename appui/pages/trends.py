@@ -47,7 +47,10 @@ def _pickers(now: datetime) -> Picks | None:
         today = now.date()
         picked = st.date_input("Window's first and last day (UTC)", value=(today - timedelta(days=6), today),
                                max_value=today, key="trn_range", persist_state="session")
-        picked = picked if isinstance(picked, tuple) else (picked,)
+        picked = tuple(day for day in (picked if isinstance(picked, tuple) else (picked,)) if day is not None)
+        if len(picked) < 2:  # the calendar's first click picks the first day only
+            st.info("Pick the window's last day too (a range: first day, then last day).")
+            return None
     window = state.guarded(lambda: data.window(choice, now, picked))
     if window is None:
         return None
