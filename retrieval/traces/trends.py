@@ -142,8 +142,7 @@ def time_range(since: datetime, until: datetime) -> str:
 
 def window(since: datetime | str, until: datetime | str | None) -> tuple[datetime, datetime]:
     """[since, until) as naive UTC; text as the CLI takes it; an empty range is a ValueError."""
-    end = utc_now() if until is None else parse_since(until, flag="--until") if isinstance(until, str) \
-        else utc_naive(until)
+    end = end_of(until)
     start = parse_since(since, flag="--since", now=end) if isinstance(since, str) else utc_naive(since)
     if start >= end:
         raise ValueError(f"--since must be before --until: {start:%Y-%m-%d %H:%M} is not before "
@@ -160,6 +159,13 @@ def source_words(target: trace_reader.Target) -> str:
     if isinstance(target, (str, os.PathLike)):
         return str(target)
     return ", ".join(map(str, target))
+
+
+def end_of(until: datetime | str | None) -> datetime:
+    """`until` as naive UTC: now when None; text as `--until` takes it (a time, or a span back from now)."""
+    if until is None:
+        return utc_now()
+    return parse_since(until, flag="--until") if isinstance(until, str) else utc_naive(until)
 
 
 def _timestamp(moment: datetime) -> str:
