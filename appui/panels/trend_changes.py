@@ -11,6 +11,7 @@ import streamlit as st
 from appui.data import trends as data
 from appui.widgets import cached_reads, state, trend_reads
 from retrieval import LookupConfig
+from retrieval.traces.figures import FIGURES
 
 
 def render(ctx: state.AppContext, store: cached_reads.CachedReads, window: data.Window) -> None:
@@ -19,19 +20,22 @@ def render(ctx: state.AppContext, store: cached_reads.CachedReads, window: data.
     changes = state.guarded(lambda: trend_reads.changes(store, window=window.span, until=window.end))
     if changes is None:
         return
-    st.caption(f"The window {window.words()} against the {window.span} before it; every figure tested, the "
-               "p-values corrected for the number of figures (Holm), significant at the core's level.")
     if changes.empty_reason:
         st.info(f"Nothing to compare: {changes.empty_reason}.")
         return
     figures = data.ordered(changes.figures)
     significant = [c for c in figures if c.significant]
+    st.caption(f"{changes.lookups_after:,} production lookups in {changes.window_words()} "
+               f"({changes.lookups_before:,}): {len(significant)} of {changes.tested()} figures tested changed "
+               f"significantly at {changes.level:g}, the p-values corrected for the number of figures (Holm). "
+               "Shares: two-proportion z-test; p50 and p95: Mood's quantile test; mean confidence: Welch's t-test.")
     if not significant:
         st.info("No figure changed significantly in this window.")
+    labels = {figure.name: figure.label for figure in FIGURES}
     for n, change in enumerate(significant):
         st.markdown(f"- **{change.words}**")
         if change.drivers:
-            with st.expander(f"The queries driving {change.name}"):
+            with st.expander(f"The queries driving the change in {labels.get(change.name, change.name)}"):
                 st.dataframe(data.drivers_table(change), hide_index=True, key=f"trn_drivers_{n}")
     rest = [c for c in figures if not c.significant]
     if rest:
