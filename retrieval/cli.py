@@ -30,7 +30,7 @@ from retrieval.lookup.orchestrator import lookup_knowledge
 from retrieval.lookup.recorders import combine
 from retrieval.otel.env import tracing_from_env
 from retrieval.paths import default_kb, default_traces, trace_sources
-from retrieval.traces import command_helper
+from retrieval.traces import command_helper, gaps_command
 from retrieval.traces import commands as trace_commands
 from retrieval.traces.command_helper import CommandHelper
 from retrieval.traces.db import TraceStoreError
@@ -105,6 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
     trace_commands.add_export(traces)
     trace_commands.add_prune(traces)
     trace_commands.add_compact(traces)
+    gaps_command.add_gaps(traces, add_kb_flags)
     pack = traces.add_parser("pack", help="fold the live parts and DuckDB's log into the trace file now, so the file "
                                           "alone holds every row (to copy it)")
     pack.add_argument("--traces", default=None, help="DuckDB trace file (default: traces.duckdb)")
@@ -172,6 +173,8 @@ def _run(args: argparse.Namespace, tracing: list[Tracing]) -> str | None:
             return trace_commands.run_prune(args)
         if args.action == "compact":
             return trace_commands.run_compact(args)
+        if args.action == "gaps":
+            return gaps_command.run_gaps(args, open_kb)
         return _pack(args) if args.action == "pack" else _export_otlp(args)
     kb = args.kb or default_kb()
     if args.command == "mcp":

@@ -10,4 +10,5 @@ __all__, __getattr__, __dir__ = lazy_exports(__name__, {
     "postings": "postings_sum",
     "segments": "QueryTerms QueryWeights",
     "dense": "DenseSettings VectorStore dense_text",
+    "query_vectors": "lsa_query_vectors lsa_page_vectors known_terms",
 })
