@@ -6,6 +6,7 @@ state says what is missing."""
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime, timedelta
 
 from streamlit import dataframe_util
@@ -37,6 +38,11 @@ def charts(at: AppTest) -> list[dict]:
     return drawn
 
 
+def until(at: AppTest) -> datetime:
+    """The moment the page's span and window end (naive UTC, the current minute when it rendered)."""
+    return at.session_state["trends_picks"].until
+
+
 def gaps_tab(at: AppTest) -> AppTest:
     at.session_state["trn_tab"] = "Content gaps"
     return ok(at.run())
@@ -57,22 +63,25 @@ def test_the_page_charts_every_figure_group_with_the_picked_window_shaded(plante
 
 def test_the_figures_drawn_equal_the_trends_api(planted_env):
     at = trends_page()
-    drawn = {chart["spec"]["layer"][1]["mark"]["type"] + str(n): chart["rows"] for n, chart in enumerate(charts(at))}
-    until = drawn["bar0"]["window_end"].iloc[0].tz_convert(None).to_pydatetime()
-    expected = trends(TraceStore(planted_env.path), since=until - timedelta(days=30), until=until, by="day").frame()
-    lookups = drawn["bar0"].sort_values("bucket")
+    drawn = {tuple(dict.fromkeys(chart["rows"]["name"])): chart["rows"] for chart in charts(at)}
+    assert set(drawn) == {figures for _, figures, _ in data.CHARTS}
+    end = until(at)
+    expected = trends(TraceStore(planted_env.path), since=end - timedelta(days=30), until=end, by="day").frame()
+    lookups = drawn[("lookups",)].sort_values("bucket")
     assert lookups["value"].tolist() == expected["lookups"].tolist()
     assert lookups["bucket"].dt.tz_convert(None).tolist() == expected["bucket"].tolist()
-    shares = drawn["line2"]
+    shares = drawn[("abstain_share", "empty_share", "l1_failed_share", "fallback_share")]
     abstain = shares[shares["name"] == "abstain_share"].sort_values("bucket")
     assert abstain["value"].round(12).tolist() == expected["abstain_share"].round(12).tolist()
     assert abstain["figure"].iloc[0] == "abstentions"  # the figure's label (FIGURES), not its name
+    latency = drawn[("p50_ms", "p95_ms")]
+    p95 = latency[latency["name"] == "p95_ms"].sort_values("bucket")
+    assert p95["value"].round(9).tolist() == expected["p95_ms"].round(9).tolist()
 
 
 def test_what_changed_says_the_planted_abstentions_in_the_cores_words(planted_env):
     at = trends_page()
-    until = charts(at)[0]["rows"]["window_end"].iloc[0].tz_convert(None).to_pydatetime()
-    expected = changes(TraceStore(planted_env.path), window="7d", until=until)
+    expected = changes(TraceStore(planted_env.path), window="7d", until=until(at))
     abstain = next(f for f in expected.figures if f.name == "abstain_share")
     assert abstain.significant and abstain.words.startswith("abstentions rose from")
     shown = [m.value for m in at.markdown if m.value.startswith("- **")]
@@ -92,17 +101,18 @@ def test_a_file_without_a_planted_change_shows_no_significant_change(steady_env)
 
 def test_the_report_holds_the_changes_and_the_content_gaps(planted_env):
     at = trends_page()
-    until = charts(at)[0]["rows"]["window_end"].iloc[0].tz_convert(None).to_pydatetime()
-    window = data.Window(until - timedelta(days=7), until)
+    window = at.session_state["trends_picks"].window
     store = TraceStore(planted_env.path)
-    found = changes(store, window="7d", until=until)
+    found = changes(store, window="7d", until=window.end)
     index = open_index(SAMPLE_KB, svd_dims=LookupConfig().svd_dims)
     markdown = trend_reads.report(store, found, index, window, "markdown")
     html = trend_reads.report(store, found, index, window, "html")
     abstain = next(f for f in found.figures if f.name == "abstain_share")
-    assert abstain.words in markdown and TEAMS_WORD.lower() in markdown.lower()
+    said = abstain.words.split(" (p")[0]  # "abstentions rose from 3.3% to 44.1%, significant"
+    assert said in markdown and said in html and TEAMS_WORD.lower() in markdown.lower()
     assert html.lstrip().lower().startswith("<!doctype html") and TEAMS_WORD.lower() in html.lower()
-    assert TEAMS_WORD.lower() not in trend_reads.report(store, found, None, window, "markdown").lower()
+    assert "Content gaps" in markdown and "Content gaps" in html
+    assert "Content gaps" not in trend_reads.report(store, found, None, window, "markdown")
     at.checkbox(key="trn_report_gaps").uncheck()  # the report without the gaps: no index needed
     ok(at.run())
     assert {"trn_report_md", "trn_report_html"} <= {b.key for b in at.get("download_button")}
@@ -112,11 +122,16 @@ def test_the_content_gaps_list_the_planted_topic_first(planted_env):
     at = gaps_tab(trends_page())
     table = at.dataframe(key="trn_gaps_table").value
     assert list(table.columns) == data.GAP_COLUMNS
+    expected = content_gaps(TraceStore(planted_env.path), open_index(SAMPLE_KB, svd_dims=LookupConfig().svd_dims),
+                            window="7d", until=until(at))
+    assert table["topic"].tolist() == [t.label for t in expected.topics]  # the core's topics, in its order
+    assert table["questions"].tolist() == [t.size for t in expected.topics]
     first = table.iloc[0]
     assert all(TEAMS_WORD.lower() in example.lower() for example in first["examples"].split(" · "))
     assert first["questions"] >= 100 and first["questions"] == table["questions"].max()
-    assert first["before"] == 0
-    assert "integrations/" in first["nearest pages"]  # the pages the base does have, nearest the topic
+    assert first["before"] * 10 < first["questions"] and first["trend"].startswith(("new", "grew"))
+    nearest = re.findall(r"\(([^,()]+\.md), [0-9.]+\)", first["nearest pages"])
+    assert nearest and all((SAMPLE_KB / source).is_file() for source in nearest)  # pages the base does have
 
 
 def test_picking_a_topic_lists_its_questions_and_opens_their_traces(planted_env):

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from retrieval import TraceStore
 from retrieval.lookup.invocation import ToolInvocation
+from retrieval.traces import pack
 
 ANSWERED = ("install skylark server on linux", "docker compose setup", "maintenance windows and silences",
             "dashboard variables", "public status pages", "rotate an API token", "download invoices",
@@ -92,5 +93,7 @@ def build(path: Path, *, now: datetime | None = None, planted: bool = True, unan
     calls.sort(key=lambda c: c.created_at)  # the writer stores rows in the order they come, oldest first
     with TraceStore(path) as store:  # closed: every row is in tool_invocation when a page opens the file
         store.record_many(calls)
+    if not pack(path, timeout=60):  # the rows leave DuckDB's log for the file itself, which the tests copy
+        raise RuntimeError(f"could not pack {path}")
     teams = sum(TEAMS_WORD in c.query for c in calls)
     return Planted(Path(path), end, len(calls), teams)

@@ -134,30 +134,33 @@ def drivers_table(change: Any) -> pd.DataFrame:
 
 
 def gaps_words(gaps: Any) -> str:
-    """'412 unanswered questions (180 distinct) in 4 topics; 12 in no topic'."""
-    in_topics = sum(topic.size for topic in gaps.topics)
-    rest = gaps.questions - in_topics
-    return (f"{gaps.questions:,} unanswered question(s) in {len(gaps.topics)} topic(s)"
-            + (f"; {rest:,} in no topic" if rest > 0 else ""))
+    """'412 unanswered question(s) (180 distinct) in 4 topic(s); 12 in no topic'."""
+    more = f"; {gaps.more_topics} smaller topic(s) not shown hold {gaps.more_questions:,}" if gaps.more_topics else ""
+    return (f"{gaps.questions:,} unanswered question(s) ({gaps.distinct:,} distinct), {gaps.clustered:,} of them in "
+            f"{len(gaps.topics) + gaps.more_topics} topic(s)" + more
+            + (f"; {gaps.unclustered:,} in no topic" if gaps.unclustered else ""))
 
 
-GAP_COLUMNS = ["topic", "terms", "questions", "before", "trend", "examples", "nearest pages"]
+GAP_COLUMNS = ["topic", "terms", "questions", "distinct", "before", "trend", "examples", "nearest pages"]
 
 
 def gaps_table(gaps: Any) -> pd.DataFrame:
-    """The topics as the page's table: topic, terms, questions (in the window), before (the window before), trend,
-    examples, nearest pages (title, source and score)."""
+    """The topics as the page's table: topic, terms, questions (asked in the window, repeats counted), distinct,
+    before (the window before), trend, examples, nearest pages (title, source and score)."""
     return pd.DataFrame([{
         "topic": topic.label, "terms": ", ".join(topic.terms), "questions": int(topic.size),
-        "before": int(topic.size_before), "trend": topic.trend_words, "examples": " · ".join(topic.examples),
+        "distinct": int(topic.distinct), "before": int(topic.size_before), "trend": topic.trend_words,
+        "examples": " · ".join(topic.examples),
         "nearest pages": " · ".join(f"{title} ({source}, {score:.2f})"
                                     for source, title, score in topic.nearest_pages),
     } for topic in gaps.topics], columns=GAP_COLUMNS)
 
 
 def topic_questions(topic: Any) -> list[tuple[str, int]]:
-    """A topic's distinct questions and how often each was asked in the window, most asked first."""
-    return sorted(((str(q), int(n)) for q, n in topic.questions), key=lambda pair: (-pair[1], pair[0]))
+    """A topic's questions the core names (its most central ones) and how often each was asked in the window,
+    most asked first."""
+    pairs = zip(topic.examples, topic.example_counts, strict=True)
+    return sorted(((str(q), int(n)) for q, n in pairs), key=lambda pair: (-pair[1], pair[0]))
 
 
 def common_term(topic: Any, questions: Sequence[str]) -> str | None:

@@ -14,7 +14,7 @@ from appui.data import file_facts
 from appui.data import trends as data
 from appui.panels import content_gaps, trend_changes
 from appui.widgets import cached_reads, state, trend_charts, trend_reads
-from retrieval.traces.figures import FIGURES
+from retrieval.traces import FIGURES
 
 CHARTS_TAB, GAPS_TAB = "Trends and what changed", "Content gaps"
 
@@ -105,6 +105,7 @@ def render() -> None:
     picks = _pickers(now)
     if picks is None:
         return
+    st.session_state["trends_picks"] = picks  # what the page shows, said once (the tests read it too)
     charts_tab, gaps_tab = st.tabs([CHARTS_TAB, GAPS_TAB], key="trn_tab", on_change="rerun")
     if charts_tab.open is not False:
         with charts_tab:

@@ -11,8 +11,6 @@ from appui.data import trends as data
 from appui.widgets import cached_reads, state, trend_reads
 from retrieval import LookupConfig
 
-QUESTIONS_SHOWN = 50  # a picked topic's questions listed, most asked first
-
 
 def render(ctx: state.AppContext, store: cached_reads.CachedReads, window: data.Window) -> None:
     """The topics table for `window` on the sidebar's knowledge base, and the picked topic's questions."""
@@ -26,11 +24,14 @@ def render(ctx: state.AppContext, store: cached_reads.CachedReads, window: data.
     gaps = state.guarded(lambda: trend_reads.content_gaps(store, index, window=window.span, until=window.end))
     if gaps is None:
         return
-    if not gaps.questions or not gaps.topics:
+    if not gaps.questions:
         st.info(f"No unanswered questions in the window {window.words()}: every production lookup in it was "
-                "answered (graded high or medium, no abstention)." if not gaps.questions else
-                f"{gaps.questions:,} unanswered question(s) in the window, too few or too scattered to form a "
-                "topic.")
+                "answered (graded high or medium, no abstention)"
+                + (f" ({gaps.empty_reason})." if gaps.empty_reason else "."))
+        return
+    if not gaps.topics:
+        st.info(f"{gaps.questions:,} unanswered question(s) in the window, but no topic: "
+                f"{gaps.empty_reason or 'too few or too scattered to group'}.")
         return
     st.caption(f"{data.gaps_words(gaps)} · knowledge base `{index.kb.root}` · window {window.words()}")
     table = data.gaps_table(gaps)
@@ -47,13 +48,13 @@ def _questions(topic: object) -> None:
     """A topic's questions, most asked first, each with a button that opens its traces on the Traces page."""
     questions = data.topic_questions(topic)
     st.markdown(f"#### {topic.label}")
-    st.caption(f"{len(questions):,} distinct question(s) of this topic, most asked first"
-               + (f"; the first {QUESTIONS_SHOWN} listed" if len(questions) > QUESTIONS_SHOWN else ""))
+    st.caption(f"{topic.size:,} question(s) asked in the window, {topic.distinct:,} distinct; its "
+               f"{len(questions)} most central, most asked first, each opening its traces on the Traces page")
     term = data.common_term(topic, [q for q, _ in questions])
     if term and st.button(f"Open the topic's traces (queries containing “{term}”) on the Traces page",
                           key="trn_gap_open_topic"):
         _open_traces(term)
-    for n, (question, count) in enumerate(questions[:QUESTIONS_SHOWN]):
+    for n, (question, count) in enumerate(questions):
         text, button = st.columns([5, 1], vertical_alignment="center")
         text.text(f"{question}  ·  asked {count}×")
         if button.button("Open its traces", key=f"trn_gap_q_{n}"):

@@ -11,7 +11,7 @@ import streamlit as st
 from appui.data import trends as data
 from appui.widgets import cached_reads, state, trend_reads
 from retrieval import LookupConfig
-from retrieval.traces.figures import FIGURES
+from retrieval.traces import FIGURES
 
 
 def render(ctx: state.AppContext, store: cached_reads.CachedReads, window: data.Window) -> None:

@@ -11,13 +11,10 @@ import streamlit as st
 from appui.data.trends import Window
 from appui.widgets.cached_reads import CachedReads, file_key
 from retrieval import KnowledgeIndex, TraceStore
-from retrieval.traces import FileState
-from retrieval.traces.changes import Changes
-from retrieval.traces.changes import changes as changes_of
-from retrieval.traces.gaps import ContentGaps
-from retrieval.traces.gaps import content_gaps as gaps_of
-from retrieval.traces.trends import Trends
-from retrieval.traces.trends import trends as trends_of
+from retrieval.traces import Changes, ContentGaps, FileState, Trends
+from retrieval.traces import content_gaps as gaps_of
+from retrieval.traces import trace_changes as changes_of
+from retrieval.traces import trace_trends as trends_of
 
 
 def trends(store: CachedReads, *, since: datetime, until: datetime, by: str, per: str | None) -> Trends:

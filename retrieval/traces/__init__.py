@@ -23,4 +23,8 @@ __all__, __getattr__, __dir__ = lazy_exports(__name__, {
     "fold": "Packed pack",
     "view": "live_dir",
     "file_state": "FileState trace_file_state=file_state Waiting waiting held_message",
+    "figures": "FIGURES Figure",
+    "trends": "Trends trace_trends=trends",
+    "changes": "Changes FigureChange trace_changes=changes",
+    "gaps": "ContentGaps GapTopic content_gaps",
 })
