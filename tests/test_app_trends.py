@@ -53,7 +53,7 @@ def test_the_page_charts_every_figure_group_with_the_picked_window_shaded(plante
     drawn = charts(at)
     assert len(drawn) == len(data.CHARTS) == 5
     for chart in drawn:
-        shade, marks = chart["spec"]["layer"]
+        shade, marks, *_ = chart["spec"]["layer"]
         assert shade["name"] == "window" and shade["mark"]["type"] == "rect"
         spans = chart["rows"]["window_end"] - chart["rows"]["window_start"]
         assert (spans == timedelta(days=7)).all()  # the default window: the last 7 days
@@ -64,7 +64,7 @@ def test_the_page_charts_every_figure_group_with_the_picked_window_shaded(plante
 def test_the_figures_drawn_equal_the_trends_api(planted_env):
     at = trends_page()
     drawn = {tuple(dict.fromkeys(chart["rows"]["name"])): chart["rows"] for chart in charts(at)}
-    assert set(drawn) == {figures for _, figures, _ in data.CHARTS}
+    assert set(drawn) == {figures for _, figures, _, _ in data.CHARTS}
     end = until(at)
     expected = trends(TraceStore(planted_env.path), since=end - timedelta(days=30), until=end, by="day").frame()
     lookups = drawn[("lookups",)].sort_values("bucket")

@@ -28,15 +28,15 @@ WINDOWS = {"Last 24 hours": "1d", "Last 7 days": "7d", "Last 14 days": "14d", PI
 DEFAULT_WINDOW = "Last 7 days"
 GROUPS_DRAWN = 6  # with a grouping, the charts draw the groups with the most lookups (a panel each)
 
-# the charts: (title, figures drawn, kind); kinds: "bars" (counts), "stacked" (shares adding to 1), "lines"
-CHARTS = (("Lookups", ("lookups",), "bars"),
+# the charts: (title, figures drawn, kind, the y axis's title); kinds: "bars" (counts), "stacked" (shares adding
+# to 1), "lines"
+CHARTS = (("Lookups", ("lookups",), "bars", "lookups"),
           ("Relevance level (share of lookups with a level)", ("high_share", "medium_share", "low_share",
-                                                              "none_share"), "stacked"),
+                                                              "none_share"), "stacked", "share"),
           ("Abstentions, empty results, L1 failures and fallbacks (share of lookups)",
-           ("abstain_share", "empty_share", "l1_failed_share", "fallback_share"), "lines"),
-          ("Latency (ms)", ("p50_ms", "p95_ms"), "lines"),
-          ("Mean confidence", ("mean_confidence",), "lines"))
-
+           ("abstain_share", "empty_share", "l1_failed_share", "fallback_share"), "lines", "share"),
+          ("Latency (ms)", ("p50_ms", "p95_ms"), "lines", "ms"),
+          ("Mean confidence", ("mean_confidence",), "lines", "confidence"))
 
 @dataclass(frozen=True)
 class Window:

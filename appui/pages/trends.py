@@ -75,14 +75,13 @@ def _charts(store: cached_reads.CachedReads, picks: Picks) -> bool:
                + (f", a panel per {picks.per} (the {len(groups)} with the most lookups)" if picks.per else "")
                + f" · window {picks.window.words()} shaded")
     columns = st.columns(2)
-    for n, (title, figures, kind) in enumerate(data.CHARTS):
+    for n, (title, figures, kind, y_title) in enumerate(data.CHARTS):
         with columns[n % 2]:
             st.markdown(f"**{title}**")
             long = data.long_form(frame, figures, labels, picks.per, groups)
             share = all(name.endswith("_share") or name == "mean_confidence" for name in figures)
             st.altair_chart(trend_charts.chart(long, kind, picks.window, by=picks.by, groups=groups,
-                                               y_title=title.split(" (")[0].lower(), share=share),
-                            key=f"trn_chart_{n}")
+                                               y_title=y_title, share=share), key=f"trn_chart_{n}")
     return True
 
 
