@@ -9,7 +9,9 @@ measures in one run, each step in its own process so that its peak RSS is its ow
 - the SQL box on three statements: a GROUP BY, a JSON extraction from retrieval_details, a LIMIT over all rows;
 - a full export to Parquet; a prune of the oldest week (on a copy);
 - a drain of a 500-row batch into the big file against the same drain into an empty file (the ratio);
-- the file's bytes per row.
+- the file's bytes per row;
+- trends (30 days by day, by hour per host) and changes (the last 7 days against the 7 before), as functions and
+  as the whole `python -m retrieval traces trends|changes` commands, against issue 53's bounds (2 s, 5 s).
 Prints one table: seconds, peak RSS (MB) and the issue's bound for each step. The steps live in
 tests/trace_scale_helpers.py, shared with the suite's 50,000-row guard (tests/test_trace_scale.py).
 """
@@ -43,7 +45,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--keep", type=Path, help="build the file here (or reuse it, if it exists)")
-    parser.add_argument("--steps", default="render,sql,export,prune,drain", help="comma-separated steps to run")
+    parser.add_argument("--steps", default="render,sql,export,prune,drain,trends",
+                        help="comma-separated steps to run")
     args = parser.parse_args(argv)
     folder = Path(tempfile.mkdtemp(prefix="trace-scale-"))
     path = args.keep or folder / "traces.duckdb"
@@ -59,6 +62,17 @@ def main(argv: list[str] | None = None) -> int:
         table.append(("render traces, all runs", run_step("render", path, "traces", "all"), "≤ 2 s"))
         for page in ("traces", "export"):  # a rerun over the unchanged file: the pages' reads are cached
             table.append((f"rerun {page}, file unchanged", run_step("render", path, page, "rerun"), "-"))
+    if "trends" in steps:  # the built file's rows span 2026-01-01 .. 2026-01-31 (trace_scale_helpers.replicate)
+        table.append(("trends, 30 days by day", run_step("trends", path, "2026-01-01", "2026-01-31", "day"), "≤ 2 s"))
+        table.append(("trends, 30 days by hour per host",
+                      run_step("trends", path, "2026-01-01", "2026-01-31", "hour", "host"), "≤ 2 s"))
+        table.append(("command: traces trends --since 30d --by day",
+                      run_step("command", path, "trends", "--since", "30d", "--until", "2026-01-31"), "≤ 2 s"))
+        table.append(("changes, last 7 days against the 7 before (+ HTML)",
+                      run_step("changes", path, "7d", "2026-01-31"), "≤ 5 s"))
+        table.append(("command: traces changes --window 7d --format html",
+                      run_step("command", path, "changes", "--window", "7d", "--until", "2026-01-31", "--format",
+                               "html", "--fail-on-significant"), "≤ 5 s"))
     if "sql" in steps:
         for name in SQL:
             table.append((f"SQL box: {name}", run_step("sql", path, name), "≤ 2 s"))

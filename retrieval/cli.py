@@ -30,7 +30,7 @@ from retrieval.lookup.orchestrator import lookup_knowledge
 from retrieval.lookup.recorders import combine
 from retrieval.otel.env import tracing_from_env
 from retrieval.paths import default_kb, default_traces, trace_sources
-from retrieval.traces import command_helper, gaps_command
+from retrieval.traces import command_helper, gaps_command, trend_commands
 from retrieval.traces import commands as trace_commands
 from retrieval.traces.command_helper import CommandHelper
 from retrieval.traces.db import TraceStoreError
@@ -105,6 +105,8 @@ def build_parser() -> argparse.ArgumentParser:
     trace_commands.add_export(traces)
     trace_commands.add_prune(traces)
     trace_commands.add_compact(traces)
+    trend_commands.add_trends(traces)
+    trend_commands.add_changes(traces)
     gaps_command.add_gaps(traces, add_kb_flags)
     pack = traces.add_parser("pack", help="fold the live parts and DuckDB's log into the trace file now, so the file "
                                           "alone holds every row (to copy it)")
@@ -144,9 +146,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(argv: Sequence[str] | None) -> int:
     tracing: list[Tracing] = []  # the lookup's export pipeline, stopped once the result is printed
     status, output = 0, None
+    breaches: tuple[str, ...] = ()
     try:
         args = build_parser().parse_args(argv)
         output = _run(args, tracing)
+        if isinstance(output, trend_commands.Outcome):  # trends, changes: a breach is exit 1, a line each
+            breaches, output = output.breaches, output.output
+            status = 1 if breaches else 0
     except (ValueError, TraceStoreError) as exc:  # KnowledgeBaseError is a ValueError
         print(f"error: {exc}", file=sys.stderr)
         status = 2
@@ -155,6 +161,8 @@ def _main(argv: Sequence[str] | None) -> int:
     try:
         if output is not None:  # the mcp server has already used stdout for the protocol
             print(output, flush=True)
+        for line in breaches:
+            print(line, file=sys.stderr, flush=True)
     finally:  # (a reader that left early included: the spans are still sent)
         if tracing:  # after the result: a slow or dead collector delays the exit, never the answer
             with warnings.catch_warnings(record=True) as caught:
@@ -165,8 +173,12 @@ def _main(argv: Sequence[str] | None) -> int:
     return status
 
 
-def _run(args: argparse.Namespace, tracing: list[Tracing]) -> str | None:
+def _run(args: argparse.Namespace, tracing: list[Tracing]) -> str | trend_commands.Outcome | None:
     if args.command == "traces":
+        if args.action == "trends":
+            return trend_commands.run_trends(args)
+        if args.action == "changes":
+            return trend_commands.run_changes(args)
         if args.action == "export":
             return trace_commands.run_export(args)
         if args.action == "prune":

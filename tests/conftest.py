@@ -45,6 +45,7 @@ pytest_plugins = [
     "tests.fixtures.tiny_models",
     "tests.fixtures.trec_fixtures",
     "tests.fixtures.trace_fixtures",
+    "tests.fixtures.trends_fixtures",
     "tests.fixtures.trendsui_fixtures",
 ]
 

@@ -40,3 +40,19 @@ def test_a_full_parquet_export_of_a_50k_row_file_streams_under_the_memory_ceilin
     figures = run_step("export", big_file, str(tmp_path / "all.parquet"))
     assert "failed" not in figures and figures["peak_mb"] < MEMORY_CEILING_MB, figures
     assert (tmp_path / "all.parquet").stat().st_size > 0
+
+
+TRENDS_RISE_CEILING_MB = 200  # the 50k file's details alone are 440 MB: a trends call that loaded rows would pass it
+
+
+def test_trends_over_a_50k_row_file_return_only_the_aggregate_under_a_memory_rise_ceiling(big_file):
+    figures = run_step("trends", big_file, "2026-01-01", "2026-01-31", "day")
+    assert "failed" not in figures, figures
+    assert figures["buckets"] == 30 and figures["lookups"] == 45_000, figures  # 30 days; the 5,000 run rows left out
+    assert figures["rss_rise_mb"] < TRENDS_RISE_CEILING_MB and figures["seconds"] < SECONDS_CEILING, figures
+
+
+def test_changes_over_a_50k_row_file_stay_under_a_memory_rise_ceiling(big_file):
+    figures = run_step("changes", big_file, "7d", "2026-01-31")
+    assert "failed" not in figures and figures["tested"] > 0, figures
+    assert figures["rss_rise_mb"] < TRENDS_RISE_CEILING_MB and figures["seconds"] < SECONDS_CEILING, figures

@@ -174,7 +174,51 @@ def prune_before(path: Path, day: str) -> dict[str, Any]:
     return _timed(lambda: prune(path, datetime.fromisoformat(day)))
 
 
+def _rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def trends_step(path: Path, since: str, until: str, by: str, per: str = "") -> dict[str, Any]:
+    """`retrieval.traces.trends.trends` over [since, until) (the function, timed after its imports): seconds, the
+    process's peak RSS and its rise over the call, the buckets and lookups it returned."""
+    from retrieval.traces.trends import trends
+
+    before, found = _rss_mb(), {}
+    figures = _timed(lambda: found.setdefault("r", trends(path, since=since, until=until, by=by, per=per or None)))
+    return {**figures, "rss_rise_mb": _peak_mb() - before, "buckets": len(found["r"].rows),
+            "lookups": found["r"].total["lookups"]}
+
+
+def changes_step(path: Path, window: str, until: str) -> dict[str, Any]:
+    """`retrieval.traces.changes.changes` (the function, timed after its imports), and its HTML report made."""
+    from retrieval.traces.changes import changes
+
+    before, found = _rss_mb(), {}
+    figures = _timed(lambda: found.setdefault("r", changes(path, window=window, until=until)).to_html())
+    return {**figures, "rss_rise_mb": _peak_mb() - before, "tested": found["r"].tested(),
+            "significant": len(found["r"].significant())}
+
+
+def command(path: Path, *args: str) -> dict[str, Any]:
+    """`python -m retrieval traces ARGS --traces PATH` as a user runs it: the whole process, timed, its peak RSS
+    (ru_maxrss of the child, its own process), its exit status."""
+    import resource
+
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "retrieval", "traces", *args, "--traces", str(path)],
+                          capture_output=True, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    seconds = time.perf_counter() - started
+    return {"seconds": seconds, "peak_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
+            "exit": done.returncode, "errors": [done.stderr.strip()] if done.returncode not in (0, 1) else []}
+
+
 STEPS = {"render": lambda path, *a: render(path, *a),
+         "trends": lambda path, *a: trends_step(path, *a),
+         "changes": lambda path, window, until: changes_step(path, window, until),
+         "command": lambda path, *a: command(path, *a),
          "sql": lambda path, name: sql_box(path, name),
          "export": lambda path, out: export_parquet(path, Path(out)),
          "drain": lambda path, batch: drain(path, int(batch)),

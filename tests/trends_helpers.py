@@ -15,7 +15,7 @@ import duckdb
 
 from retrieval import TraceStore
 from retrieval.lookup.invocation import ToolInvocation
-from retrieval.traces.fold import pack
+from tests.conftest import settle_trace_file
 
 UNTIL = datetime(2026, 3, 1)  # the end of every planted window (naive UTC)
 WINDOW = timedelta(days=7)
@@ -52,7 +52,7 @@ def real_rows(path: Path) -> None:
                                               tzinfo=timezone.utc)))
     with TraceStore(path) as store:
         store.record_many(invocations)
-    pack(path, timeout=30.0)
+    settle_trace_file(path)  # folded, and no keeper left to hold the file while DuckDB inserts below
 
 
 def _u(salt: str) -> str:
@@ -61,7 +61,7 @@ def _u(salt: str) -> str:
 
 
 def plant(path: Path, plant_: Plant = Plant(), *, per_day: int = PER_DAY, days: int = 14,
-          until: datetime = UNTIL, with_runs: bool = True) -> int:
+          until: datetime = UNTIL, with_runs: bool = True, questions: tuple[str, ...] = PLANTED_QUESTIONS) -> int:
     """A trace file at `path`: real rows, then `per_day` synthetic production lookups a day over the `days` days
     before `until`, the last WINDOW planted with `plant_`; with `with_runs`, evaluation rows too (never counted).
     Returns the number of synthetic production rows."""
@@ -77,7 +77,7 @@ def plant(path: Path, plant_: Plant = Plant(), *, per_day: int = PER_DAY, days: 
     extra = f"({current} AND {abstain} AND {planted})"  # the planted abstentions: asked by the planted questions
     latency = f"(5.0 + 40.0 * {_u('latency')} * {_u('latency2')} + CASE WHEN {current} THEN " \
               f"{plant_.latency_shift_ms} ELSE 0 END)"
-    questions = ", ".join(f"'{q}'" for q in PLANTED_QUESTIONS)
+    asked = ", ".join("'" + q.replace("'", "''") + "'" for q in questions)
     con = duckdb.connect(str(path))
     try:
         con.execute(f"""
@@ -85,7 +85,7 @@ def plant(path: Path, plant_: Plant = Plant(), *, per_day: int = PER_DAY, days: 
             SELECT 'syn-' || i AS id,
                    TIMESTAMP '{start.isoformat(sep=' ')}' + to_microseconds(i * {step_us}) AS created_at,
                    'lookup_knowledge' AS tool_name,
-                   CASE WHEN {extra} THEN [{questions}][1 + i % 3]
+                   CASE WHEN {extra} THEN [{asked}][1 + i % {len(questions)}]
                         ELSE 'question number ' || (hash(i, 'q') % 40) END AS query,
                    CASE WHEN {_u('error')} < 0.01 THEN 'error' ELSE 'ok' END AS status,
                    {latency} AS latency_ms,

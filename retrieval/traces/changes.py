@@ -320,9 +320,10 @@ def _test(figure: Figure, before: dict[str, Any], after: dict[str, Any],
     b_text = a_text = ""
     if figure.kind == "count":
         b, a = float(before.get("lookups") or 0), float(after.get("lookups") or 0)
+        moved = f"{formatted(figure.name, b)} in both windows" if a == b else \
+            f"{_moved(b, a)} {formatted(figure.name, b)} to {formatted(figure.name, a)}"
         return FigureChange(figure.name, b, a, a - b, "none (a count)", None, None, False,
-                            f"{figure.label} {_moved(b, a)} {formatted(figure.name, b)} to "
-                            f"{formatted(figure.name, a)} (a count: not tested)")
+                            f"{figure.label} {moved} (a count: not tested)")
     p = None
     if figure.kind == "share":
         x1, n1 = int(before.get(f"x_{figure.name}") or 0), int(before.get(f"n_{figure.name}") or 0)
@@ -374,6 +375,8 @@ def _words(figure: FigureChange, p_adjusted: float, significant: bool) -> str:
     """'abstentions rose from 4.1% to 9.8%, significant (p=0.0003, Holm)', or the no-change wording."""
     label = next(f.label for f in FIGURES if f.name == figure.name)
     b, a = formatted(figure.name, figure.before), formatted(figure.name, figure.after)
+    if significant and figure.before == figure.after:  # a quantile unmoved while the shares around it moved
+        return f"{label} stayed at {a} but the values around it moved, significant ({_p(p_adjusted, '=')}, Holm)"
     if significant:
         return f"{label} {_moved(figure.before, figure.after)} {b} to {a}, significant ({_p(p_adjusted, '=')}, Holm)"
     return f"{label}: no change ({b} to {a}, {_p(p_adjusted, '=')} after Holm)"
@@ -404,7 +407,7 @@ def _with_drivers(con: Any, figure: FigureChange, start: datetime, cut: datetime
 
 
 def _moved(before: float, after: float) -> str:
-    return "rose from" if after > before else "fell from" if after < before else "stayed the same,"
+    return "rose from" if after > before else "fell from"
 
 
 def _p(p: float | None, sep: str = "") -> str:
