@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import random
-import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -135,21 +134,30 @@ def quiet_rows(*, seed: int = 7) -> list[PlannedRow]:
     return spread(rng.choices(answered_questions(), k=200), UNTIL - 2 * WEEK, 2 * WEEK, rng, "high")
 
 
+FEATURE_WORDS = (
+    "amber beacon", "basalt ledger", "cobalt relay", "dune sketch", "ember vault", "fjord atlas", "garnet pulse",
+    "harbor lens", "indigo mosaic", "jade compass", "kelp archive", "lumen forge", "maple orbit", "nectar gauge",
+    "onyx prism", "pebble radar", "quartz tunnel", "raven canvas", "saffron matrix", "tundra bridge",
+    "umber spindle", "velvet harvest", "willow cipher", "xenon lattice", "yarrow kiln", "zephyr quarry",
+    "acorn totem", "birch vortex", "cinder meadow", "delta fresco", "egret turbine", "falcon glacier",
+    "granite lagoon", "hazel monsoon", "iris summit", "juniper canyon", "kestrel dynamo", "lotus mirage",
+    "mistral oasis", "nimbus tapestry", "opal drift", "pine sonar", "quill beacon", "reef anthem", "sable comet",
+    "thistle engine", "ursa mantle", "vesper cradle", "wren lantern", "yucca vessel", "zinnia rover",
+    "alder plume", "bramble pylon", "cedar flux", "dahlia rampart", "elm quiver", "fern gyro", "gale trellis",
+    "heron bastion", "ivy sextant")
+
+
 def scale_rows(unanswered: int, *, seed: int = 20, answered: int = 0, topics: int = 60) -> list[PlannedRow]:
-    """About `unanswered` unanswered questions in the last week and as many the week before, made of `topics`
-    made-up topics (a missing feature with slots, several phrasings) and one-offs, plus `answered` answered rows:
-    the bench's week of a large team's traffic (mostly distinct texts)."""
+    """About `unanswered` unanswered questions in the last week and as many the week before, about `topics`
+    made-up features (each its own two words, five phrasings with slots; sizes heavy-tailed) and one-offs (a
+    tenth), plus `answered` answered rows: a large team's traffic, mostly distinct texts."""
     rng = random.Random(seed)
-    features = [f"{a} {b}" for a in ("smart", "cloud", "mobile", "team", "custom", "bulk", "auto", "edge")
-                for b in ("reports", "exports", "tagging", "scheduling", "sync", "budgets", "labels", "quotas")]
-    templates = []
-    for feature in features[:topics]:
-        templates.append((f"How do I set up {feature} for {{thing}}?", f"Does {feature} work with {{metric}}?",
-                          f"{feature} on the {{plan}} plan", f"Why does {feature} ignore {{metric}} on {{thing}}?",
-                          f"Can {feature} run for {{thing}} on {{os}}?"))
+    templates = [(f"How do I set up {feature} for {{thing}}?", f"Does {feature} work with {{metric}}?",
+                  f"{feature} on the {{plan}} plan", f"Why does {feature} ignore {{metric}} on {{thing}}?",
+                  f"Can {feature} run on {{os}} for {{thing}}?") for feature in FEATURE_WORDS[:topics]]
+    weights = [rng.paretovariate(1.2) for _ in templates]
     rows: list[PlannedRow] = []
     for start in (UNTIL - 2 * WEEK, UNTIL - WEEK):
-        weights = [rng.paretovariate(1.2) for _ in templates]
         picks = rng.choices(templates, weights=weights, k=int(unanswered * 0.9))
         texts = [fill(rng.choice(t), rng) + f" ({rng.randrange(10**6)})" * (rng.random() < 0.5) for t in picks]
         rows += spread(texts + one_offs(unanswered - len(texts), rng), start, WEEK, rng, "none")
@@ -168,7 +176,6 @@ def write_trace_file(path: Path, rows: Sequence[PlannedRow], *, index=None) -> P
     if pack(path, timeout=30.0) is None:
         raise RuntimeError(f"could not fold the seed row into {path}: another process held it")
     frame = pd.DataFrame({
-        "new_id": [str(uuid.UUID(int=random.Random(n).getrandbits(128))) for n in range(len(rows))],
         "new_created_at": [r.created_at for r in rows], "new_query": [r.query for r in rows],
         "new_run_id": [r.run_id for r in rows],
         "new_relevance": [json.dumps({"level": r.level, "abstain": r.abstained,
@@ -178,7 +185,7 @@ def write_trace_file(path: Path, rows: Sequence[PlannedRow], *, index=None) -> P
     con = trace_db.connect(Path(path), timeout=30.0)
     try:
         columns = [r[0] for r in con.execute(f"SELECT column_name FROM (DESCRIBE {TABLE})").fetchall()]
-        replaced = {"id": "f.new_id", "created_at": "f.new_created_at", "query": "f.new_query",
+        replaced = {"id": "uuid()::VARCHAR", "created_at": "f.new_created_at", "query": "f.new_query",
                     "run_id": "f.new_run_id",
                     "retrieval_details": "json_merge_patch(s.retrieval_details, "
                                          "json_object('relevance', f.new_relevance::JSON))",

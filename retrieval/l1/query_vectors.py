@@ -22,9 +22,11 @@ if TYPE_CHECKING:
 PAGE_BLOCK_ROWS = 65_536  # LSA rows summed at a time into the page vectors (64 MB of float32 at 256 dimensions)
 
 
-def lsa_query_vectors(index: L1Index, texts: Sequence[str]) -> np.ndarray:
+def lsa_query_vectors(index: L1Index, texts: Sequence[str],
+                      tokens: Sequence[Sequence[str]] | None = None) -> np.ndarray:
     """float32 [len(texts), dimensions]: each text's LSA query vector as `index.score(text).query_vector` makes
-    it (a text with no word the fit saw: a row of zeros)."""
+    it (a text with no word the fit saw: a row of zeros). `tokens`: each text's `tokenize`, when the caller has
+    it already."""
     dims = index.dimensions
     if not dims or not texts:
         return np.zeros((len(texts), dims), dtype=np.float32)
@@ -32,7 +34,7 @@ def lsa_query_vectors(index: L1Index, texts: Sequence[str]) -> np.ndarray:
     rows, terms, counts = [], [], []
     for row, text in enumerate(texts):
         seen: dict[int, int] = {}
-        for word in tokenize(text):
+        for word in (tokenize(text) if tokens is None else tokens[row]):
             term = term_of.setdefault(word, len(term_of))
             seen[term] = seen.get(term, 0) + 1
         rows.extend([row] * len(seen))

@@ -27,5 +27,5 @@ __all__, __getattr__, __dir__ = lazy_exports(__name__, {
     "trends": "Trends trace_trends=trends TREND_BUCKETS=BUCKETS TREND_PER=PER",
     "changes": "Changes FigureChange ReportSection trace_changes=changes",
     "alerts": "Condition Breach parse_fail_on check_alerts=check load_alerts=load_config parse_significant",
-    "gaps": "ContentGaps GapTopic content_gaps",
+    "gaps": "ContentGaps GapTopic NearestPage content_gaps",
 })

@@ -147,7 +147,7 @@ def content_gaps(path: Target, index: KnowledgeIndex, *, window: timedelta | str
                            questions_before=int((~now_rows).sum()), topics=(),
                            empty_reason=_empty_reason(path, since, end))
     asked = distinct_questions(frame, now_rows.to_numpy())
-    matrix, lsa = gaps_cluster.vectors(l1, asked.texts)
+    matrix, lsa = gaps_cluster.vectors(l1, asked.texts, asked.now + asked.before)
     total = int(asked.now.sum())
     min_size = max(gaps_cluster.MIN_SIZE, math.ceil(gaps_cluster.MIN_SHARE * total))
     clusters = gaps_cluster.cluster(matrix, lsa, asked.now, asked.now > 0, min_size)
@@ -185,21 +185,32 @@ def normalised(text: str) -> str:
 
 
 def distinct_questions(frame, now_rows: np.ndarray) -> Asked:
-    """`frame` (query, created_at, id) grouped by normalised question, in order of first appearance."""
-    frame = frame.assign(key=[normalised(q) for q in frame["query"]], now=now_rows)
-    frame = frame.sort_values(["created_at", "id"], ascending=[False, False], kind="stable")
-    keys = list(dict.fromkeys(frame["key"]))
-    position = {key: n for n, key in enumerate(keys)}
-    at = frame["key"].map(position).to_numpy()
-    now = np.bincount(at[now_rows[frame.index]], minlength=len(keys)).astype(np.float64)
-    before = np.bincount(at[~now_rows[frame.index]], minlength=len(keys)).astype(np.float64)
-    shown = frame.groupby("key", sort=False)["query"].agg(lambda q: q.value_counts().index[0])
-    ids: list[list[str]] = [[] for _ in keys]
-    for key_at, invocation, is_now in zip(at.tolist(), frame["id"].tolist(), now_rows[frame.index].tolist(),
-                                          strict=True):
-        if is_now and len(ids[key_at]) < IDS:
-            ids[key_at].append(invocation)
-    return Asked([shown[key] for key in keys], now, before, ids)
+    """`frame` (query, created_at, id) grouped by normalised question, newest first: one pass over the rows."""
+    order = frame.reset_index(drop=True).sort_values(["created_at", "id"], ascending=False).index.to_numpy()
+    queries, ids, now_flags = frame["query"].to_numpy()[order], frame["id"].to_numpy()[order], now_rows[order]
+    position: dict[str, int] = {}
+    forms: list[dict[str, int]] = []
+    now: list[int] = []
+    before: list[int] = []
+    kept: list[list[str]] = []
+    for query, invocation, is_now in zip(queries.tolist(), ids.tolist(), now_flags.tolist(), strict=True):
+        key = normalised(query)
+        at = position.get(key)
+        if at is None:
+            at = position[key] = len(forms)
+            forms.append({})
+            now.append(0)
+            before.append(0)
+            kept.append([])
+        forms[at][query] = forms[at].get(query, 0) + 1
+        if is_now:
+            now[at] += 1
+            if len(kept[at]) < IDS:
+                kept[at].append(invocation)
+        else:
+            before[at] += 1
+    shown = [max(seen, key=lambda q, seen=seen: (seen[q], q)) for seen in forms]  # the form asked most
+    return Asked(shown, np.asarray(now, dtype=np.float64), np.asarray(before, dtype=np.float64), kept)
 
 
 def _topic(index: KnowledgeIndex, asked: Asked, clusters: gaps_cluster.Clusters, topic: int, terms: tuple[str, ...],

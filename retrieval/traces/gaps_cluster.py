@@ -30,17 +30,18 @@ from retrieval.l1.query_vectors import known_terms, lsa_page_vectors, lsa_query_
 from retrieval.l1.search import L1Index
 from retrieval.text.analysis import STOP_WORDS, tokenize
 
-LSA_SHARE = 0.3  # share of a question vector's squared norm given to its LSA part (the rest: its own terms)
-UNKNOWN_BOOST = 2.0  # how much more a word no section of the base holds weighs in the own-terms part
+LSA_SHARE = 0.2  # share of a question vector's squared norm given to its LSA part (the rest: its own terms)
+UNKNOWN_BOOST = 3.0  # how much more a word no section of the base holds weighs in the own-terms part
 K_MIN, K_MAX = 8, 64  # MiniBatchKMeans' k: round(sqrt(distinct questions)), within these
 MERGE_DISTANCE = 0.6  # centroids whose average cosine distance is below this are one topic (cosine above 0.4)
 MEMBER_MIN = 0.25  # a question less similar than this to its topic's centroid is in no topic
 MIN_SIZE = 3  # a topic holds at least this many questions (and MIN_SHARE of the window's)
 MIN_SHARE = 0.002
 RANDOM_STATE = 0
-N_INIT = 3
+INIT_ROWS = 4096  # questions k-means++ picks its seeds from (a seeded sample)
 BATCH = 2048
 TERMS = 5  # distinctive terms kept per topic
+OWN_TERMS = 1024  # words of the own-terms part: those in most questions (the rest are left out of the vectors)
 WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
 
@@ -56,23 +57,38 @@ class Clusters:
     merged: int  # topics after the merge, before the size rule
 
 
-def vectors(index: L1Index, texts: Sequence[str]):
-    """CSR float32 [len(texts), dims + words]: each question's LSA part and own-terms part, joined (see the
-    module's docstring), unit rows (a question with no word at all: zeros)."""
+def vectors(index: L1Index, texts: Sequence[str], weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """float32 [len(texts), dims + own terms]: each question's LSA part and own-terms part, joined (see the
+    module's docstring), unit rows (a question with no known word at all: zeros); and the LSA part alone. The
+    own terms are the OWN_TERMS words in most questions (`weights`: how often each was asked)."""
     from scipy import sparse
-    from sklearn.feature_extraction.text import CountVectorizer
-    from sklearn.preprocessing import normalize
 
-    lsa = lsa_query_vectors(index, texts)
-    counts = CountVectorizer(analyzer=tokenize, dtype=np.float32)
-    own = counts.fit_transform(texts).tocsr()
-    if own.shape[1]:
-        own.data = 1.0 + np.log(own.data)
-        boost = np.where(known_terms(index, list(counts.get_feature_names_out())), 1.0, UNKNOWN_BOOST)
-        own = normalize(own @ sparse.diags(boost.astype(np.float32)))
-    joined = sparse.hstack([sparse.csr_matrix(lsa * np.float32(math.sqrt(LSA_SHARE))),
-                            own * np.float32(math.sqrt(1.0 - LSA_SHARE))], format="csr", dtype=np.float32)
-    return normalize(joined), lsa
+    tokens = [tokenize(text) for text in texts]
+    lsa = lsa_query_vectors(index, texts, tokens)
+    asked_in: Counter = Counter()
+    for words, weight in zip(tokens, weights.tolist(), strict=True):
+        for word in set(words):
+            asked_in[word] += weight
+    own_terms = sorted(asked_in, key=lambda w: (-asked_in[w], w))[:OWN_TERMS]
+    column = {word: n for n, word in enumerate(own_terms)}
+    rows, columns, values = [], [], []
+    for row, words in enumerate(tokens):
+        for word, count in Counter(w for w in words if w in column).items():
+            rows.append(row)
+            columns.append(column[word])
+            values.append(1.0 + math.log(count))
+    own = sparse.csr_matrix((np.asarray(values, dtype=np.float32), (rows, columns)),
+                            shape=(len(texts), len(own_terms))).toarray()
+    if own_terms:
+        own *= np.where(known_terms(index, own_terms), 1.0, UNKNOWN_BOOST).astype(np.float32)
+    joined = np.hstack([lsa * np.float32(math.sqrt(LSA_SHARE)), unit_rows(own) * np.float32(math.sqrt(1 - LSA_SHARE))])
+    return unit_rows(joined), lsa
+
+
+def unit_rows(matrix: np.ndarray) -> np.ndarray:
+    """`matrix` with each row scaled to norm 1 (rows of zeros stay zeros), float32."""
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return (matrix / np.where(norms > 0, norms, 1.0)).astype(np.float32, copy=False)
 
 
 def k_for(distinct: int) -> int:
@@ -80,37 +96,39 @@ def k_for(distinct: int) -> int:
     return max(1, min(distinct, max(K_MIN, min(K_MAX, round(math.sqrt(distinct))))))
 
 
-def cluster(matrix, lsa: np.ndarray, weights: np.ndarray, asked_now: np.ndarray, min_size: int) -> Clusters:
+def cluster(matrix: np.ndarray, lsa: np.ndarray, weights: np.ndarray, asked_now: np.ndarray,
+            min_size: int) -> Clusters:
     """Topics of the questions asked in the window (`asked_now`, weighed by `weights`); every other row (asked
     only before) is put in the topic whose centroid it is nearest, when as near as MEMBER_MIN."""
-    from sklearn.cluster import AgglomerativeClustering, MiniBatchKMeans
-    from sklearn.preprocessing import normalize
+    from sklearn.cluster import AgglomerativeClustering, MiniBatchKMeans, kmeans_plusplus
 
     n = matrix.shape[0]
     labels, cosines = np.full(n, -1, dtype=np.int64), np.zeros(n, dtype=np.float32)
-    now = np.flatnonzero(asked_now & (np.diff(matrix.indptr) > 0))  # a question with no word: no topic
+    has_words = np.abs(matrix).sum(axis=1) > 0  # a question with no word at all: no topic
+    now = np.flatnonzero(asked_now & has_words)
     if now.size == 0:
         return Clusters(labels, cosines, np.zeros((0, lsa.shape[1]), np.float32), 0, 0)
     k = k_for(now.size)
     x, w = matrix[now], weights[now].astype(np.float64)
+    first = np.zeros(now.size, dtype=np.int64)
     if k > 1:
-        kmeans = MiniBatchKMeans(n_clusters=k, random_state=RANDOM_STATE, n_init=N_INIT, batch_size=BATCH)
+        # k-means++ seeds from a capped sample in float64 (scikit-learn's float32 k-means++ upcasts its distances
+        # block by block: 30x slower on 16k rows), then mini-batches over every question
+        sample = np.sort(np.random.default_rng(RANDOM_STATE).permutation(now.size)[:INIT_ROWS])
+        seeds, _ = kmeans_plusplus(x[sample].astype(np.float64), k, sample_weight=w[sample],
+                                   random_state=RANDOM_STATE)
+        kmeans = MiniBatchKMeans(n_clusters=k, init=seeds.astype(np.float32), n_init=1, random_state=RANDOM_STATE,
+                                 batch_size=BATCH)
         first = kmeans.fit_predict(x, sample_weight=w)
-        centres = normalize(kmeans.cluster_centers_)
         used = np.unique(first)
         if used.size > 1:
             merge = AgglomerativeClustering(n_clusters=None, distance_threshold=MERGE_DISTANCE, metric="cosine",
-                                            linkage="average").fit(centres[used])
+                                            linkage="average").fit(unit_rows(kmeans.cluster_centers_[used]))
             to_topic = np.full(k, -1, dtype=np.int64)
             to_topic[used] = merge.labels_
             first = to_topic[first]
-        else:
-            first = np.zeros(now.size, dtype=np.int64)
-    else:
-        first = np.zeros(now.size, dtype=np.int64)
     merged = int(first.max()) + 1
-    centroids = _centroids(x, w, first, merged)
-    cos_now = np.asarray(x.multiply(centroids[first]).sum(axis=1)).ravel()
+    cos_now = _similarities(x, _centroids(x, w, first, merged))[np.arange(now.size), first]
     first = np.where(cos_now >= MEMBER_MIN, first, -1)
     sizes = np.bincount(first[first >= 0], weights=w[first >= 0], minlength=merged)
     kept = np.flatnonzero(sizes >= min_size)
@@ -118,32 +136,36 @@ def cluster(matrix, lsa: np.ndarray, weights: np.ndarray, asked_now: np.ndarray,
     renumber = np.full(merged + 1, -1, dtype=np.int64)
     renumber[kept] = np.arange(kept.size)
     first = renumber[first]  # -1 stays -1 (renumber[-1] is the spare slot)
-    labels[now], cosines[now] = first, np.where(first >= 0, cos_now, 0.0)
     centroids = _centroids(x, w, first, kept.size)  # of the members kept
-    before = np.setdiff1d(np.flatnonzero(np.diff(matrix.indptr) > 0), now)
+    labels[now] = first
+    if kept.size:
+        cosines[now] = np.where(first >= 0, _similarities(x, centroids)[np.arange(now.size), np.maximum(first, 0)],
+                                0.0)
+    before = np.flatnonzero(~asked_now & has_words)
     if before.size and kept.size:
-        sims = np.asarray(matrix[before] @ centroids.T)
+        sims = _similarities(matrix[before], centroids)
         best = sims.argmax(axis=1)
         near = sims[np.arange(before.size), best]
         labels[before] = np.where(near >= MEMBER_MIN, best, -1)
         cosines[before] = np.where(near >= MEMBER_MIN, near, 0.0)
-    lsa_centroids = np.zeros((kept.size, lsa.shape[1]), dtype=np.float32)
-    for topic in range(kept.size):
-        members = now[first == topic]
-        lsa_centroids[topic] = lsa[members].T @ weights[members]
-    return Clusters(labels, cosines, normalize(lsa_centroids) if kept.size else lsa_centroids, k, merged)
+    lsa_centroids = _centroids(lsa[now], w, first, kept.size)
+    return Clusters(labels, cosines, lsa_centroids, k, merged)
 
 
-def _centroids(x, w: np.ndarray, labels: np.ndarray, topics: int) -> np.ndarray:
+def _similarities(x: np.ndarray, centroids: np.ndarray) -> np.ndarray:
+    """Cosines of unit rows `x` with unit `centroids`: rows x topics."""
+    return x @ centroids.T
+
+
+def _centroids(x: np.ndarray, w: np.ndarray, labels: np.ndarray, topics: int) -> np.ndarray:
     """Each topic's weighted mean of its rows of `x` (rows labelled -1 left out), L2-normalised."""
     from scipy import sparse
-    from sklearn.preprocessing import normalize
 
     if topics == 0:
         return np.zeros((0, x.shape[1]), dtype=np.float32)
     member = labels >= 0
     owners = sparse.csr_matrix((w[member], (labels[member], np.flatnonzero(member))), shape=(topics, x.shape[0]))
-    return normalize(np.asarray((owners @ x).todense(), dtype=np.float32))
+    return unit_rows(np.asarray(owners @ x, dtype=np.float32))
 
 
 def surface_terms(text: str) -> list[str]:
