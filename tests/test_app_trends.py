@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 
 from streamlit import dataframe_util
 from streamlit.testing.v1 import AppTest
@@ -15,6 +15,7 @@ from streamlit.testing.v1 import AppTest
 from appui.data import trends as data
 from appui.widgets import trend_reads
 from retrieval import LookupConfig, TraceStore, open_index
+from retrieval.lookup.invocation import ToolInvocation
 from retrieval.paths import SAMPLE_KB
 from retrieval.traces.changes import changes
 from retrieval.traces.gaps import content_gaps
@@ -186,13 +187,36 @@ def test_no_traces_yet_is_said(env):
 
 
 def test_no_production_lookups_in_the_span_is_said(tmp_path, monkeypatch):
+    traces = tmp_path / "traces.duckdb"
+    build(traces, now=datetime.now(timezone.utc) - timedelta(days=10))  # the newest lookup: 10 days ago
+    monkeypatch.setenv("LOOKUP_KNOWLEDGE_KB", str(SAMPLE_KB))
+    monkeypatch.setenv("LOOKUP_KNOWLEDGE_TRACES", str(traces))
+    at = trends_page()
+    assert len(charts(at)) == 5  # the last 30 days hold them
+    at = ok(at.selectbox(key="trn_span").set_value("Last 24 hours").run())
+    info = [i.value for i in at.info]
+    assert any(i.startswith("No production lookups to chart: no production lookups") for i in info)
+    assert not charts(at)
+
+
+def test_an_old_file_is_charted_up_to_its_newest_production_lookup(tmp_path, monkeypatch):
     old = tmp_path / "old.duckdb"
-    build(old, now=datetime(2020, 1, 1))  # four weeks of lookups, years before the longest span
+    built = build(old, now=datetime(2020, 1, 1))  # four weeks of lookups, years before the longest span
     monkeypatch.setenv("LOOKUP_KNOWLEDGE_KB", str(SAMPLE_KB))
     monkeypatch.setenv("LOOKUP_KNOWLEDGE_TRACES", str(old))
     at = trends_page()
-    info = [i.value for i in at.info]
-    assert any(i.startswith("No production lookups to chart: no production lookups") for i in info)
+    newest = TraceStore(old).query("SELECT max(created_at) AS t FROM tool_invocation")["t"][0]
+    said = f"No production lookups in the last 90 days: the newest was at {newest:%Y-%m-%d %H:%M} UTC"
+    assert any(i.value.startswith(said) for i in at.info)
+    assert len(charts(at)) == 5 and until(at) == data.now_minute(newest.to_pydatetime()) + timedelta(minutes=1)
+    assert until(at) <= built.now
+
+
+def test_a_file_of_evaluation_runs_only_says_it_holds_no_production_lookup(env):
+    with TraceStore(env["traces"]) as store:
+        store.record_many([ToolInvocation("lookup_knowledge", "q", {}, "ok", 1.0, {}, {}, run_id="run-1")])
+    at = trends_page()
+    assert any(i.value.startswith("No production lookups in this trace file") for i in at.info)
     assert not charts(at)
 
 

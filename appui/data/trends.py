@@ -13,7 +13,8 @@ from typing import Any
 
 import pandas as pd
 
-from retrieval.traces import parse_span
+from retrieval import TRACE_TABLE
+from retrieval.traces import PRODUCTION_ROWS, parse_span
 
 # the span the charts cover: a choice and the span text the core parses (retrieval.traces.filters.parse_span)
 SPANS = {"Last 24 hours": "1d", "Last 7 days": "7d", "Last 30 days": "30d", "Last 90 days": "90d"}
@@ -86,6 +87,13 @@ def window(choice: str, now: datetime, picked: Sequence[date] | None = None) -> 
         raise ValueError("pick the first and the last day of the window in the calendar")
     first, last = sorted(days)
     return Window(datetime.combine(first, time()), datetime.combine(last + timedelta(days=1), time()))
+
+
+def newest_production(store: Any) -> datetime | None:
+    """The time of the newest production lookup in `store` (None: there is none), one aggregate on `created_at`."""
+    frame = store.query(f"SELECT max(created_at) AS newest FROM {TRACE_TABLE} WHERE {PRODUCTION_ROWS}")
+    value = frame["newest"][0]
+    return None if value is None or pd.isna(value) else pd.Timestamp(value).to_pydatetime()
 
 
 def since(span_choice: str, now: datetime) -> datetime:

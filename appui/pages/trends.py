@@ -85,6 +85,24 @@ def _charts(store: cached_reads.CachedReads, picks: Picks) -> bool:
     return True
 
 
+def _end(store: cached_reads.CachedReads, now: datetime) -> datetime | None:
+    """Where the charts and windows end: now, or, when the longest span back from now holds no production lookup,
+    the minute after the newest one (said on the page); None (said) when the file holds none at all."""
+    newest = state.guarded(lambda: data.newest_production(store))
+    if newest is None:
+        st.info("No production lookups in this trace file: it holds only evaluation runs' lookups (or other "
+                "tools' calls). Production lookups are the tool's own calls (the MCP server's, the CLI's, this "
+                "app's Lookup page's).")
+        return None
+    if newest >= data.since(list(data.SPANS)[-1], now):
+        return now
+    end = data.now_minute(newest) + timedelta(minutes=1)
+    st.info(f"No production lookups in the last {list(data.SPANS)[-1].lower().removeprefix('last ')}: the newest "
+            f"was at {newest:%Y-%m-%d %H:%M} UTC, so the charts and the window end at {end:%Y-%m-%d %H:%M} UTC "
+            "instead of now.")
+    return end
+
+
 def render() -> None:
     ctx = state.current()
     st.title("Trends")
@@ -100,7 +118,9 @@ def render() -> None:
                 "Lookup page's) are recorded there, and their trends show here.")
         return
     st.caption(f"Trace file {facts.words()} · production lookups only (no evaluation run)")
-    now = data.now_minute(datetime.now(timezone.utc).replace(tzinfo=None))
+    now = _end(store, data.now_minute(datetime.now(timezone.utc).replace(tzinfo=None)))
+    if now is None:
+        return
     picks = _pickers(now)
     if picks is None:
         return
