@@ -49,8 +49,14 @@ def gaps_tab(at: AppTest) -> AppTest:
     return ok(at.run())
 
 
+def changes_tab(at: AppTest) -> AppTest:
+    at.session_state["trn_tab"] = "What changed"
+    return ok(at.run())
+
+
 def test_the_page_charts_every_figure_group_with_the_picked_window_shaded(planted_env):
     at = trends_page()
+    assert not [m.value for m in at.markdown if m.value.startswith("- **")]  # What changed waits for its tab
     drawn = charts(at)
     assert len(drawn) == len(data.CHARTS) == 5
     for chart in drawn:
@@ -81,7 +87,7 @@ def test_the_figures_drawn_equal_the_trends_api(planted_env):
 
 
 def test_what_changed_says_the_planted_abstentions_in_the_cores_words(planted_env):
-    at = trends_page()
+    at = changes_tab(trends_page())
     expected = changes(TraceStore(planted_env.path), window="7d", until=until(at))
     abstain = next(f for f in expected.figures if f.name == "abstain_share")
     assert abstain.significant and abstain.words.startswith("abstentions rose from")
@@ -95,13 +101,13 @@ def test_what_changed_says_the_planted_abstentions_in_the_cores_words(planted_en
 
 
 def test_a_file_without_a_planted_change_shows_no_significant_change(steady_env):
-    at = trends_page()
+    at = changes_tab(trends_page())
     assert any(i.value == "No figure changed significantly in this window." for i in at.info)
     assert not [m.value for m in at.markdown if m.value.startswith("- **")]
 
 
 def test_the_report_holds_the_changes_and_the_content_gaps(planted_env):
-    at = trends_page()
+    at = changes_tab(trends_page())
     window = at.session_state["trends_picks"].window
     store = TraceStore(planted_env.path)
     found = changes(store, window="7d", until=window.end)
@@ -164,7 +170,9 @@ def test_a_picked_range_of_days_is_the_window(planted_env):
     at = ok(at.date_input(key="trn_range").set_value((last - timedelta(days=2), last)).run())
     rows = charts(at)[0]["rows"]
     assert (rows["window_end"] - rows["window_start"] == timedelta(days=3)).all()
-    assert "(3 days) shaded" in page_text(at) and "the last 3d" in page_text(at)
+    assert "(3 days) shaded" in page_text(at)
+    assert "the last 3d" in page_text(changes_tab(at))  # What changed compares the picked days too
+    at.session_state["trn_tab"] = "Trends"
     at = ok(at.date_input(key="trn_range").set_value(last).run())  # only the first day picked so far
     assert any("Pick the window's last day too" in i.value for i in at.info) and not charts(at)
 

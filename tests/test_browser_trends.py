@@ -1,7 +1,7 @@
 """The Trends page in a real browser (Debian's Chromium via Playwright) on the planted trace file: the charts are
 drawn (SVG), the picked window is the shaded band and follows the Window picker, and the content-gap table's
 first topic drills down to the Traces page showing that topic's questions. Screenshots: `trends.png`,
-`trends-gaps.png` (into docs/screenshots only with UPDATE_SCREENSHOTS=1)."""
+`trends-changes.png`, `trends-gaps.png` (into docs/screenshots only with UPDATE_SCREENSHOTS=1)."""
 
 from __future__ import annotations
 
@@ -37,8 +37,13 @@ def test_the_trends_page_draws_its_charts_with_the_window_shaded(trends_server, 
     sync_api.expect(app_page.locator(BAND)).to_have_count(5)
     week = _band_widths(app_page)
     assert all(width > 20 for width in week)
-    sync_api.expect(app_page.get_by_text("abstentions rose from", exact=False).first).to_be_visible()
     screenshot(app_page, screenshots, "trends")
+    app_page.get_by_role("tab", name="What changed").click()
+    visible(app_page, app_page.get_by_text("abstentions rose from", exact=False).first)
+    screenshot(app_page, screenshots, "trends-changes")
+    app_page.get_by_role("tab", name="Trends", exact=True).click()
+    wait_for_app(app_page)
+    sync_api.expect(app_page.locator(BAND)).to_have_count(5)
     _pick(app_page, "trn_window", "Last 24 hours")
     sync_api.expect(app_page.get_by_text("(1 day) shaded", exact=False)).to_be_visible()
     day = _band_widths(app_page)

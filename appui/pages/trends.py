@@ -16,7 +16,7 @@ from appui.panels import content_gaps, trend_changes
 from appui.widgets import cached_reads, state, trend_charts, trend_reads
 from retrieval.traces import FIGURES
 
-CHARTS_TAB, GAPS_TAB = "Trends and what changed", "Content gaps"
+CHARTS_TAB, CHANGES_TAB, GAPS_TAB = "Trends", "What changed", "Content gaps"
 
 
 @dataclass(frozen=True)
@@ -125,15 +125,19 @@ def render() -> None:
     if picks is None:
         return
     st.session_state["trends_picks"] = picks  # what the page shows, said once (the tests read it too)
-    charts_tab, gaps_tab = st.tabs([CHARTS_TAB, GAPS_TAB], key="trn_tab", on_change="rerun")
+    # lazy tabs: only the open one computes (the charts, the tests of What changed and the clustering of Content
+    # gaps each take up to a second or more on a month of lookups; together they would pass the 2 s a page may take)
+    charts_tab, changes_tab, gaps_tab = st.tabs([CHARTS_TAB, CHANGES_TAB, GAPS_TAB], key="trn_tab",
+                                                on_change="rerun")
     if charts_tab.open is not False:
         with charts_tab:
-            if _charts(store, picks):
-                trend_changes.render(ctx, store, picks.window)
+            _charts(store, picks)
+    if changes_tab.open:
+        with changes_tab:
+            trend_changes.render(ctx, store, picks.window)
     if gaps_tab.open:
         with gaps_tab:
             content_gaps.render(ctx, store, picks.window)
-
 
 if __name__ == "__main__":
     render()

@@ -16,7 +16,7 @@ from retrieval.traces import FIGURES
 
 def render(ctx: state.AppContext, store: cached_reads.CachedReads, window: data.Window) -> None:
     """What changed in `window` (ending at its end) against the window before it, and the report's downloads."""
-    st.subheader("What changed")
+    st.subheader(f"What changed: {window.words()}")
     changes = state.guarded(lambda: trend_reads.changes(store, window=window.span, until=window.end))
     if changes is None:
         return
