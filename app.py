@@ -30,6 +30,7 @@ PAGES = [
     st.Page("appui/pages/export.py", title="Export", icon=":material/download:", url_path="export"),
     st.Page("appui/pages/judging.py", title="Judging", icon=":material/rule:", url_path="judging"),
     st.Page(_lookup_by_name, title="Lookup", url_path="lookup", visibility="hidden"),
+    st.Page("appui/pages/trends.py", title="Trends", icon=":material/trending_up:", url_path="trends"),
 ]
 
 st.set_page_config(page_title="lookup-knowledge", page_icon=":material/search:", layout="wide")

@@ -10,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 PAGES = ("appui/pages/lookup.py", "appui/pages/compare.py", "appui/pages/traces.py", "appui/pages/export.py",
-         "appui/pages/judging.py")
+         "appui/pages/judging.py", "appui/pages/trends.py")
 QUERIES = [{"_id": "q1", "text": "rotate an API token", "relevant": ["security/tokens.md"]},
            {"_id": "q2", "text": "download invoices", "relevant": ["billing/invoices.md"]},
            {"_id": "q3", "text": "agent offline firewall port", "relevant": ["troubleshooting/agent-offline.md"]},

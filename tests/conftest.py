@@ -47,6 +47,7 @@ pytest_plugins = [
     "tests.fixtures.trec_fixtures",
     "tests.fixtures.trace_fixtures",
     "tests.fixtures.trends_fixtures",
+    "tests.fixtures.trendsui_fixtures",
 ]
 
 SHARED_DATA = Path(os.environ.get("LOOKUP_KNOWLEDGE_SHARED_DATA",

@@ -13,7 +13,7 @@ pytestmark = [pytest.mark.browser,
 
 @pytest.mark.parametrize(("path", "heading"), [("lookup", "Lookup"), ("", "Lookup"), ("compare", "Compare settings"),
                                                ("traces", "Traces"), ("export", "Export"),
-                                               ("judging", "Judging")])
+                                               ("judging", "Judging"), ("trends", "Trends")])
 def test_each_pages_address_opens_it_without_a_page_not_found_dialog(app_server, app_page, path, heading):
     app_page.goto(f"{app_server['url'].rstrip('/')}/{path}")
     visible(app_page, app_page.get_by_test_id("stHeading").filter(has_text=heading).first)

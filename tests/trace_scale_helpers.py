@@ -104,7 +104,7 @@ SQL = {"group_by": "SELECT retrieval_layer, l1_status, count(*) AS calls, round(
                        "FROM tool_invocation GROUP BY 1 ORDER BY 2 DESC",
        "limit": "SELECT id, created_at, query, latency_ms FROM tool_invocation LIMIT 100"}
 PAGES = {"lookup": "appui/pages/lookup.py", "compare": "appui/pages/compare.py",
-         "traces": "appui/pages/traces.py", "export": "appui/pages/export.py"}
+         "traces": "appui/pages/traces.py", "export": "appui/pages/export.py", "trends": "appui/pages/trends.py"}
 
 
 def _peak_mb() -> float:

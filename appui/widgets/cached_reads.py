@@ -1,6 +1,6 @@
 """A page's reads of the trace files, cached on the files' state: a rerun over unchanged files opens nothing.
 
-The Traces and Export pages read the store through `cached(store)`, whose `query` answers a statement it has
+The Traces, Export and Trends pages read the store through `cached(store)`, whose `query` answers a statement it has
 answered before from Streamlit's data cache while the files' state (retrieval.traces.file_state: sizes and
 times of the file, its log and its live folder, from `os.stat`) is the same. A new row, part, fold or
 checkpoint changes the state, and every statement reads again. The process's own recorded rows are made
@@ -32,9 +32,14 @@ class CachedReads:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._store, name)
 
+    @property
+    def store(self) -> TraceStore:
+        """The store itself, for the core's functions that read it (appui.widgets.trend_reads caches them)."""
+        return self._store
+
     def query(self, sql: str, params: Sequence[Any] | None = None) -> pd.DataFrame:
         """What `TraceStore.query` returns, read again only when the files changed since it last was."""
-        return _answer(self._store, *_key(self._store), sql, tuple(params or ()))
+        return _answer(self._store, *file_key(self._store), sql, tuple(params or ()))
 
 
 def cached(store: TraceStore | None) -> CachedReads | None:
@@ -44,10 +49,10 @@ def cached(store: TraceStore | None) -> CachedReads | None:
 
 def estimate(store: TraceStore, filters: TraceFilters, fmt: str) -> ExportEstimate:
     """The Export page's size estimate (trace_export.estimate: a sample exported), cached the same way."""
-    return _estimate(store, *_key(store), filters, fmt)
+    return _estimate(store, *file_key(store), filters, fmt)
 
 
-def _key(store: TraceStore) -> tuple[tuple[str, ...], FileState]:
+def file_key(store: TraceStore) -> tuple[tuple[str, ...], FileState]:
     """The store's sources and their state, once this process's own rows are visible (as every read makes
     them) and a keeper runs for rows a gone writer left (as every read starts one)."""
     if store.has_unshown_rows():

@@ -23,7 +23,7 @@ __all__, __getattr__, __dir__ = lazy_exports(__name__, {
     "fold": "Packed pack",
     "view": "live_dir",
     "file_state": "FileState trace_file_state=file_state Waiting waiting held_message",
-    "figures": "Figure FIGURES FIGURE_NAMES=NAMES",
+    "figures": "Figure FIGURES FIGURE_NAMES=NAMES PRODUCTION_ROWS=PRODUCTION",
     "trends": "Trends trace_trends=trends TREND_BUCKETS=BUCKETS TREND_PER=PER",
     "changes": "Changes FigureChange ReportSection trace_changes=changes",
     "alerts": "Condition Breach parse_fail_on check_alerts=check load_alerts=load_config parse_significant",
