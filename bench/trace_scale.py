@@ -11,7 +11,9 @@ measures in one run, each step in its own process so that its peak RSS is its ow
 - a drain of a 500-row batch into the big file against the same drain into an empty file (the ratio);
 - the file's bytes per row;
 - trends (30 days by day, by hour per host) and changes (the last 7 days against the 7 before), as functions and
-  as the whole `python -m retrieval traces trends|changes` commands, against issue 53's bounds (2 s, 5 s).
+  as the whole `python -m retrieval traces trends|changes` commands, against issue 53's bounds (2 s, 5 s);
+- content gaps over a week of 25,000 mostly distinct unanswered questions, in a file of its own of the same
+  number of rows (bench/content_gaps.py builds it; `--gaps-file FILE` keeps it), against the bound (30 s).
 Prints one table: seconds, peak RSS (MB) and the issue's bound for each step. The steps live in
 tests/trace_scale_helpers.py, shared with the suite's 50,000-row guard (tests/test_trace_scale.py).
 """
@@ -28,9 +30,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.content_gaps import build as build_gaps_file  # noqa: E402
+from bench.content_gaps import measure as measure_gaps  # noqa: E402
 from tests.trace_scale_helpers import PAGES, SQL, record_seed_rows, replicate, run_step  # noqa: E402
 
 RSS_BOUND_MB = 1536
+GAPS_UNANSWERED = 25_000  # unanswered questions a week in the content-gaps step's file
 
 
 def build(path: Path, rows: int) -> dict[str, float]:
@@ -45,8 +50,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--keep", type=Path, help="build the file here (or reuse it, if it exists)")
-    parser.add_argument("--steps", default="render,sql,export,prune,drain,trends",
+    parser.add_argument("--steps", default="render,sql,export,prune,drain,trends,gaps",
                         help="comma-separated steps to run")
+    parser.add_argument("--gaps-file", type=Path, help="the content-gaps step's file: built here (or reused, if it "
+                                                       "exists); default a temporary one")
     args = parser.parse_args(argv)
     folder = Path(tempfile.mkdtemp(prefix="trace-scale-"))
     path = args.keep or folder / "traces.duckdb"
@@ -73,6 +80,14 @@ def main(argv: list[str] | None = None) -> int:
         table.append(("command: traces changes --window 7d --format html",
                       run_step("command", path, "changes", "--window", "7d", "--until", "2026-01-31", "--format",
                                "html", "--fail-on-significant"), "≤ 5 s"))
+    if "gaps" in steps:  # its own file: a week of >= 20k mostly distinct unanswered questions (bench/content_gaps.py)
+        gaps_path = args.gaps_file or folder / "gaps.duckdb"
+        if not gaps_path.exists():
+            made = build_gaps_file(gaps_path, args.rows, GAPS_UNANSWERED)
+            print(f"built the content-gaps file: {made['rows']:,} rows in {made['seconds']:.0f} s", flush=True)
+        found = {"seconds": float("nan"), "peak_mb": float("nan"), **measure_gaps(gaps_path)}
+        table.append((f"content gaps, 7 days ({found.get('questions', 0):,} unanswered, "
+                      f"{found.get('distinct', 0):,} distinct)", found, "≤ 30 s"))
     if "sql" in steps:
         for name in SQL:
             table.append((f"SQL box: {name}", run_step("sql", path, name), "≤ 2 s"))

@@ -106,7 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
     trace_commands.add_prune(traces)
     trace_commands.add_compact(traces)
     trend_commands.add_trends(traces)
-    trend_commands.add_changes(traces)
+    trend_commands.add_changes(traces, add_kb_flags)
     gaps_command.add_gaps(traces, add_kb_flags)
     pack = traces.add_parser("pack", help="fold the live parts and DuckDB's log into the trace file now, so the file "
                                           "alone holds every row (to copy it)")
@@ -178,7 +178,7 @@ def _run(args: argparse.Namespace, tracing: list[Tracing]) -> str | trend_comman
         if args.action == "trends":
             return trend_commands.run_trends(args)
         if args.action == "changes":
-            return trend_commands.run_changes(args)
+            return trend_commands.run_changes(args, open_kb)
         if args.action == "export":
             return trace_commands.run_export(args)
         if args.action == "prune":

@@ -67,3 +67,13 @@ def test_gaps_with_no_production_rows_in_the_window_says_so_and_exits_0(quiet_tr
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     assert data["empty_reason"] == "no production lookups in the window" and data["topics"] == []
+
+
+def test_changes_with_gaps_puts_the_planted_topic_in_the_changes_report(planted_traces):
+    env = {k: v for k, v in os.environ.items() if k != "LOOKUP_KNOWLEDGE_TRACES"}
+    done = subprocess.run([sys.executable, "-m", "retrieval", "traces", "changes", "--traces", str(planted_traces),
+                           "--window", "7d", "--until", UNTIL.isoformat(), "--gaps", "--kb", str(SAMPLE_KB),
+                           "--format", "markdown"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    figures, _, gaps = done.stdout.partition("## Content gaps")
+    assert "abstentions" in figures and "| 1 | anomaly detection" in gaps

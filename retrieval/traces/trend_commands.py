@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from retrieval.paths import default_traces
 from retrieval.traces.alerts import GRAMMAR, Condition, check, load_config, parse_fail_on, parse_significant
@@ -49,8 +51,10 @@ def add_trends(commands: argparse._SubParsersAction) -> None:
     _add_alerts(cmd, "the whole window's figure")
 
 
-def add_changes(commands: argparse._SubParsersAction) -> None:
-    """`traces changes`: the last window against the one before, tested and said in words."""
+def add_changes(commands: argparse._SubParsersAction,
+                add_kb_flags: Callable[[argparse.ArgumentParser], None]) -> None:
+    """`traces changes`: the last window against the one before, tested and said in words; `--gaps` adds the
+    window's content gaps (retrieval/traces/gaps.py) over the knowledge base of `--kb`."""
     cmd = commands.add_parser("changes", help="what changed: the last window of production lookups against the one "
                                               "before, each figure tested (Holm-corrected), with driving queries")
     cmd.add_argument("--traces", default=None, help=TRACES_HELP)
@@ -63,6 +67,10 @@ def add_changes(commands: argparse._SubParsersAction) -> None:
     _add_alerts(cmd, "the last window's figure")
     cmd.add_argument("--fail-on-significant", nargs="?", const="", default=None, metavar="FIGURES",
                      help="exit 1 on any significant change, or on one of these comma-separated figures'")
+    cmd.add_argument("--gaps", action="store_true",
+                     help="add the window's content gaps (as `traces gaps` finds them) over the knowledge base of "
+                          "--kb; opens its index, so it takes longer than the figures alone")
+    add_kb_flags(cmd)
 
 
 def _add_output(cmd: argparse.ArgumentParser, formats: tuple[str, ...], shortcuts: tuple[str, ...]) -> None:
@@ -81,6 +89,7 @@ def _add_alerts(cmd: argparse.ArgumentParser, applies_to: str) -> None:
 
 
 def run_trends(args: argparse.Namespace) -> Outcome:
+    """The trends report for the flags, and its breaches."""
     fmt = _format(args, ("json", "csv"))
     conditions = _conditions(args)
     result = trends(existing_traces(args.traces), since=args.since, until=args.until, by=args.by, per=args.per)
@@ -91,12 +100,22 @@ def run_trends(args: argparse.Namespace) -> Outcome:
     return Outcome(_written(body, args.output), tuple(b.line for b in breaches))
 
 
-def run_changes(args: argparse.Namespace) -> Outcome:
+def run_changes(args: argparse.Namespace, open_kb: Callable[[argparse.Namespace, Any, int], Any]) -> Outcome:
+    """The changes report for the flags (with the content gaps when `--gaps`), and its breaches."""
     fmt = _format(args, ("json",))
     conditions = _conditions(args)
     if args.fail_on_significant is not None:
         conditions += parse_significant(args.fail_on_significant)
-    result = changes(existing_traces(args.traces), window=args.window, until=args.until, level=args.level)
+    path = existing_traces(args.traces)
+    result = changes(path, window=args.window, until=args.until, level=args.level)
+    if args.gaps and not result.empty_reason:
+        from retrieval.config import LookupConfig
+        from retrieval.paths import default_kb
+        from retrieval.traces.gaps import content_gaps
+
+        index = open_kb(args, args.kb or default_kb(), LookupConfig().svd_dims)
+        found = content_gaps(path, index, window=result.window, until=result.until)
+        result = result.with_sections([found.as_section()])
     breaches = check(conditions, result)
     body = {"json": lambda: json.dumps({**result.to_dict(), "breaches": [b.line for b in breaches]}, indent=2),
             "markdown": result.to_markdown, "html": result.to_html, "text": result.to_text}[fmt]()
