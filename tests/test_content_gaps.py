@@ -221,3 +221,11 @@ def test_the_changes_report_takes_the_gaps_as_a_section(planted_gaps, planted_tr
                                                       (12, 10, "steady (10 before, 12 now)")])
 def test_trend_words(now, before, words):
     assert trend_words(now, before) == words
+
+
+def test_a_topic_lists_its_questions_most_asked_first_for_the_drill_down(planted_gaps):
+    topic = planted_gaps.topics[0]
+    counts = [count for _, count in topic.questions]
+    assert len(topic.questions) == min(topic.distinct, 200) and counts == sorted(counts, reverse=True)
+    assert sum(counts) == topic.size or len(topic.questions) == 200  # every question of the window, repeats counted
+    assert set(topic.examples) <= {question for question, _ in topic.questions}

@@ -165,9 +165,9 @@ def gaps_table(gaps: Any) -> pd.DataFrame:
 
 
 def topic_questions(topic: Any) -> list[tuple[str, int]]:
-    """A topic's questions the core names (its most central ones) and how often each was asked in the window,
-    most asked first."""
-    pairs = zip(topic.examples, topic.example_counts, strict=True)
+    """A topic's questions and how often each was asked in the window, most asked first: all of them (up to the
+    core's cap), or its most central ones where the core gives only those."""
+    pairs = topic.questions or zip(topic.examples, topic.example_counts, strict=True)
     return sorted(((str(q), int(n)) for q, n in pairs), key=lambda pair: (-pair[1], pair[0]))
 
 

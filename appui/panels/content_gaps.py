@@ -48,8 +48,9 @@ def _questions(topic: object) -> None:
     """A topic's questions, most asked first, each with a button that opens its traces on the Traces page."""
     questions = data.topic_questions(topic)
     st.markdown(f"#### {topic.label}")
-    st.caption(f"{topic.size:,} question(s) asked in the window, {topic.distinct:,} distinct; its "
-               f"{len(questions)} most central, most asked first, each opening its traces on the Traces page")
+    shown = "all of them" if len(questions) >= topic.distinct else f"the {len(questions)} most asked"
+    st.caption(f"{topic.size:,} question(s) asked in the window, {topic.distinct:,} distinct; {shown}, most asked "
+               "first, each opening its traces on the Traces page")
     term = data.common_term(topic, [q for q, _ in questions])
     if term and st.button(f"Open the topic's traces (queries containing “{term}”) on the Traces page",
                           key="trn_gap_open_topic"):

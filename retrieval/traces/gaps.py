@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 UNANSWERED = "(abstained OR relevance_level IN ('low', 'none'))"  # schema v16's columns, never the JSON
 DEFINITION = "abstained, or relevance graded low or none, in production lookups, not evaluation runs"
 MAX_TOPICS = 20
+QUESTIONS = 200  # a topic's distinct questions kept for the drill-down, most asked first
 EXAMPLES = 5
 IDS = 20  # invocation ids kept per topic (this window's, most central questions first): the app's drill-down
 GROWTH = 1.5  # a topic grew (fell) when it is at least this many times its size before (at most 1/GROWTH of it)
@@ -66,6 +67,8 @@ class GapTopic:
     example_counts: tuple[int, ...]
     nearest_pages: tuple[NearestPage, ...]
     invocation_ids: tuple[str, ...]
+    # every distinct question of the window (as most often asked) with its count, most asked first (the drill-down)
+    questions: tuple[tuple[str, int], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {"label": self.label, "terms": list(self.terms), "size": self.size, "distinct": self.distinct,
@@ -226,7 +229,9 @@ def _topic(index: KnowledgeIndex, asked: Asked, clusters: gaps_cluster.Clusters,
         nearest.append(NearestPage(source, entry.title if entry is not None else source, score))
     return GapTopic(" · ".join(terms[:3]), terms, size, int(members.size), size_before, trend_words(size, size_before),
                     tuple(asked.texts[m] for m in central[:EXAMPLES]),
-                    tuple(int(asked.now[m]) for m in central[:EXAMPLES]), tuple(nearest), tuple(ids))
+                    tuple(int(asked.now[m]) for m in central[:EXAMPLES]), tuple(nearest), tuple(ids),
+                    tuple(sorted(((asked.texts[m], int(asked.now[m])) for m in members.tolist()),
+                                 key=lambda pair: (-pair[1], pair[0]))[:QUESTIONS]))
 
 
 def trend_words(now: int, before: int) -> str:
