@@ -1,6 +1,6 @@
 """The analysts' app: `streamlit run app.py`. UI only; every page calls the retrieval core and eval/.
 
-Pages: Lookup, Compare settings, Traces, Export (appui/pages/). The sidebar's knowledge-base picker
+Pages: Lookup, Compare settings, Traces, Export, Judging, Trends (appui/pages/). The sidebar's knowledge-base picker
 and the trace file ($LOOKUP_KNOWLEDGE_TRACES, else traces.duckdb here) are shared by every page. With an `[auth]`
 section in .streamlit/secrets.toml, only a signed-in user on the `[access]` allow-list gets past the sign-in
 screen (appui/widgets/signin.py).
