@@ -22,6 +22,7 @@ from retrieval.lookup.invocation import ToolInvocation
 from retrieval.traces import keeper
 from retrieval.traces import reader as trace_reader
 from retrieval.traces.db import TraceStoreLocked
+from retrieval.traces.db import connect as trace_connect
 from retrieval.traces.file_state import waiting
 from retrieval.traces.writer import TraceStoreLockedWarning
 from tests.conftest import held_trace_file
@@ -165,3 +166,17 @@ def test_rows_wait_unseen_while_the_file_is_held_read_only_and_arrive_after(tmp_
         time.sleep(0.1)
     assert trace_reader.count(path) == 5
     writer.close()
+
+
+def test_no_trace_file_connection_draws_duckdbs_progress_bar_on_stdout(tmp_path):
+    """DuckDB prints its progress bar on stdout for a statement over 2 s: on a slow machine it corrupted a
+    command's printed report or JSON, so every connection the trace store opens turns it off."""
+    path = tmp_path / "t.duckdb"
+    with TraceStore(path) as store:
+        store.record_many(_invocations(1))
+    for read_only in (False, True):
+        con = trace_connect(path, timeout=5, read_only=read_only)
+        try:
+            assert con.execute("SELECT current_setting('enable_progress_bar')").fetchone()[0] is False
+        finally:
+            con.close()

@@ -64,7 +64,8 @@ CONNECT_SETTINGS: dict[str, Any] = {
     "memory_limit": MEMORY_LIMIT, "threads": THREADS, "temp_directory": "", "home_directory": "",
     "extension_directory": "/nonexistent", "secret_directory": "/nonexistent"}
 # Then in this order (temp_directory cannot change once external access is off, nothing once locked)
-SEAL_SETTINGS = (("enable_external_access", "false"), ("lock_configuration", "true"))
+SEAL_SETTINGS = (("enable_progress_bar", "false"),  # DuckDB draws it on the server's stdout past 2 s
+                 ("enable_external_access", "false"), ("lock_configuration", "true"))
 # Read back before any statement runs: a setting missing or different keeps the SQL box closed
 SEALED = {**{name: str(value).lower() for name, value in CONNECT_SETTINGS.items()
              if name not in ("memory_limit", "home_directory", "extension_directory", "secret_directory")},

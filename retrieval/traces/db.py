@@ -54,6 +54,13 @@ class TraceStoreLocked(TraceStoreError):
         self.holder = holder
 
 
+def quiet(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+    """`con` without DuckDB's progress bar, which it draws on stdout for a statement over 2 s and which corrupted a
+    command's printed report or JSON whenever the machine was slow (a session setting: set on each connection)."""
+    con.execute("SET enable_progress_bar = false")
+    return con
+
+
 def one_line(text: object) -> str:
     """DuckDB's message on one line (its errors span several), for CLI and app messages."""
     return re.sub(r"\s+", " ", str(text)).strip()
@@ -113,8 +120,8 @@ def connect(path: Path, *, timeout: float, threads: int | None = None, read_only
 
     def open_it() -> duckdb.DuckDBPyConnection:
         if read_only:
-            return duckdb.connect(str(path), read_only=True, config=config)
-        con = duckdb.connect(str(path), config=config)
+            return quiet(duckdb.connect(str(path), read_only=True, config=config))
+        con = quiet(duckdb.connect(str(path), config=config))
         con.execute("PRAGMA disable_checkpoint_on_shutdown")
         return con
 

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from retrieval.lookup.invocation import ToolInvocation
 from retrieval.traces import ingest as trace_ingest
-from retrieval.traces.db import CONNECT_CONFIG, TraceStoreError, one_line
+from retrieval.traces.db import CONNECT_CONFIG, TraceStoreError, one_line, quiet
 from retrieval.traces.rows import encode
 from retrieval.traces.schema import COLUMNS, TABLE
 
@@ -89,7 +89,7 @@ def write_part(invocations: Sequence[ToolInvocation], folder: str | Path, run_id
     target = run_folder(folder, run_id)
     target.mkdir(parents=True, exist_ok=True)
     final = target / f"{name}{SUFFIX}"
-    con = duckdb.connect(":memory:", config=dict(CONNECT_CONFIG))
+    con = quiet(duckdb.connect(":memory:", config=dict(CONNECT_CONFIG)))
     try:
         lines = [encode(inv) for inv in invocations]
         with trace_ingest.temporary_file(lines) as source:
@@ -120,7 +120,7 @@ def load_parts(store: Store, folder: str | Path, run_id: str, only: Collection[s
     live = live_dir(store.path)
     with store.connect() as con:  # the file as it is now (spool drained, parts folded), held while parts are made
         present = [row[0] for row in con.execute(f"SELECT id FROM {TABLE} WHERE run_id = ?", [run_id]).fetchall()]
-        memory = duckdb.connect(":memory:", config={**CONNECT_CONFIG, "threads": 1})
+        memory = quiet(duckdb.connect(":memory:", config={**CONNECT_CONFIG, "threads": 1}))
         try:
             sources = ", ".join(trace_ingest.sql_literal(str(p)) for p in files)
             total = memory.execute(f"SELECT count(*) FROM read_parquet([{sources}])").fetchone()[0]
@@ -230,7 +230,7 @@ def _memory_connection() -> duckdb.DuckDBPyConnection:
 
     con = getattr(_local, "con", None)
     if con is None or getattr(_local, "pid", None) != os.getpid():
-        con = duckdb.connect(":memory:", config={**CONNECT_CONFIG, "threads": 1})
+        con = quiet(duckdb.connect(":memory:", config={**CONNECT_CONFIG, "threads": 1}))
         _local.con, _local.pid = con, os.getpid()
     return con
 

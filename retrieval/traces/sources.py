@@ -56,7 +56,7 @@ def connect_many(files: Sequence[Path], *, timeout: float) -> duckdb.DuckDBPyCon
 
     if not files:
         raise TraceStoreError("no trace files to read: the folder holds no *.duckdb file")
-    con = duckdb.connect(":memory:", config=dict(trace_db.CONNECT_CONFIG))
+    con = trace_db.quiet(duckdb.connect(":memory:", config=dict(trace_db.CONNECT_CONFIG)))
     try:
         deadline = time.monotonic() + timeout
         aliases = [_attach(con, file, f"source{i}", deadline) for i, file in enumerate(files)]
