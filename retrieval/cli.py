@@ -370,9 +370,7 @@ def _pack(args: argparse.Namespace) -> str:
     from retrieval.traces.db import TraceStoreLocked, file_holder
     from retrieval.traces.fold import pack, wal_path
 
-    path = Path(args.traces or default_traces())
-    if not path.is_file():
-        raise ValueError(f"no trace file at {path}; pass the DuckDB file the lookups were recorded in (--traces)")
+    path = trace_commands.existing_traces(args.traces)
     if not args.lock_timeout >= 0:
         raise ValueError(f"--lock-timeout takes seconds, 0 or more, got {args.lock_timeout}")
     packed = pack(path, timeout=args.lock_timeout)

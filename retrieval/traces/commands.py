@@ -91,7 +91,7 @@ def run_export(args: argparse.Namespace) -> str:
         layers=known_values(args.layer, LAYERS, "--layer"),
         l1_statuses=known_values(args.l1_status, L1_STATUSES, "--l1-status"),
         decisions=known_values(args.filter_decision, DECISIONS, "--filter-decision", SHORT_DECISIONS))
-    traces = _existing(args.traces)
+    traces = existing_traces(args.traces)
     if Path(args.output).is_file() and not args.overwrite:
         raise ValueError(f"the export's output {args.output} exists; pass another --output, or --overwrite")
     result = export_traces(traces, args.output, args.format, filters, oldest_first=args.oldest_first,
@@ -106,13 +106,13 @@ def run_prune(args: argparse.Namespace) -> str:
         cut = parse_moment(args.before, flag="--before")
     if args.dry_run and args.compact:
         raise ValueError("--dry-run changes nothing, so it cannot --compact; drop one of them")
-    report = prune(_existing(args.traces), cut, include_runs=args.include_runs, dry_run=args.dry_run,
+    report = prune(existing_traces(args.traces), cut, include_runs=args.include_runs, dry_run=args.dry_run,
                    compact_file=args.compact)
-    return json.dumps({"traces": str(_existing(args.traces)), **report.to_dict()}, indent=2)
+    return json.dumps({"traces": str(existing_traces(args.traces)), **report.to_dict()}, indent=2)
 
 
 def run_compact(args: argparse.Namespace) -> str:
-    path = _existing(args.traces)
+    path = existing_traces(args.traces)
     before = file_size(path)
     compact(path, args.storage_version)
     with trace_db.connect(path, timeout=10.0, read_only=True) as con:
@@ -135,7 +135,8 @@ def known_values(given: Sequence[str], allowed: tuple[str, ...], flag: str,
     return tuple(dict.fromkeys(known))
 
 
-def _existing(traces: str | None) -> Path:
+def existing_traces(traces: str | None) -> Path:
+    """The trace file a command reads (--traces, else the default); a ValueError when there is none."""
     path = Path(traces) if traces else default_traces()
     if not path.is_file():
         raise ValueError(f"no trace file at {path}; pass the DuckDB file the lookups were recorded in (--traces)")

@@ -14,14 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from retrieval.paths import default_traces
 from retrieval.traces.alerts import GRAMMAR, Condition, check, load_config, parse_fail_on, parse_significant
 from retrieval.traces.changes import changes
+from retrieval.traces.commands import TRACES_HELP, existing_traces
 from retrieval.traces.figures import NAMES
 from retrieval.traces.filters import MOMENT_HELP, SPAN_HELP
 from retrieval.traces.trends import BUCKETS, PER, trends
 
-TRACES_HELP = "DuckDB trace file (default: $LOOKUP_KNOWLEDGE_TRACES, else traces.duckdb)"
 TRENDS_FORMATS = ("text", "json", "csv")
 CHANGES_FORMATS = ("text", "markdown", "html", "json")
 UNTIL_HELP = f"the window's end (default: now, UTC): {MOMENT_HELP}, or {SPAN_HELP}"
@@ -120,14 +119,6 @@ def run_changes(args: argparse.Namespace, open_kb: Callable[[argparse.Namespace,
     body = {"json": lambda: json.dumps({**result.to_dict(), "breaches": [b.line for b in breaches]}, indent=2),
             "markdown": result.to_markdown, "html": result.to_html, "text": result.to_text}[fmt]()
     return Outcome(_written(body, args.output), tuple(b.line for b in breaches))
-
-
-def existing_traces(traces: str | None) -> Path:
-    """The trace file a command reads (--traces, else the default); a ValueError when there is none."""
-    path = Path(traces) if traces else default_traces()
-    if not path.is_file():
-        raise ValueError(f"no trace file at {path}; pass the DuckDB file the lookups were recorded in (--traces)")
-    return path
 
 
 def _format(args: argparse.Namespace, shortcuts: tuple[str, ...]) -> str:
